@@ -1,0 +1,14 @@
+// posemb/posemb.hpp: the umbrella header; includes every public posemb header.
+//
+//   #include <posemb/posemb.hpp>
+//   posemb::Matrix<float> table(1024, 768);                           // (max_seq_len, dim)
+//   auto rows = posemb::learned_positional_embedding(128, table);     // (128, 768), zero-copy
+//   auto pe = posemb::sinusoidal_positional_encoding(4096, 768);      // any length
+#pragma once
+
+#include "posemb/errors.hpp"
+#include "posemb/learned_positional_embedding.hpp"
+#include "posemb/matrix.hpp"
+#include "posemb/matrix_view.hpp"
+#include "posemb/sinusoidal.hpp"
+#include "posemb/version.hpp"

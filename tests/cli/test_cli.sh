@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The posemb CLI: exit codes (0 / 1 / 2), one-line errors on stderr, --help, --version, demo.
+set -u
+bin="$1"
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# expect CODE DESCRIPTION -- ARGS...: run posemb with ARGS, check the exit code.
+expect() {
+  local code="$1" what="$2"
+  shift 3
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -ne "$code" ]; then
+    echo "FAIL: $what: posemb $* exited $got, expected $code"
+    sed 's/^/  stderr: /' "$tmp/err"
+    fails=$((fails + 1))
+  fi
+}
+# stderr_is_one_line DESCRIPTION: the last run's stderr is exactly one line.
+stderr_is_one_line() {
+  local n
+  n=$(wc -l <"$tmp/err")
+  if [ "$n" -ne 1 ]; then
+    echo "FAIL: $1: stderr has $n lines, expected 1"
+    fails=$((fails + 1))
+  fi
+}
+contains() {  # contains FILE TEXT DESCRIPTION
+  if ! grep -qF -- "$2" "$tmp/$1"; then
+    echo "FAIL: $3: '$2' not in $1"
+    sed 's/^/  /' "$tmp/$1" | head -20
+    fails=$((fails + 1))
+  fi
+}
+
+expect 0 "help" -- --help
+contains out "demo" "help lists the demo subcommand"
+expect 0 "version" -- --version
+contains out "posemb 0." "version string"
+expect 2 "no subcommand" --
+stderr_is_one_line "no subcommand"
+expect 2 "unknown flag" -- --no-such-flag
+stderr_is_one_line "unknown flag"
+contains err "usage error" "unknown flag says usage error"
+expect 2 "unknown subcommand" -- no-such-command
+expect 2 "bad demo value" -- demo --max-seq-len banana
+stderr_is_one_line "bad demo value"
+expect 2 "demo value out of range" -- demo --max-seq-len 1000000
+expect 1 "runtime failure: lookup past the table" -- demo --max-seq-len 8 --seq-len 9
+stderr_is_one_line "runtime failure"
+contains err "posemb: error: learned_positional_embedding" "runtime error names the operation"
+contains err "9" "runtime error names seq_len"
+expect 0 "demo" -- demo
+contains out "SequenceTooLong" "demo shows the error"
+contains out "learned_positional_embedding" "demo shows the lookup"
+contains out "sinusoidal" "demo shows the sinusoidal counterpart"
+contains out "start = " "demo shows the offset lookup"
+
+echo "cli: $fails failure(s)"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,161 @@
+// MatrixView and Matrix: the contract of the public types.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "posemb/matrix.hpp"
+#include "posemb/matrix_view.hpp"
+
+namespace posemb {
+namespace {
+
+template <class T>
+class MatrixTyped : public ::testing::Test {};
+using Scalars = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(MatrixTyped, Scalars);
+
+TYPED_TEST(MatrixTyped, ViewAccessorsUseTheStride) {
+  using T = TypeParam;
+  std::vector<T> buf(3 * 5);
+  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<T>(i);
+  MatrixView<T> v(buf.data(), 3, 4, 5);
+  EXPECT_EQ(v.rows(), 3u);
+  EXPECT_EQ(v.cols(), 4u);
+  EXPECT_EQ(v.row_stride(), 5u);
+  EXPECT_EQ(v.data(), buf.data());
+  EXPECT_EQ(v(2, 3), static_cast<T>(13));
+  EXPECT_EQ(&v(1, 0), buf.data() + 5);
+  std::span<T> r = v.row(2);
+  EXPECT_EQ(r.size(), 4u);
+  EXPECT_EQ(r.data(), buf.data() + 10);
+  v(0, 1) = static_cast<T>(-7);
+  EXPECT_EQ(buf[1], static_cast<T>(-7));
+  EXPECT_FALSE(v.is_contiguous());
+  EXPECT_THROW((void)v.at(3, 0), std::out_of_range);
+  EXPECT_THROW((void)v.at(0, 4), std::out_of_range);
+  EXPECT_EQ(v.at(2, 0), static_cast<T>(10));
+}
+
+TYPED_TEST(MatrixTyped, ThreeArgumentViewHasStrideCols) {
+  using T = TypeParam;
+  std::vector<T> buf(6);
+  MatrixView<T> v(buf.data(), 2, 3);
+  EXPECT_EQ(v.row_stride(), 3u);
+  EXPECT_TRUE(v.is_contiguous());
+}
+
+TYPED_TEST(MatrixTyped, ConstViewConvertsImplicitlyAndCannotWrite) {
+  using T = TypeParam;
+  std::vector<T> buf(4, static_cast<T>(2));
+  MatrixView<T> v(buf.data(), 2, 2);
+  MatrixView<const T> c = v;  // implicit
+  EXPECT_EQ(c.data(), buf.data());
+  EXPECT_EQ(c.row_stride(), 2u);
+  static_assert(std::is_same_v<decltype(c(0, 0)), const T&>);
+  static_assert(std::is_same_v<decltype(c.row(0)), std::span<const T>>);
+  static_assert(!std::is_assignable_v<decltype(c(0, 0)), T>);
+  // No conversion the other way.
+  static_assert(!std::is_convertible_v<MatrixView<const T>, MatrixView<T>>);
+  static_assert(std::is_convertible_v<MatrixView<T>, MatrixView<const T>>);
+}
+
+TYPED_TEST(MatrixTyped, ViewRejectsOverlappingRowsNullDataAndOverflow) {
+  using T = TypeParam;
+  std::vector<T> buf(16);
+  EXPECT_THROW((MatrixView<T>(buf.data(), 2, 4, 3)), std::invalid_argument);
+  EXPECT_NO_THROW((MatrixView<T>(buf.data(), 1, 4, 0)));  // one row: stride irrelevant
+  EXPECT_THROW((MatrixView<T>(nullptr, 2, 2)), std::invalid_argument);
+  EXPECT_NO_THROW((MatrixView<T>(nullptr, 0, 2)));
+  EXPECT_NO_THROW((MatrixView<T>(nullptr, 3, 0)));
+  const std::size_t big = std::numeric_limits<std::size_t>::max() / 2;
+  EXPECT_THROW((MatrixView<T>(buf.data(), 3, 2, big)), std::invalid_argument);
+  EXPECT_THROW((MatrixView<T>(buf.data(), 2, std::numeric_limits<std::size_t>::max())),
+               std::invalid_argument);
+}
+
+TYPED_TEST(MatrixTyped, SubrowsAreCheckedWithoutOverflow) {
+  using T = TypeParam;
+  std::vector<T> buf(20);
+  MatrixView<T> v(buf.data(), 4, 3, 5);
+  auto s = v.subrows(1, 2);
+  EXPECT_EQ(s.data(), buf.data() + 5);
+  EXPECT_EQ(s.rows(), 2u);
+  EXPECT_EQ(s.row_stride(), 5u);
+  EXPECT_EQ(v.subrows(4, 0).rows(), 0u);
+  EXPECT_THROW((void)v.subrows(5, 0), std::out_of_range);
+  EXPECT_THROW((void)v.subrows(1, std::numeric_limits<std::size_t>::max()), std::out_of_range);
+  EXPECT_THROW((void)v.subrows(std::numeric_limits<std::size_t>::max(), 2), std::out_of_range);
+}
+
+TYPED_TEST(MatrixTyped, MatrixIsZeroFilledAlignedAndContiguous) {
+  using T = TypeParam;
+  Matrix<T> m(7, 13);
+  EXPECT_EQ(m.rows(), 7u);
+  EXPECT_EQ(m.cols(), 13u);
+  EXPECT_EQ(m.row_stride(), 13u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(m.data()) % Matrix<T>::alignment, 0u);
+  for (T x : m.flat()) EXPECT_EQ(x, static_cast<T>(0));
+  m(6, 12) = static_cast<T>(3);
+  EXPECT_EQ(m.data()[6 * 13 + 12], static_cast<T>(3));
+  EXPECT_EQ(m.row(6).data(), m.data() + 78);
+  MatrixView<T> v = m.view();
+  EXPECT_EQ(v.data(), m.data());
+  MatrixView<const T> c = m;  // implicit
+  EXPECT_EQ(c.data(), m.data());
+  EXPECT_EQ(c.rows(), 7u);
+  const Matrix<T>& cm = m;
+  static_assert(std::is_same_v<decltype(cm(0, 0)), const T&>);
+  static_assert(std::is_same_v<decltype(cm.view()), MatrixView<const T>>);
+}
+
+TYPED_TEST(MatrixTyped, MatrixFromViewIsADeepContiguousCopy) {
+  using T = TypeParam;
+  std::vector<T> buf(4 * 6);
+  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<T>(i) / 3;
+  MatrixView<const T> v(buf.data(), 4, 5, 6);
+  Matrix<T> copy(v);
+  ASSERT_EQ(copy.rows(), 4u);
+  ASSERT_EQ(copy.cols(), 5u);
+  EXPECT_EQ(copy.row_stride(), 5u);
+  for (std::size_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(std::memcmp(copy.row(r).data(), v.row(r).data(), 5 * sizeof(T)), 0);
+  }
+  buf[0] = static_cast<T>(100);
+  EXPECT_EQ(copy(0, 0), static_cast<T>(0));  // a copy, not an alias
+  MatrixView<T> mv(buf.data(), 4, 6);
+  Matrix<T> from_mutable(mv);  // a mutable view converts too
+  EXPECT_EQ(from_mutable(0, 0), static_cast<T>(100));
+}
+
+TYPED_TEST(MatrixTyped, CopyMoveAndEquality) {
+  using T = TypeParam;
+  Matrix<T> a(3, 2);
+  a(1, 1) = static_cast<T>(5);
+  Matrix<T> b = a;
+  EXPECT_TRUE(a == b);
+  EXPECT_NE(a.data(), b.data());
+  b(0, 0) = static_cast<T>(1);
+  EXPECT_FALSE(a == b);
+  const T* p = a.data();
+  Matrix<T> c = std::move(a);
+  EXPECT_EQ(c.data(), p);
+  EXPECT_EQ(a.rows(), 0u);  // NOLINT(bugprone-use-after-move): moved-from is empty
+  EXPECT_TRUE(a.empty());
+  Matrix<T> empty(0, 5);
+  EXPECT_EQ(empty.data(), nullptr);
+  EXPECT_EQ(empty.cols(), 5u);
+}
+
+TYPED_TEST(MatrixTyped, MatrixRejectsOverflowingShapes) {
+  using T = TypeParam;
+  const std::size_t huge = std::numeric_limits<std::size_t>::max() / 2;
+  EXPECT_THROW((Matrix<T>(huge, 3)), std::length_error);
+  EXPECT_THROW((Matrix<T>(std::numeric_limits<std::size_t>::max(), 2)), std::length_error);
+}
+
+}  // namespace
+}  // namespace posemb

@@ -1,0 +1,56 @@
+// The posemb command-line tool. main() is the only place that prints errors and picks the exit
+// code: 0 success, 1 runtime failure, 2 usage error. Errors go to stderr as one line.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "cli.hpp"
+#include "posemb/version.hpp"
+
+namespace {
+
+// CLI11 messages can span lines; the tool's errors are one line each.
+std::string one_line(std::string s) {
+  for (char& ch : s) {
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  }
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "posemb: learned positional embeddings for transformers, and the trade-off between a "
+      "learned position table and an encoding computed at any position."};
+  app.name("posemb");
+  app.set_version_flag("--version", std::string("posemb ") + POSEMB_VERSION_STRING);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  posemb::cli::register_demo_command(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "posemb: usage error: {} (see 'posemb --help')\n", one_line(e.what()));
+    return posemb::cli::kExitUsage;
+  } catch (const posemb::cli::UsageError& e) {
+    fmt::print(stderr, "posemb: usage error: {} (see 'posemb --help')\n", one_line(e.what()));
+    return posemb::cli::kExitUsage;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "posemb: error: {}\n", one_line(e.what()));
+    return posemb::cli::kExitFailure;
+  }
+  return posemb::cli::kExitOk;
+}
