@@ -6,9 +6,14 @@
 //   auto pe = posemb::sinusoidal_positional_encoding(4096, 768);      // any length
 #pragma once
 
+#include "posemb/embedding.hpp"
 #include "posemb/errors.hpp"
+#include "posemb/initializers.hpp"
+#include "posemb/layer.hpp"
 #include "posemb/learned_positional_embedding.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/matrix_view.hpp"
+#include "posemb/optimizers.hpp"
+#include "posemb/positions.hpp"
 #include "posemb/sinusoidal.hpp"
 #include "posemb/version.hpp"

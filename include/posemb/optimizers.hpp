@@ -1,0 +1,81 @@
+// posemb/optimizers.hpp: AdamW and SGD with momentum on any list of parameters.
+//
+//   posemb::AdamW opt({.lr = 3e-4f, .weight_decay = 0.1f});
+//   std::vector<posemb::ParamRef> params{{wpe.view(), dwpe}, {wte.view(), dwte}};
+//   for (...) { /* forward, backward into dwpe, dwte */ opt.step(params); zero_grad(dwpe); ... }
+//
+// Both follow PyTorch's update rules (torch.optim.AdamW and torch.optim.SGD with
+// dampening 0, nesterov off). Updates are elementwise, so the result does not depend on the
+// thread count. Every check happens before any parameter or state is written.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "posemb/matrix.hpp"
+#include "posemb/matrix_view.hpp"
+
+namespace posemb {
+
+// A parameter and its gradient, the same shape.
+struct ParamRef {
+  MatrixView<float> value;       // (rows, cols), updated in place
+  MatrixView<const float> grad;  // (rows, cols)
+};
+
+struct AdamWConfig {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
+};
+
+class AdamW {
+ public:
+  // Throws std::invalid_argument for lr < 0, betas outside [0, 1), eps <= 0, weight_decay < 0
+  // or any non-finite value.
+  explicit AdamW(AdamWConfig cfg = {});
+  // One step on params (the same list, same order and shapes, every call; throws
+  // std::invalid_argument otherwise). Decoupled weight decay, bias correction:
+  //   p *= 1 - lr*wd;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
+  //   p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)
+  void step(std::span<const ParamRef> params);
+  std::int64_t steps() const noexcept { return steps_; }
+  // State for checkpoints: first and second moments per parameter, in params order.
+  std::vector<Matrix<float>>& first_moments() noexcept { return m_; }
+  std::vector<Matrix<float>>& second_moments() noexcept { return v_; }
+  // Sets the step count (for resuming from a checkpoint); throws for t < 0.
+  void set_steps(std::int64_t t);
+  AdamWConfig& config() noexcept { return cfg_; }
+
+ private:
+  AdamWConfig cfg_;
+  std::int64_t steps_ = 0;
+  std::vector<Matrix<float>> m_;
+  std::vector<Matrix<float>> v_;
+};
+
+struct SgdConfig {
+  float lr = 1e-2f, momentum = 0.9f, weight_decay = 0.0f;
+};
+
+class Sgd {
+ public:
+  // Throws std::invalid_argument for lr < 0, momentum outside [0, 1), weight_decay < 0 or any
+  // non-finite value.
+  explicit Sgd(SgdConfig cfg = {});
+  // One step: g' = g + wd p;  buf = momentum buf + g';  p -= lr buf. Same list every call.
+  void step(std::span<const ParamRef> params);
+  std::int64_t steps() const noexcept { return steps_; }
+  // Momentum buffers per parameter, in params order.
+  std::vector<Matrix<float>>& velocities() noexcept { return velocity_; }
+  SgdConfig& config() noexcept { return cfg_; }
+
+ private:
+  SgdConfig cfg_;
+  std::int64_t steps_ = 0;
+  std::vector<Matrix<float>> velocity_;
+};
+
+// Sets every element of grad to zero (written over).
+void zero_grad(MatrixView<float> grad);  // (rows, cols)
+
+}  // namespace posemb

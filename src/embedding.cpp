@@ -1,0 +1,111 @@
+#include "posemb/embedding.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "embedding_kernels.hpp"
+
+namespace posemb {
+namespace {
+
+std::string shape(std::size_t r, std::size_t c) {
+  std::string s = std::to_string(r);
+  s += ", ";
+  s += std::to_string(c);
+  return '(' + s + ')';
+}
+
+[[noreturn]] void bad_shape(const char* op, const char* what, std::size_t r, std::size_t c,
+                            std::size_t er, std::size_t ec) {
+  throw std::invalid_argument(std::string(op) + ": " + what + " has shape " + shape(r, c) +
+                              ", expected " + shape(er, ec));
+}
+
+void expect_shape(const char* op, const char* what, std::size_t r, std::size_t c, std::size_t er,
+                  std::size_t ec) {
+  if (r != er || c != ec) bad_shape(op, what, r, c, er, ec);
+}
+
+// The batch (B, T): non-empty, B*T rows addressable by the kernels' 32-bit indices.
+void check_batch(const char* op, std::size_t batch, std::size_t seq_len, std::size_t embed_dim) {
+  if (batch == 0 || seq_len == 0) {
+    throw std::invalid_argument(std::string(op) + ": empty batch " + shape(batch, seq_len) +
+                                " (B, T); B and T must both be at least 1");
+  }
+  if (embed_dim == 0) {
+    throw std::invalid_argument(std::string(op) + ": embedding dimension C is 0");
+  }
+  if (seq_len > std::numeric_limits<std::uint32_t>::max() / batch) {
+    throw std::invalid_argument(std::string(op) + ": batch " + shape(batch, seq_len) +
+                                " has more than 2^32 - 1 tokens");
+  }
+}
+
+void check_token_ids(const char* op, MatrixView<const TokenId> tokens, std::size_t vocab) {
+  for (std::size_t b = 0; b < tokens.rows(); ++b) {
+    for (std::size_t t = 0; t < tokens.cols(); ++t) {
+      const TokenId id = tokens(b, t);
+      if (id < 0 || static_cast<std::size_t>(id) >= vocab) {
+        throw std::out_of_range(std::string(op) + ": token id " + std::to_string(id) +
+                                " at batch row " + std::to_string(b) + ", token " +
+                                std::to_string(t) + " is outside the vocabulary of " +
+                                std::to_string(vocab) + " rows (valid ids: 0 to " +
+                                std::to_string(vocab == 0 ? 0 : vocab - 1) + ")");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void embed_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
+                   const PositionSource& positions, MatrixView<const float> wte,
+                   MatrixView<const float> wpe) {
+  constexpr const char* op = "embed_forward";
+  const std::size_t B = tokens.rows(), T = tokens.cols(), C = wte.cols();
+  check_batch(op, B, T, C);
+  expect_shape(op, "wpe", wpe.rows(), wpe.cols(), wpe.rows(), C);
+  expect_shape(op, "out", out.rows(), out.cols(), B * T, C);
+  check_token_ids(op, tokens, wte.rows());
+  const Matrix<std::int64_t> pos = resolve_positions(positions, B, T, wpe.rows(), tokens, op);
+  detail::gather_add_rows(out, tokens, wte, pos, wpe);
+}
+
+void embed_backward(MatrixView<float> dwte, MatrixView<float> dwpe, MatrixView<const float> dout,
+                    MatrixView<const TokenId> tokens, const PositionSource& positions) {
+  constexpr const char* op = "embed_backward";
+  const std::size_t B = tokens.rows(), T = tokens.cols(), C = dwte.cols();
+  check_batch(op, B, T, C);
+  expect_shape(op, "dwpe", dwpe.rows(), dwpe.cols(), dwpe.rows(), C);
+  expect_shape(op, "dout", dout.rows(), dout.cols(), B * T, C);
+  check_token_ids(op, tokens, dwte.rows());
+  const Matrix<std::int64_t> pos = resolve_positions(positions, B, T, dwpe.rows(), tokens, op);
+  detail::scatter_add_rows(dwte, dout, nullptr, tokens.data(), T, tokens.row_stride());
+  detail::scatter_add_rows(dwpe, dout, pos.data(), nullptr, T, 0);
+}
+
+void add_positions_forward(MatrixView<float> x, std::size_t batch, std::size_t seq_len,
+                           const PositionSource& positions, MatrixView<const float> wpe,
+                           MatrixView<const TokenId> tokens) {
+  constexpr const char* op = "add_positions_forward";
+  check_batch(op, batch, seq_len, wpe.cols());
+  expect_shape(op, "x", x.rows(), x.cols(), batch * seq_len, wpe.cols());
+  const Matrix<std::int64_t> pos =
+      resolve_positions(positions, batch, seq_len, wpe.rows(), tokens, op);
+  detail::gather_add_rows(x, {}, {}, pos, wpe);
+}
+
+void add_positions_backward(MatrixView<float> dwpe, MatrixView<const float> dx, std::size_t batch,
+                            std::size_t seq_len, const PositionSource& positions,
+                            MatrixView<const TokenId> tokens) {
+  constexpr const char* op = "add_positions_backward";
+  check_batch(op, batch, seq_len, dwpe.cols());
+  expect_shape(op, "dx", dx.rows(), dx.cols(), batch * seq_len, dwpe.cols());
+  const Matrix<std::int64_t> pos =
+      resolve_positions(positions, batch, seq_len, dwpe.rows(), tokens, op);
+  detail::scatter_add_rows(dwpe, dx, pos.data(), nullptr, seq_len, 0);
+}
+
+}  // namespace posemb

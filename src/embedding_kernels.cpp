@@ -1,0 +1,112 @@
+#include "embedding_kernels.hpp"
+
+#include <cassert>
+#include <cstring>
+#include <vector>
+
+namespace posemb::detail {
+namespace {
+
+// Below this many elements a kernel runs on the calling thread only.
+constexpr std::size_t kParallelThreshold = 1 << 15;
+
+inline void add2(float* __restrict out, const float* __restrict a, const float* __restrict b,
+                 std::size_t n) {
+#pragma omp simd
+  for (std::size_t c = 0; c < n; ++c) out[c] = a[c] + b[c];
+}
+
+inline void add_into(float* __restrict dst, const float* __restrict src, std::size_t n) {
+#pragma omp simd
+  for (std::size_t c = 0; c < n; ++c) dst[c] += src[c];
+}
+
+}  // namespace
+
+void gather_add_rows(MatrixView<float> out, MatrixView<const TokenId> tokens,
+                     MatrixView<const float> wte, const Matrix<std::int64_t>& pos,
+                     MatrixView<const float> wpe) {
+  const std::size_t seq_len = pos.cols();
+  const std::size_t n_rows = pos.rows() * seq_len;
+  const std::size_t C = out.cols();
+  const bool fused = !wte.empty();
+  const std::int64_t* p = pos.data();
+  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(n_rows);
+#pragma omp parallel for schedule(static) if (n_rows * C >= kParallelThreshold)
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    const std::size_t r = static_cast<std::size_t>(i);
+    float* o = out.row(r).data();
+    const std::int64_t q = p[r];
+    if (fused) {
+      const TokenId tok = tokens(r / seq_len, r % seq_len);
+      assert(tok >= 0 && static_cast<std::size_t>(tok) < wte.rows());
+      const float* e = wte.row(static_cast<std::size_t>(tok)).data();
+      if (q >= 0) {
+        assert(static_cast<std::size_t>(q) < wpe.rows());
+        add2(o, e, wpe.row(static_cast<std::size_t>(q)).data(), C);
+      } else {
+        std::memcpy(o, e, C * sizeof(float));
+      }
+    } else if (q >= 0) {
+      assert(static_cast<std::size_t>(q) < wpe.rows());
+      add_into(o, wpe.row(static_cast<std::size_t>(q)).data(), C);
+    }
+  }
+}
+
+void scatter_add_rows(MatrixView<float> dst, MatrixView<const float> src,
+                      const std::int64_t* target64, const TokenId* target32, std::size_t seq_len,
+                      std::size_t token_stride) {
+  const std::size_t R = dst.rows();
+  const std::size_t N = src.rows();
+  const std::size_t C = dst.cols();
+  auto target = [&](std::size_t i) -> std::int64_t {
+    if (target64 != nullptr) return target64[i];
+    return target32[(i / seq_len) * token_stride + i % seq_len];
+  };
+  // Counting sort of the contributions by target row: order[first[k] .. first[k+1]) are the
+  // source rows of the k-th touched row, ascending.
+  std::vector<std::uint32_t> count(R + 1, 0);
+  for (std::size_t i = 0; i < N; ++i) {
+    const std::int64_t t = target(i);
+    if (t >= 0) {
+      assert(static_cast<std::size_t>(t) < R);
+      ++count[static_cast<std::size_t>(t)];
+    }
+  }
+  std::vector<std::uint32_t> rows;   // touched rows, ascending
+  std::vector<std::uint32_t> first;  // start of each touched row's run in order
+  std::uint32_t total = 0;
+  for (std::size_t r = 0; r < R; ++r) {
+    const std::uint32_t c = count[r];
+    if (c == 0) continue;
+    rows.push_back(static_cast<std::uint32_t>(r));
+    first.push_back(total);
+    count[r] = total;  // becomes the insertion cursor
+    total += c;
+  }
+  first.push_back(total);
+  std::vector<std::uint32_t> order(total);
+  for (std::size_t i = 0; i < N; ++i) {
+    const std::int64_t t = target(i);
+    if (t >= 0) order[count[static_cast<std::size_t>(t)]++] = static_cast<std::uint32_t>(i);
+  }
+  const std::ptrdiff_t n_touched = static_cast<std::ptrdiff_t>(rows.size());
+#pragma omp parallel for schedule( \
+    dynamic, 8) if (static_cast <std::size_t>(total) * C >= kParallelThreshold)
+  for (std::ptrdiff_t k = 0; k < n_touched; ++k) {
+    float* d = dst.row(rows[static_cast<std::size_t>(k)]).data();
+    const std::uint32_t end = first[static_cast<std::size_t>(k) + 1];
+    for (std::uint32_t j = first[static_cast<std::size_t>(k)]; j < end; ++j) {
+      add_into(d, src.row(order[j]).data(), C);
+    }
+  }
+}
+
+void mark_rows(const Matrix<std::int64_t>& pos, std::uint8_t* seen) {
+  for (const std::int64_t p : pos.flat()) {
+    if (p >= 0) seen[static_cast<std::size_t>(p)] = 1;
+  }
+}
+
+}  // namespace posemb::detail

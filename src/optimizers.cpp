@@ -1,0 +1,159 @@
+#include "posemb/optimizers.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace posemb {
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw std::invalid_argument(message);
+}
+
+std::string shape(std::size_t r, std::size_t c) {
+  std::string s = std::to_string(r);
+  s += ", ";
+  s += std::to_string(c);
+  return '(' + s + ')';
+}
+
+// Each value matches its gradient's shape and, once the optimizer has state, the state's.
+void check_params(const char* op, std::span<const ParamRef> params,
+                  const std::vector<Matrix<float>>& state) {
+  if (!state.empty()) {
+    require(params.size() == state.size(),
+            std::string(op) + ": got " + std::to_string(params.size()) +
+                " parameters, but the optimizer state holds " + std::to_string(state.size()) +
+                " (pass the same list every step)");
+  }
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const ParamRef& p = params[i];
+    require(p.value.rows() == p.grad.rows() && p.value.cols() == p.grad.cols(),
+            std::string(op) + ": parameter " + std::to_string(i) + " has shape " +
+                shape(p.value.rows(), p.value.cols()) + " but its gradient has shape " +
+                shape(p.grad.rows(), p.grad.cols()));
+    if (!state.empty()) {
+      require(state[i].rows() == p.value.rows() && state[i].cols() == p.value.cols(),
+              std::string(op) + ": parameter " + std::to_string(i) + " has shape " +
+                  shape(p.value.rows(), p.value.cols()) + " but its optimizer state has shape " +
+                  shape(state[i].rows(), state[i].cols()) + " (pass the same list every step)");
+    }
+  }
+}
+
+std::vector<Matrix<float>> zeros_like(std::span<const ParamRef> params) {
+  std::vector<Matrix<float>> out;
+  out.reserve(params.size());
+  for (const ParamRef& p : params) out.emplace_back(p.value.rows(), p.value.cols());
+  return out;
+}
+
+bool finite_all(std::initializer_list<float> xs) {
+  for (float x : xs) {
+    if (!std::isfinite(x)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+AdamW::AdamW(AdamWConfig cfg) : cfg_(cfg) {
+  require(finite_all({cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay}) && cfg.lr >= 0 &&
+              cfg.beta1 >= 0 && cfg.beta1 < 1 && cfg.beta2 >= 0 && cfg.beta2 < 1 && cfg.eps > 0 &&
+              cfg.weight_decay >= 0,
+          "AdamW: invalid configuration lr=" + std::to_string(cfg.lr) +
+              " beta1=" + std::to_string(cfg.beta1) + " beta2=" + std::to_string(cfg.beta2) +
+              " eps=" + std::to_string(cfg.eps) +
+              " weight_decay=" + std::to_string(cfg.weight_decay) +
+              " (need lr >= 0, betas in [0, 1), eps > 0, weight_decay >= 0, all finite)");
+}
+
+void AdamW::set_steps(std::int64_t t) {
+  require(t >= 0, "AdamW::set_steps: step count " + std::to_string(t) + " is negative");
+  steps_ = t;
+}
+
+void AdamW::step(std::span<const ParamRef> params) {
+  check_params("AdamW::step", params, m_);
+  require(m_.size() == v_.size(), "AdamW::step: first and second moment lists differ in size");
+  for (std::size_t i = 0; i < v_.size(); ++i) {
+    require(v_[i].rows() == m_[i].rows() && v_[i].cols() == m_[i].cols(),
+            "AdamW::step: moments of parameter " + std::to_string(i) + " differ in shape");
+  }
+  if (m_.empty()) {
+    m_ = zeros_like(params);
+    v_ = zeros_like(params);
+  }
+  const std::int64_t t = steps_ + 1;
+  const float lr = cfg_.lr, b1 = cfg_.beta1, b2 = cfg_.beta2, eps = cfg_.eps;
+  const float decay = 1.0f - cfg_.lr * cfg_.weight_decay;
+  const double bc1 = 1.0 - std::pow(static_cast<double>(b1), static_cast<double>(t));
+  const double bc2 = 1.0 - std::pow(static_cast<double>(b2), static_cast<double>(t));
+  const float step_size = static_cast<float>(lr / bc1);
+  const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const ParamRef& p = params[i];
+    const std::size_t cols = p.value.cols();
+    const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(p.value.rows());
+    Matrix<float>& m = m_[i];
+    Matrix<float>& v = v_[i];
+#pragma omp parallel for schedule(static) if (p.value.size() > 65536)
+    for (std::ptrdiff_t r = 0; r < rows; ++r) {
+      const std::size_t ur = static_cast<std::size_t>(r);
+      float* w = p.value.row(ur).data();
+      const float* g = p.grad.row(ur).data();
+      float* mr = m.row(ur).data();
+      float* vr = v.row(ur).data();
+      for (std::size_t c = 0; c < cols; ++c) {
+        w[c] *= decay;
+        mr[c] = b1 * mr[c] + (1.0f - b1) * g[c];
+        vr[c] = b2 * vr[c] + (1.0f - b2) * g[c] * g[c];
+        const float denom = std::sqrt(vr[c]) / bc2_sqrt + eps;
+        w[c] -= step_size * (mr[c] / denom);
+      }
+    }
+  }
+  steps_ = t;
+}
+
+Sgd::Sgd(SgdConfig cfg) : cfg_(cfg) {
+  require(finite_all({cfg.lr, cfg.momentum, cfg.weight_decay}) && cfg.lr >= 0 &&
+              cfg.momentum >= 0 && cfg.momentum < 1 && cfg.weight_decay >= 0,
+          "Sgd: invalid configuration lr=" + std::to_string(cfg.lr) + " momentum=" +
+              std::to_string(cfg.momentum) + " weight_decay=" + std::to_string(cfg.weight_decay) +
+              " (need lr >= 0, momentum in [0, 1), weight_decay >= 0, all finite)");
+}
+
+void Sgd::step(std::span<const ParamRef> params) {
+  check_params("Sgd::step", params, velocity_);
+  if (velocity_.empty()) velocity_ = zeros_like(params);
+  const float lr = cfg_.lr, mu = cfg_.momentum, wd = cfg_.weight_decay;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const ParamRef& p = params[i];
+    const std::size_t cols = p.value.cols();
+    const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(p.value.rows());
+    Matrix<float>& buf = velocity_[i];
+#pragma omp parallel for schedule(static) if (p.value.size() > 65536)
+    for (std::ptrdiff_t r = 0; r < rows; ++r) {
+      const std::size_t ur = static_cast<std::size_t>(r);
+      float* w = p.value.row(ur).data();
+      const float* g = p.grad.row(ur).data();
+      float* b = buf.row(ur).data();
+      for (std::size_t c = 0; c < cols; ++c) {
+        const float d = g[c] + wd * w[c];
+        b[c] = mu * b[c] + d;
+        w[c] -= lr * b[c];
+      }
+    }
+  }
+  ++steps_;
+}
+
+void zero_grad(MatrixView<float> grad) {
+  for (std::size_t r = 0; r < grad.rows(); ++r) {
+    for (float& g : grad.row(r)) g = 0.0f;
+  }
+}
+
+}  // namespace posemb

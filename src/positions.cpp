@@ -1,0 +1,157 @@
+#include "posemb/positions.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "posemb/errors.hpp"
+
+namespace posemb {
+namespace {
+
+std::string where(std::size_t b, std::size_t t) {
+  return "batch row " + std::to_string(b) + ", token " + std::to_string(t);
+}
+
+std::string shape(std::size_t r, std::size_t c) {
+  std::string s = std::to_string(r);
+  s += ", ";
+  s += std::to_string(c);
+  return '(' + s + ')';
+}
+
+void check_shape(const char* op, const char* what, std::size_t rows, std::size_t cols,
+                 std::size_t batch, std::size_t seq_len) {
+  if (rows != batch || cols != seq_len) {
+    throw std::invalid_argument(std::string(op) + ": " + what + " has shape " + shape(rows, cols) +
+                                " but the batch is " + shape(batch, seq_len) + " (B, T)");
+  }
+}
+
+}  // namespace
+
+PositionSource PositionSource::contiguous(std::size_t start) {
+  PositionSource s;
+  s.kind_ = Kind::contiguous;
+  s.start_ = start;
+  return s;
+}
+
+PositionSource PositionSource::explicit_ids(MatrixView<const std::int64_t> ids) {
+  PositionSource s;
+  s.kind_ = Kind::explicit_ids;
+  s.ids_ = ids;
+  return s;
+}
+
+PositionSource PositionSource::padding_mask(MatrixView<const std::uint8_t> mask) {
+  PositionSource s;
+  s.kind_ = Kind::padding_mask;
+  s.mask_ = mask;
+  return s;
+}
+
+PositionSource PositionSource::packed(TokenId separator) {
+  PositionSource s;
+  s.kind_ = Kind::packed;
+  s.separator_ = separator;
+  return s;
+}
+
+Matrix<std::int64_t> resolve_positions(const PositionSource& src, MatrixView<const TokenId> tokens,
+                                       std::size_t max_seq_len) {
+  return resolve_positions(src, tokens.rows(), tokens.cols(), max_seq_len, tokens,
+                           "resolve_positions");
+}
+
+Matrix<std::int64_t> resolve_positions(const PositionSource& src, std::size_t batch,
+                                       std::size_t seq_len, std::size_t max_seq_len,
+                                       MatrixView<const TokenId> tokens, const char* op) {
+  if (batch == 0 || seq_len == 0) {
+    throw std::invalid_argument(std::string(op) + ": empty batch " + shape(batch, seq_len) +
+                                " (B, T); B and T must both be at least 1");
+  }
+  const bool have_tokens = tokens.rows() != 0 || tokens.cols() != 0;
+  if (have_tokens || src.needs_tokens())
+    check_shape(op, "tokens", tokens.rows(), tokens.cols(), batch, seq_len);
+  Matrix<std::int64_t> pos(batch, seq_len);
+  switch (src.kind()) {
+    case PositionSource::Kind::contiguous: {
+      const std::size_t start = src.start();
+      if (start > max_seq_len || seq_len > max_seq_len - start) {
+        // The first token without a row: index max_seq_len - start (0 when start is past it).
+        const std::size_t t = start >= max_seq_len ? 0 : max_seq_len - start;
+        throw SequenceTooLong(op, seq_len, start, max_seq_len,
+                              where(0, t) + ", the first token without a row");
+      }
+      for (std::size_t b = 0; b < batch; ++b) {
+        for (std::size_t t = 0; t < seq_len; ++t) {
+          pos(b, t) = static_cast<std::int64_t>(start + t);
+        }
+      }
+      break;
+    }
+    case PositionSource::Kind::explicit_ids: {
+      const auto ids = src.ids();
+      check_shape(op, "position ids", ids.rows(), ids.cols(), batch, seq_len);
+      for (std::size_t b = 0; b < batch; ++b) {
+        for (std::size_t t = 0; t < seq_len; ++t) {
+          const std::int64_t p = ids(b, t);
+          if (p < 0) {
+            throw std::out_of_range(std::string(op) + ": position id " + std::to_string(p) +
+                                    " at " + where(b, t) + " is negative");
+          }
+          if (static_cast<std::uint64_t>(p) >= max_seq_len) {
+            throw SequenceTooLong(op, 1, static_cast<std::size_t>(p), max_seq_len,
+                                  where(b, t) + ", explicit position id " + std::to_string(p));
+          }
+          pos(b, t) = p;
+        }
+      }
+      break;
+    }
+    case PositionSource::Kind::padding_mask: {
+      const auto mask = src.mask();
+      check_shape(op, "padding mask", mask.rows(), mask.cols(), batch, seq_len);
+      for (std::size_t b = 0; b < batch; ++b) {
+        std::size_t next = 0;
+        for (std::size_t t = 0; t < seq_len; ++t) {
+          const std::uint8_t m = mask(b, t);
+          if (m > 1) {
+            throw std::invalid_argument(std::string(op) + ": padding mask value " +
+                                        std::to_string(m) + " at " + where(b, t) +
+                                        " is neither 0 (pad) nor 1 (real token)");
+          }
+          if (m == 0) {
+            pos(b, t) = -1;
+            continue;
+          }
+          if (next >= max_seq_len) {
+            throw SequenceTooLong(op, 1, next, max_seq_len,
+                                  where(b, t) + ", real token number " + std::to_string(next));
+          }
+          pos(b, t) = static_cast<std::int64_t>(next++);
+        }
+      }
+      break;
+    }
+    case PositionSource::Kind::packed: {
+      const TokenId sep = src.separator();
+      for (std::size_t b = 0; b < batch; ++b) {
+        std::size_t next = 0;
+        for (std::size_t t = 0; t < seq_len; ++t) {
+          if (next >= max_seq_len) {
+            throw SequenceTooLong(
+                op, 1, next, max_seq_len,
+                where(b, t) + ", packed document position " + std::to_string(next));
+          }
+          pos(b, t) = static_cast<std::int64_t>(next);
+          next = tokens(b, t) == sep ? 0 : next + 1;
+        }
+      }
+      break;
+    }
+  }
+  return pos;
+}
+
+}  // namespace posemb
