@@ -1,0 +1,174 @@
+// embed_forward / embed_backward / add_positions_*: bit for bit against the scalar reference
+// (tests/reference), determinism across thread counts, central finite differences.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+#include "embed_reference.hpp"
+#include "layer_fixtures.hpp"
+
+namespace posemb {
+namespace {
+
+using testing::bytes_of;
+using testing::kAllSources;
+using testing::make_batch;
+using testing::random_matrix;
+
+struct Shape {
+  std::size_t B, T, C, V, maxT;
+};
+// Awkward sizes: 1s, odd C, V smaller than B*T (many repeated ids), large enough to go parallel.
+constexpr Shape kShapes[] = {{1, 1, 1, 1, 1},        {2, 3, 5, 4, 3},     {3, 7, 17, 2, 9},
+                             {4, 16, 33, 50, 20},    {8, 64, 64, 64, 64}, {5, 31, 129, 7, 40},
+                             {16, 128, 96, 300, 128}};
+
+TEST(EmbedForward, EqualsTheScalarReferenceBitForBit) {
+  std::uint64_t seed = 1;
+  for (const Shape& s : kShapes) {
+    for (auto kind : kAllSources) {
+      const auto batch = make_batch(kind, s.B, s.T, s.V, s.maxT, ++seed);
+      const auto wte = random_matrix(s.V, s.C, ++seed);
+      const auto wpe = random_matrix(s.maxT, s.C, ++seed);
+      const auto src = batch.source();
+      const auto pos = resolve_positions(src, batch.tokens, s.maxT);
+      Matrix<float> out(s.B * s.T, s.C), ref(s.B * s.T, s.C);
+      embed_forward(out.view(), batch.tokens, src, wte, wpe);
+      reference::embed_forward(ref.view(), batch.tokens, pos.data(), wte, wpe);
+      EXPECT_EQ(bytes_of(out), bytes_of(ref)) << testing::source_name(kind) << " B=" << s.B;
+
+      Matrix<float> x = random_matrix(s.B * s.T, s.C, ++seed);
+      Matrix<float> xref = x;
+      add_positions_forward(x.view(), s.B, s.T, src, wpe, batch.tokens);
+      reference::add_positions_forward(xref.view(), pos.data(), wpe);
+      EXPECT_EQ(bytes_of(x), bytes_of(xref)) << testing::source_name(kind) << " B=" << s.B;
+    }
+  }
+}
+
+TEST(EmbedForward, WorksOnStridedViews) {
+  const std::size_t B = 3, T = 5, C = 7, V = 11, maxT = 6;
+  const auto batch = make_batch(testing::SourceKind::explicit_ids, B, T, V, maxT, 42);
+  const auto wte_store = random_matrix(V, C + 3, 1);
+  const auto wpe_store = random_matrix(maxT, C + 1, 2);
+  MatrixView<const float> wte(wte_store.data() + 1, V, C, C + 3);
+  MatrixView<const float> wpe(wpe_store.data(), maxT, C, C + 1);
+  Matrix<float> out_store(B * T, C + 5);
+  MatrixView<float> out(out_store.data() + 2, B * T, C, C + 5);
+  Matrix<float> ref(B * T, C);
+  const auto pos = resolve_positions(batch.source(), batch.tokens, maxT);
+  embed_forward(out, batch.tokens, batch.source(), wte, wpe);
+  reference::embed_forward(ref.view(), batch.tokens, pos.data(), wte, wpe);
+  EXPECT_EQ(bytes_of(MatrixView<const float>(out)), bytes_of(ref));
+}
+
+TEST(EmbedBackward, EqualsTheReferenceSummationOrderBitForBit) {
+  std::uint64_t seed = 100;
+  for (const Shape& s : kShapes) {
+    for (auto kind : kAllSources) {
+      const auto batch = make_batch(kind, s.B, s.T, s.V, s.maxT, ++seed);
+      const auto dout = random_matrix(s.B * s.T, s.C, ++seed);
+      const auto src = batch.source();
+      const auto pos = resolve_positions(src, batch.tokens, s.maxT);
+      // Gradients start non-zero: the backward adds into them.
+      auto dwte = random_matrix(s.V, s.C, ++seed), dwpe = random_matrix(s.maxT, s.C, ++seed);
+      auto rte = dwte, rpe = dwpe;
+      embed_backward(dwte.view(), dwpe.view(), dout, batch.tokens, src);
+      reference::embed_backward(rte.view(), rpe.view(), dout, batch.tokens, pos.data());
+      EXPECT_EQ(bytes_of(dwte), bytes_of(rte)) << testing::source_name(kind) << " B=" << s.B;
+      EXPECT_EQ(bytes_of(dwpe), bytes_of(rpe)) << testing::source_name(kind) << " B=" << s.B;
+
+      auto dpos = random_matrix(s.maxT, s.C, ++seed);
+      auto dpos_ref = dpos;
+      add_positions_backward(dpos.view(), dout, s.B, s.T, src, batch.tokens);
+      reference::add_positions_backward(dpos_ref.view(), dout, pos.data());
+      EXPECT_EQ(bytes_of(dpos), bytes_of(dpos_ref)) << testing::source_name(kind);
+    }
+  }
+}
+
+// Large enough to run on several threads; V small so that token rows repeat many times.
+TEST(EmbedBackward, BitwiseIdenticalForOneAndTwoThreadsAndRunToRun) {
+  const std::size_t B = 8, T = 256, C = 72, V = 37, maxT = 256;
+  for (auto kind : kAllSources) {
+    const auto batch = make_batch(kind, B, T, V, maxT, 7);
+    const auto dout = random_matrix(B * T, C, 8, 3.0f);
+    const auto wte = random_matrix(V, C, 9), wpe = random_matrix(maxT, C, 10);
+    std::vector<std::vector<unsigned char>> results;
+    for (int threads : {1, 2, 2, 1}) {
+      omp_set_num_threads(threads);
+      Matrix<float> dwte(V, C), dwpe(maxT, C), out(B * T, C);
+      embed_backward(dwte.view(), dwpe.view(), dout, batch.tokens, batch.source());
+      embed_backward(dwte.view(), dwpe.view(), dout, batch.tokens, batch.source());
+      embed_forward(out.view(), batch.tokens, batch.source(), wte, wpe);
+      auto all = bytes_of(dwte);
+      for (auto v : {bytes_of(dwpe), bytes_of(out)}) all.insert(all.end(), v.begin(), v.end());
+      results.push_back(all);
+    }
+    omp_set_num_threads(2);
+    for (std::size_t i = 1; i < results.size(); ++i) {
+      EXPECT_EQ(results[i], results[0]) << testing::source_name(kind) << " run " << i;
+    }
+  }
+}
+
+// L(wte, wpe) = sum_{n,c} out[n,c] * R[n,c] accumulated in double; its gradient is what
+// embed_backward adds for dout = R. The function is linear, so the central difference has no
+// truncation error; its rounding error is bounded by the float rounding of the `cnt` outputs a
+// perturbed element feeds (each within eps/2 * |out|, on both sides) divided by the actual
+// step 2h, plus the float sum of cnt terms in the backward (cnt * eps * sum|R|, |R| <= 1).
+// cnt <= B*T. Tolerance: 2x that bound.
+double loss(const Matrix<float>& out, const Matrix<float>& R) {
+  double l = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) l += double(out.data()[i]) * R.data()[i];
+  return l;
+}
+
+TEST(EmbedBackward, MatchesCentralFiniteDifferences) {
+  const std::size_t B = 3, T = 6, C = 5, V = 4, maxT = 8;
+  const double eps = std::numeric_limits<float>::epsilon();
+  for (auto kind : kAllSources) {
+    const auto batch = make_batch(kind, B, T, V, maxT, 11);
+    const auto src = batch.source();
+    auto wte = random_matrix(V, C, 12), wpe = random_matrix(maxT, C, 13);
+    const auto R = random_matrix(B * T, C, 14);
+    Matrix<float> dwte(V, C), dwpe(maxT, C);
+    embed_backward(dwte.view(), dwpe.view(), R, batch.tokens, src);
+    double max_out = 0;
+    {
+      Matrix<float> out(B * T, C);
+      embed_forward(out.view(), batch.tokens, src, wte, wpe);
+      for (float v : out.flat()) max_out = std::max(max_out, std::abs(double(v)) + 0.25);
+    }
+    const float h = 0.125f;
+    for (Matrix<float>* table : {&wte, &wpe}) {
+      const Matrix<float>& grad = table == &wte ? dwte : dwpe;
+      for (std::size_t r = 0; r < table->rows(); ++r) {
+        for (std::size_t c = 0; c < C; ++c) {
+          const float w0 = (*table)(r, c);
+          const float wp = w0 + h, wm = w0 - h;
+          Matrix<float> out(B * T, C);
+          (*table)(r, c) = wp;
+          embed_forward(out.view(), batch.tokens, src, wte, wpe);
+          const double lp = loss(out, R);
+          (*table)(r, c) = wm;
+          embed_forward(out.view(), batch.tokens, src, wte, wpe);
+          const double lm = loss(out, R);
+          (*table)(r, c) = w0;
+          const double fd = (lp - lm) / (double(wp) - double(wm));
+          const double cnt = double(B * T);
+          const double tol = 2.0 * (cnt * eps * max_out / (double(wp) - double(wm)) +
+                                    cnt * eps * cnt);  // sum|R| <= cnt
+          EXPECT_NEAR(grad(r, c), fd, tol) << testing::source_name(kind) << " row " << r;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace posemb
