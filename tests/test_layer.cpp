@@ -1,0 +1,157 @@
+// LearnedPositionalEmbedding and the initializers: statistics, determinism across thread
+// counts, the core view, forward/backward through the layer, row bookkeeping.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <string>
+
+#include "embed_reference.hpp"
+#include "layer_fixtures.hpp"
+
+namespace posemb {
+namespace {
+
+using testing::bytes_of;
+
+struct Moments {
+  double mean = 0, var = 0, min = 1e300, max = -1e300;
+};
+Moments moments(const Matrix<float>& m) {
+  Moments s;
+  for (float v : m.flat()) {
+    s.mean += v;
+    s.min = std::min(s.min, double(v));
+    s.max = std::max(s.max, double(v));
+  }
+  s.mean /= double(m.size());
+  for (float v : m.flat()) s.var += (v - s.mean) * (v - s.mean);
+  s.var /= double(m.size() - 1);
+  return s;
+}
+
+// n = 256 * 96 = 24576 samples: the sample mean has standard error sd / sqrt(n) ~ sd / 157 and
+// the sample sd relative standard error ~ 1 / sqrt(2n) ~ 0.45%. Bounds: 5 standard errors.
+TEST(Initializers, StatisticsMatchTheirDistributions) {
+  const std::size_t R = 256, C = 96;
+  const double n = double(R * C);
+  struct Case {
+    Initializer init;
+    double sd;
+  } cases[] = {{{InitKind::normal, 0.02, 1}, 0.02},
+               {{InitKind::normal, 1.5, 2}, 1.5},
+               {{InitKind::scaled_normal, 0.0, 3}, 1.0 / std::sqrt(double(C))},
+               {{InitKind::glorot_uniform, 0.0, 4}, std::sqrt(6.0 / (R + C)) / std::sqrt(3.0)}};
+  for (const auto& k : cases) {
+    SCOPED_TRACE(k.init.name());
+    Matrix<float> t(R, C);
+    initialize_table(t.view(), k.init);
+    const Moments s = moments(t);
+    EXPECT_NEAR(s.mean, 0.0, 5 * k.sd / std::sqrt(n));
+    EXPECT_NEAR(std::sqrt(s.var), k.sd, 5 * k.sd / std::sqrt(2 * n));
+    if (k.init.kind == InitKind::glorot_uniform) {
+      const double a = std::sqrt(6.0 / (R + C));
+      EXPECT_LE(s.max, a);
+      EXPECT_GE(s.min, -a);
+      EXPECT_GT(s.max, 0.99 * a);
+    }
+  }
+  Matrix<float> z = testing::random_matrix(R, C, 5);
+  initialize_table(z.view(), {InitKind::zeros, 0.0, 0});
+  EXPECT_EQ(bytes_of(z), bytes_of(Matrix<float>(R, C)));
+  Matrix<float> s(R, C);
+  initialize_table(s.view(), {InitKind::sinusoidal, 0.0, 0});
+  EXPECT_EQ(bytes_of(s), bytes_of(sinusoidal_positional_encoding(R, C)));
+}
+
+TEST(Initializers, DeterministicForASeedWhateverTheThreadCount) {
+  for (auto kind : {InitKind::normal, InitKind::scaled_normal, InitKind::glorot_uniform}) {
+    Matrix<float> a(700, 130), b(700, 130), c(700, 130);
+    omp_set_num_threads(1);
+    initialize_table(a.view(), {kind, 0.02, 99});
+    omp_set_num_threads(2);
+    initialize_table(b.view(), {kind, 0.02, 99});
+    initialize_table(c.view(), {kind, 0.02, 100});
+    EXPECT_EQ(bytes_of(a), bytes_of(b));
+    EXPECT_NE(bytes_of(a), bytes_of(c));
+  }
+}
+
+TEST(Initializers, ParseAndName) {
+  for (std::string n : {"normal", "scaled-normal", "glorot-uniform", "zeros", "sinusoidal"}) {
+    const auto init = Initializer::parse(n, 0.5, 7);
+    EXPECT_EQ(init.name(), n);
+    EXPECT_EQ(init.seed, 7u);
+    EXPECT_EQ(init.std, 0.5);
+  }
+  try {
+    (void)Initializer::parse("xavier");
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("glorot-uniform"), std::string::npos) << e.what();
+  }
+  Matrix<float> t(2, 2);
+  EXPECT_THROW(initialize_table(t.view(), {InitKind::normal, -1.0, 0}), std::invalid_argument);
+  EXPECT_THROW(initialize_table(t.view(), {InitKind::normal, NAN, 0}), std::invalid_argument);
+}
+
+TEST(Layer, OwnsTableAndGradientAndForwardIsTheCoreView) {
+  LearnedPositionalEmbedding layer(16, 8);
+  EXPECT_EQ(layer.max_seq_len(), 16u);
+  EXPECT_EQ(layer.embed_dim(), 8u);
+  Matrix<float> expected(16, 8);
+  initialize_table(expected.view(), Initializer{});  // default: normal 0.02, seed 0
+  EXPECT_EQ(bytes_of(layer.table()), bytes_of(expected));
+  EXPECT_EQ(bytes_of(layer.grad()), bytes_of(Matrix<float>(16, 8)));
+  const auto v = layer.forward(5, 3);
+  EXPECT_EQ(v.data(), layer.table().data() + 3 * 8);
+  EXPECT_EQ(v.rows(), 5u);
+  EXPECT_THROW(LearnedPositionalEmbedding(0, 8), std::invalid_argument);
+  EXPECT_THROW(LearnedPositionalEmbedding(8, 0), std::invalid_argument);
+}
+
+TEST(Layer, ForwardAddAndBackwardAddMatchTheReference) {
+  const std::size_t B = 4, T = 12, C = 9, maxT = 16;
+  for (auto kind : testing::kAllSources) {
+    LearnedPositionalEmbedding layer(maxT, C, {InitKind::glorot_uniform, 0, 5});
+    const auto batch = testing::make_batch(kind, B, T, 5, maxT, 17);
+    const auto pos = resolve_positions(batch.source(), batch.tokens, maxT);
+    Matrix<float> x = testing::random_matrix(B * T, C, 1), xr = x;
+    layer.forward_add(x.view(), B, T, batch.source(), batch.tokens);
+    reference::add_positions_forward(xr.view(), pos.data(), layer.table());
+    EXPECT_EQ(bytes_of(x), bytes_of(xr));
+    const auto dx = testing::random_matrix(B * T, C, 2);
+    Matrix<float> gr(maxT, C);
+    layer.backward_add(dx, B, T, batch.source(), batch.tokens);
+    layer.backward_add(dx, B, T, batch.source(), batch.tokens);
+    reference::add_positions_backward(gr.view(), dx, pos.data());
+    reference::add_positions_backward(gr.view(), dx, pos.data());
+    EXPECT_EQ(bytes_of(layer.grad()), bytes_of(gr));
+    layer.zero_grad();
+    EXPECT_EQ(bytes_of(layer.grad()), bytes_of(Matrix<float>(maxT, C)));
+  }
+}
+
+TEST(Layer, RecordsWhichRowsEverReceivedAGradient) {
+  const std::size_t C = 4, maxT = 10;
+  LearnedPositionalEmbedding layer(maxT, C);
+  EXPECT_EQ(layer.untrained_rows().size(), maxT);
+  const auto dx = testing::random_matrix(2 * 3, C, 1);
+  layer.backward_add(dx, 2, 3, PositionSource::contiguous(2));  // rows 2, 3, 4
+  EXPECT_EQ(layer.untrained_rows(), (std::vector<std::size_t>{0, 1, 5, 6, 7, 8, 9}));
+  layer.zero_grad();  // the record survives zero_grad
+  Matrix<std::uint8_t> mask(2, 3);
+  mask(0, 2) = 1;  // one real token in row 0 -> position 0; row 1 all pads
+  layer.backward_add(dx, 2, 3, PositionSource::padding_mask(mask));
+  EXPECT_EQ(layer.untrained_rows(), (std::vector<std::size_t>{1, 5, 6, 7, 8, 9}));
+  EXPECT_TRUE(layer.row_trained(0));
+  EXPECT_FALSE(layer.row_trained(9));
+  EXPECT_THROW((void)layer.row_trained(10), std::out_of_range);
+  // forward does not count as training
+  Matrix<float> x(2 * 3, C);
+  layer.forward_add(x.view(), 2, 3, PositionSource::contiguous(7));
+  EXPECT_FALSE(layer.row_trained(8));
+}
+
+}  // namespace
+}  // namespace posemb
