@@ -22,5 +22,6 @@ class UsageError : public std::invalid_argument {
 };
 
 void register_demo_command(CLI::App& app);
+void register_bench_command(CLI::App& app);
 
 }  // namespace posemb::cli

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
 
   posemb::cli::register_demo_command(app);
+  posemb::cli::register_bench_command(app);
 
   try {
     app.parse(argc, argv);
