@@ -57,6 +57,11 @@ contains out "SequenceTooLong" "demo shows the error"
 contains out "learned_positional_embedding" "demo shows the lookup"
 contains out "sinusoidal" "demo shows the sinusoidal counterpart"
 contains out "start = " "demo shows the offset lookup"
+expect 0 "bench help" -- bench --help
+contains out "--json" "bench help lists --json"
+expect 2 "bench with zero repetitions" -- bench --reps 0 --no-peer
+stderr_is_one_line "bench with zero repetitions"
+contains err "--reps" "bench usage error names the flag"
 
 echo "cli: $fails failure(s)"
 [ "$fails" -eq 0 ]
