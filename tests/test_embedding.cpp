@@ -93,7 +93,7 @@ TEST(EmbedBackward, EqualsTheReferenceSummationOrderBitForBit) {
 
 // Large enough to run on several threads; V small so that token rows repeat many times.
 TEST(EmbedBackward, BitwiseIdenticalForOneAndTwoThreadsAndRunToRun) {
-  const std::size_t B = 8, T = 256, C = 72, V = 37, maxT = 256;
+  const std::size_t B = 8, T = 256, C = 160, V = 37, maxT = 256;  // > 2^18 elements
   for (auto kind : kAllSources) {
     const auto batch = make_batch(kind, B, T, V, maxT, 7);
     const auto dout = random_matrix(B * T, C, 8, 3.0f);
