@@ -23,5 +23,8 @@ class UsageError : public std::invalid_argument {
 
 void register_demo_command(CLI::App& app);
 void register_bench_command(CLI::App& app);
+void register_inspect_command(CLI::App& app);
+void register_resize_command(CLI::App& app);
+void register_convert_command(CLI::App& app);
 
 }  // namespace posemb::cli

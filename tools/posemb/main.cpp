@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
 
   posemb::cli::register_demo_command(app);
   posemb::cli::register_bench_command(app);
+  posemb::cli::register_inspect_command(app);
+  posemb::cli::register_resize_command(app);
+  posemb::cli::register_convert_command(app);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,191 @@
+#include "posemb/resize.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+
+namespace posemb {
+namespace {
+
+std::string fmt_double(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// Fills rows with N(0, std) draws: Box-Muller on a seeded mt19937_64 (whose output sequence the
+// C++ standard fixes), so the same seed gives the same rows on every platform. Internal
+// stand-in for the initializers layer (posemb/initializers.hpp) until it lands.
+void seeded_normal_rows_fallback(MatrixView<float> rows, double std, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  constexpr double kTwoPi = 6.283185307179586476925286766559;
+  auto uniform = [&] {  // (0, 1]: 53 random bits, never 0
+    return (static_cast<double>(rng() >> 11) + 1.0) * 0x1p-53;
+  };
+  bool have_spare = false;
+  double spare = 0.0;
+  for (std::size_t r = 0; r < rows.rows(); ++r) {
+    for (float& v : rows.row(r)) {
+      double z;
+      if (have_spare) {
+        z = spare;
+        have_spare = false;
+      } else {
+        const double u1 = uniform();
+        const double u2 = uniform();
+        const double radius = std::sqrt(-2.0 * std::log(u1));
+        z = radius * std::cos(kTwoPi * u2);
+        spare = radius * std::sin(kTwoPi * u2);
+        have_spare = true;
+      }
+      v = static_cast<float>(std * z);
+    }
+  }
+}
+
+void check_finite(const PositionTable& t) {
+  const auto& v = t.values;
+  for (std::size_t r = 0; r < v.rows(); ++r) {
+    for (std::size_t c = 0; c < v.cols(); ++c) {
+      if (!std::isfinite(v(r, c))) {
+        throw std::invalid_argument(
+            "resize_table: the table" +
+            (t.source_file.empty()
+                 ? std::string()
+                 : " from '" + t.source_file + "' (tensor '" + t.source_tensor + "')") +
+            " holds " + (std::isnan(v(r, c)) ? "NaN" : "infinity") + " at row " +
+            std::to_string(r) + ", column " + std::to_string(c) +
+            "; refusing to resize a damaged table");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view resize_method_name(ResizeMethod method) noexcept {
+  switch (method) {
+    case ResizeMethod::copy:
+      return "copy";
+    case ResizeMethod::interpolate:
+      return "interpolate";
+    case ResizeMethod::random:
+      return "random";
+    case ResizeMethod::truncate:
+      return "truncate";
+  }
+  return "?";
+}
+
+ResizeMethod parse_resize_method(std::string_view name) {
+  for (auto m : {ResizeMethod::copy, ResizeMethod::interpolate, ResizeMethod::random,
+                 ResizeMethod::truncate}) {
+    if (resize_method_name(m) == name) return m;
+  }
+  throw std::invalid_argument("parse_resize_method: unknown method '" + std::string(name) +
+                              "' (expected copy, interpolate, random or truncate)");
+}
+
+PositionTable resize_table(const PositionTable& table, std::size_t new_positions,
+                           ResizeMethod method, const ResizeOptions& options) {
+  const std::size_t reserved = table.reserved_rows;
+  const std::size_t rows = table.values.rows();
+  const std::size_t dim = table.values.cols();
+  const std::string name(resize_method_name(method));
+  if (reserved > rows) {
+    throw std::invalid_argument("resize_table: reserved_rows " + std::to_string(reserved) +
+                                " exceeds the table's " + std::to_string(rows) + " rows");
+  }
+  const std::size_t old_n = rows - reserved;
+  if (new_positions == 0) throw std::invalid_argument("resize_table: new_positions is 0");
+  if (method == ResizeMethod::truncate && new_positions > old_n) {
+    throw std::invalid_argument("resize_table: truncate shrinks, but " +
+                                std::to_string(new_positions) + " positions > the table's " +
+                                std::to_string(old_n) + "; grow with copy, interpolate or random");
+  }
+  if (method != ResizeMethod::truncate && new_positions < old_n) {
+    throw std::invalid_argument("resize_table: " + name + " grows, but " +
+                                std::to_string(new_positions) + " positions < the table's " +
+                                std::to_string(old_n) + "; shrink with truncate");
+  }
+  if (old_n == 0 && method != ResizeMethod::random) {
+    throw std::invalid_argument("resize_table: the table has no positions to " + name + " from");
+  }
+  if (new_positions > (std::size_t{1} << 32)) {
+    throw std::invalid_argument("resize_table: " + std::to_string(new_positions) +
+                                " positions is more than 2^32");
+  }
+  if (method == ResizeMethod::random) {
+    if (options.initializer != "normal") {
+      throw std::invalid_argument("resize_table: initializer '" + options.initializer +
+                                  "' is not available (only 'normal' for now)");
+    }
+    if (!(options.std > 0.0) || !std::isfinite(options.std)) {
+      throw std::invalid_argument("resize_table: std " + fmt_double(options.std) +
+                                  " must be positive and finite");
+    }
+  }
+  check_finite(table);
+
+  PositionTable out;
+  out.values = Matrix<float>(reserved + new_positions, dim);  // (reserved + new_positions, dim)
+  out.reserved_rows = reserved;
+  out.training_length = table.training_length;
+  out.initializer = table.initializer;
+  out.source_tensor = table.source_tensor;
+  out.dtype = table.dtype;
+  out.how_found = table.how_found;
+  const auto& src = table.values;
+  auto& dst = out.values;
+  auto copy_row = [&](std::size_t to, std::size_t from) {
+    for (std::size_t c = 0; c < dim; ++c) dst(to, c) = src(from, c);
+  };
+  for (std::size_t r = 0; r < reserved; ++r) copy_row(r, r);  // reserved rows stay in place
+
+  std::string how =
+      name + " " + std::to_string(old_n) + " -> " + std::to_string(new_positions) + " positions";
+  switch (method) {
+    case ResizeMethod::copy:
+    case ResizeMethod::truncate:
+      for (std::size_t p = 0; p < new_positions; ++p) copy_row(reserved + p, reserved + p % old_n);
+      break;
+    case ResizeMethod::interpolate:
+      // New position j sits at old position j * (old_n - 1) / (new_n - 1): an integer part i and
+      // a fraction rem / den, computed exactly in integers.
+      for (std::size_t j = 0; j < new_positions; ++j) {
+        const std::uint64_t den = new_positions > 1 ? new_positions - 1 : 1;
+        const std::uint64_t num = static_cast<std::uint64_t>(j) * (old_n - 1);
+        const std::size_t i = static_cast<std::size_t>(num / den);
+        const std::uint64_t rem = num % den;
+        if (rem == 0) {
+          copy_row(reserved + j, reserved + i);
+          continue;
+        }
+        const double t = static_cast<double>(rem) / static_cast<double>(den);
+        for (std::size_t c = 0; c < dim; ++c) {
+          const double a = src(reserved + i, c);
+          const double b = src(reserved + i + 1, c);
+          dst(reserved + j, c) = static_cast<float>(a + t * (b - a));
+        }
+      }
+      break;
+    case ResizeMethod::random: {
+      for (std::size_t p = 0; p < old_n; ++p) copy_row(reserved + p, reserved + p);
+      seeded_normal_rows_fallback(dst.view().subrows(reserved + old_n, new_positions - old_n),
+                                  options.std, options.seed);
+      how += ", new rows " + options.initializer + "(std=" + fmt_double(options.std) +
+             ", seed=" + std::to_string(options.seed) + ")";
+      break;
+    }
+  }
+  if (reserved != 0) how += ", " + std::to_string(reserved) + " reserved rows kept";
+  if (!table.source_file.empty()) {
+    how += ", from '" + table.source_file + "' tensor '" + table.source_tensor + "'";
+  }
+  out.provenance =
+      table.provenance.empty() ? "resize: " + how : table.provenance + "; resize: " + how;
+  return out;
+}
+
+}  // namespace posemb

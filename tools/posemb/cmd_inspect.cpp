@@ -1,0 +1,77 @@
+// `posemb inspect FILE [--tensor NAME] [--reserved-rows K] [--plot OUT.png]`: what a position
+// table holds and how its rows relate.
+#include <fmt/core.h>
+
+#include <optional>
+#include <string>
+
+#include "cli.hpp"
+#include "posemb/position_table_file.hpp"
+#include "table_report.hpp"
+
+namespace posemb::cli {
+namespace {
+
+struct InspectOptions {
+  std::string file;
+  std::string tensor;
+  std::optional<std::size_t> reserved_rows;
+  std::string plot;
+  std::size_t max_plot = 2048;
+};
+
+void run_inspect(const InspectOptions& o) {
+  PositionTable t = load_position_table(
+      o.file, o.tensor.empty() ? std::nullopt : std::optional<std::string>(o.tensor));
+  if (o.reserved_rows) {
+    if (*o.reserved_rows > t.values.rows()) {
+      throw UsageError("inspect: --reserved-rows " + std::to_string(*o.reserved_rows) +
+                       " exceeds the table's " + std::to_string(t.values.rows()) + " rows");
+    }
+    t.reserved_rows = *o.reserved_rows;
+  }
+  fmt::print("file:            {}\n", o.file);
+  fmt::print("tensor:          '{}' ({})\n", t.source_tensor, t.how_found);
+  fmt::print("shape:           {} x {} (rows x dim), dtype {}\n", t.values.rows(), t.values.cols(),
+             dtype_name(t.dtype));
+  fmt::print("reserved rows:   {} (position p is row {} + p; {} positions)\n", t.reserved_rows,
+             t.reserved_rows, t.positions());
+  fmt::print("training length: {}\n",
+             t.training_length ? std::to_string(*t.training_length) : std::string("unknown"));
+  fmt::print("initializer:     {}\n", t.initializer.empty() ? "unknown" : t.initializer);
+  if (!t.provenance.empty()) fmt::print("provenance:      {}\n", t.provenance);
+  const auto usable = t.usable();
+  const RowNormStats s = row_norm_stats(usable);
+  fmt::print("row norms:       min {:.6g}  mean {:.6g}  max {:.6g}  std {:.6g}\n", s.min, s.mean,
+             s.max, s.std);
+  const Matrix<float> unit = unit_rows(usable);
+  fmt::print("mean cosine similarity of positions at distance d:\n");
+  for (const auto& [d, c] : mean_cosine_by_distance(unit)) {
+    fmt::print("  d = {:>6}: {:+.4f}\n", d, c);
+  }
+  if (!o.plot.empty()) {
+    const std::size_t step = (unit.rows() + o.max_plot - 1) / o.max_plot;
+    const std::size_t n = write_cosine_heatmap(unit, step, o.plot);
+    fmt::print(
+        "heatmap:         {} ({} x {} pixels, every {} position(s); blue -1, white 0, red +1)\n",
+        o.plot, n, n, step == 0 ? 1 : step);
+  }
+}
+
+}  // namespace
+
+void register_inspect_command(CLI::App& app) {
+  auto o = std::make_shared<InspectOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "inspect", "Show a position table: shape, dtype, reserved rows, row norms, similarity");
+  cmd->add_option("file", o->file, "A .safetensors or .npy file")->required();
+  cmd->add_option("--tensor", o->tensor, "The table's tensor name (default: found by name)");
+  cmd->add_option("--reserved-rows", o->reserved_rows,
+                  "Leading rows that are not positions (RoBERTa, BART: 2)");
+  cmd->add_option("--plot", o->plot, "Write a row-by-row cosine-similarity heatmap PNG");
+  cmd->add_option("--max-plot", o->max_plot, "Largest heatmap side in pixels")
+      ->check(CLI::Range(1, 8192));
+  cmd->callback([o] { run_inspect(*o); });
+}
+
+}  // namespace posemb::cli

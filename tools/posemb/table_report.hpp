@@ -1,0 +1,32 @@
+// tools/posemb/table_report.hpp: what `posemb inspect` computes about a position table.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "posemb/matrix.hpp"
+#include "posemb/matrix_view.hpp"
+
+namespace posemb::cli {
+
+struct RowNormStats {
+  double min = 0, mean = 0, max = 0, std = 0;
+};
+
+// Euclidean norms of the rows of table (rows, dim): min, mean, max, standard deviation.
+RowNormStats row_norm_stats(MatrixView<const float> table);
+
+// Rows scaled to unit length (a zero row stays zero), shape (rows, dim).
+Matrix<float> unit_rows(MatrixView<const float> table);
+
+// Mean cosine similarity of rows i and i + d over every i, for d = 1, 2, 4, ... < rows.
+std::vector<std::pair<std::size_t, double>> mean_cosine_by_distance(MatrixView<const float> unit);
+
+// The (n, n) cosine-similarity image of rows 0, step, 2 step, ... (n = ceil(rows / step)),
+// written as an RGB PNG (blue -1, white 0, red +1) to path, atomically. Returns n.
+std::size_t write_cosine_heatmap(MatrixView<const float> unit, std::size_t step,
+                                 const std::string& path);
+
+}  // namespace posemb::cli
