@@ -1,0 +1,89 @@
+// tests/file_test_util.hpp: temporary directories, python oracle runs and bit comparisons for
+// the file-format tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace posemb::test {
+
+// A fresh directory under the system temp dir, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() /
+            ("posemb-test-" + std::to_string(rd()) + "-" + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
+  // Names of the entries in the directory, sorted.
+  std::vector<std::string> entries() const {
+    std::vector<std::string> v;
+    for (const auto& e : std::filesystem::directory_iterator(path_)) {
+      v.push_back(e.path().filename().string());
+    }
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void write_all(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Runs `script` with the oracle python (numpy, torch) in dir; returns its exit status.
+inline int run_python(const TempDir& dir, const std::string& script) {
+  const std::string py = dir.file("oracle.py");
+  write_all(py, script);
+  const std::string cmd = std::string(POSEMB_ORACLE_PYTHON) + " " + py + " " + dir.path().string();
+  return std::system(cmd.c_str());
+}
+
+// Deterministic random values, including negative, tiny and large ones.
+template <class T>
+std::vector<T> random_values(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<T> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double scale = (i % 7 == 0) ? 1e-30 : (i % 11 == 0 ? 1e20 : 0.02);
+    v[i] = static_cast<T>(normal(rng) * scale);
+  }
+  return v;
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+}  // namespace posemb::test

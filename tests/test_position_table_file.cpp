@@ -1,0 +1,181 @@
+// Finding the position table in a checkpoint, posemb's metadata, save/load round trips.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "file_test_util.hpp"
+#include "posemb/npy.hpp"
+#include "posemb/position_table_file.hpp"
+#include "posemb/safetensors.hpp"
+
+namespace posemb {
+namespace {
+
+using test::TempDir;
+
+Tensor table_tensor(const std::string& name, std::size_t rows, std::size_t cols,
+                    std::uint64_t seed) {
+  Matrix<float> m(rows, cols);
+  const auto v = test::random_values<float>(rows * cols, seed);
+  std::copy(v.begin(), v.end(), m.flat().begin());
+  return Tensor::from_matrix(name, m.cview());
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const FileFormatError& e) {
+    return e.what();
+  }
+  return "(no FileFormatError)";
+}
+
+TEST(FindTable, EachCommonNameIsFoundAndReported) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"wpe.weight", "'wpe.weight'"},
+      {"transformer.wpe.weight", "'transformer.wpe.weight'"},
+      {"bert.embeddings.position_embeddings.weight", "'*embeddings.position_embeddings.weight'"},
+      {"model.decoder.embed_positions.weight", "'*embed_positions.weight'"},
+      {"positional_embedding", "'*positional_embedding'"},
+      {"vision.positional_embedding", "'*positional_embedding'"}};
+  for (const auto& [name, pattern] : cases) {
+    const std::string path = dir.file("m.safetensors");
+    write_safetensors(path, {table_tensor("wte.weight", 10, 4, 1), table_tensor(name, 8, 4, 2),
+                             table_tensor("h.0.mlp.weight", 4, 4, 3)});
+    const PositionTable t = load_position_table(path);
+    EXPECT_EQ(t.source_tensor, name);
+    EXPECT_NE(t.how_found.find(pattern), std::string::npos) << t.how_found;
+    EXPECT_EQ(t.values.rows(), 8u);
+    EXPECT_TRUE(test::same_bits(std::vector<float>(t.values.flat().begin(), t.values.flat().end()),
+                                table_tensor(name, 8, 4, 2).values));
+  }
+}
+
+TEST(FindTable, SeveralMatchesAreRefusedWithTheCandidates) {
+  TempDir dir;
+  const std::string path = dir.file("bart.safetensors");
+  write_safetensors(path, {table_tensor("model.encoder.embed_positions.weight", 6, 4, 1),
+                           table_tensor("model.decoder.embed_positions.weight", 6, 4, 2)});
+  const std::string msg = message_of([&] { (void)load_position_table(path); });
+  EXPECT_NE(msg.find("model.encoder.embed_positions.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("model.decoder.embed_positions.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--tensor"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+  // --tensor resolves it.
+  const PositionTable t = load_position_table(path, "model.decoder.embed_positions.weight");
+  EXPECT_EQ(t.source_tensor, "model.decoder.embed_positions.weight");
+  EXPECT_EQ(t.how_found, "named with --tensor");
+}
+
+TEST(FindTable, NoMatchListsTheTablesAndNamesWorkWithTensor) {
+  TempDir dir;
+  const std::string path = dir.file("x.safetensors");
+  write_safetensors(path, {table_tensor("pos", 6, 4, 1), table_tensor("tok", 9, 4, 2)});
+  const std::string msg = message_of([&] { (void)load_position_table(path); });
+  EXPECT_NE(msg.find("no position table found"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'pos', 'tok'"), std::string::npos) << msg;
+  EXPECT_EQ(load_position_table(path, "pos").values.rows(), 6u);
+  const std::string missing = message_of([&] { (void)load_position_table(path, "nope"); });
+  EXPECT_NE(missing.find("no tensor named 'nope'"), std::string::npos) << missing;
+}
+
+TEST(FindTable, NonTableTensorsAreRefused) {
+  TempDir dir;
+  const std::string path = dir.file("x.safetensors");
+  Tensor v;
+  v.name = "wpe.weight";
+  v.shape = {5};
+  v.values = {1, 2, 3, 4, 5};
+  write_safetensors(path, {v});
+  EXPECT_NE(message_of([&] { (void)load_position_table(path); }).find("not a 2-D float table"),
+            std::string::npos);
+  // The I64 position_ids buffer of a BERT checkpoint is skipped over by the name lookup.
+  const PositionTable bert =
+      load_position_table(std::string(POSEMB_TEST_DATA_DIR) + "/valid/bert_like_f16.safetensors");
+  EXPECT_EQ(bert.source_tensor, "bert.embeddings.position_embeddings.weight");
+  EXPECT_EQ(bert.dtype, DType::F16);
+  EXPECT_THROW((void)load_position_table(
+                   std::string(POSEMB_TEST_DATA_DIR) + "/valid/bert_like_f16.safetensors",
+                   "bert.embeddings.position_ids"),
+               FileFormatError);
+}
+
+TEST(PositionTableFile, SaveLoadKeepsMetadataAndReservedRows) {
+  TempDir dir;
+  PositionTable t;
+  t.values = table_tensor("x", 514, 8, 5).to_matrix_f32();
+  t.reserved_rows = 2;
+  t.training_length = 512;
+  t.initializer = "normal(std=0.02, seed=3)";
+  t.provenance = "made by a test";
+  t.source_tensor = "roberta.embeddings.position_embeddings.weight";
+  const std::string path = dir.file("r.safetensors");
+  save_position_table(path, t);
+  const PositionTable r = load_position_table(path);
+  EXPECT_EQ(r.values, t.values);
+  EXPECT_EQ(r.reserved_rows, 2u);
+  EXPECT_EQ(r.positions(), 512u);
+  EXPECT_EQ(r.training_length, std::optional<std::size_t>(512));
+  EXPECT_EQ(r.initializer, t.initializer);
+  EXPECT_EQ(r.provenance, t.provenance);
+  EXPECT_EQ(r.source_tensor, t.source_tensor);
+  EXPECT_EQ(r.usable().data(), r.values.data() + 2 * 8);
+  const auto meta = read_safetensors(path).metadata;
+  EXPECT_EQ(meta.at("posemb.reserved_rows"), "2");
+  EXPECT_EQ(meta.at("posemb.training_length"), "512");
+  // .npy cannot record reserved rows: refused, nothing written.
+  EXPECT_THROW(save_position_table(dir.file("r.npy"), t), std::invalid_argument);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("r.npy")));
+  t.reserved_rows = 0;
+  save_position_table(dir.file("r.npy"), t);
+  const PositionTable n = load_position_table(dir.file("r.npy"));
+  EXPECT_EQ(n.values, t.values);
+  EXPECT_EQ(n.reserved_rows, 0u);
+  EXPECT_THROW((void)load_position_table(dir.file("r.npy"), "x"), FileFormatError);
+}
+
+TEST(PositionTableFile, BadPosembMetadataIsRefused) {
+  TempDir dir;
+  const std::string path = dir.file("m.safetensors");
+  const std::vector<std::pair<Metadata, std::string>> cases = {
+      {{{"posemb.reserved_rows", "7"}}, "but the table has 6 rows"},
+      {{{"posemb.reserved_rows", "-1"}}, "not a row count"},
+      {{{"posemb.training_length", "12x"}}, "not a row count"},
+      {{{"posemb.tensor", "absent"}}, "not in the file"}};
+  for (const auto& [meta, phrase] : cases) {
+    write_safetensors(path, {table_tensor("wpe.weight", 6, 4, 1)}, meta);
+    const std::string msg = message_of([&] { (void)load_position_table(path); });
+    EXPECT_NE(msg.find(phrase), std::string::npos) << msg;
+  }
+}
+
+TEST(PositionTableFile, F32AndF64RoundTripThroughAllFormatsBitExact) {
+  TempDir dir;
+  // F32: safetensors -> npy -> posemb -> safetensors, bit for bit.
+  const Tensor f32 = table_tensor("wpe.weight", 33, 7, 9);
+  write_safetensors(dir.file("a.safetensors"), {f32});
+  PositionTable t = load_position_table(dir.file("a.safetensors"));
+  save_position_table(dir.file("a.npy"), t);
+  EXPECT_TRUE(test::same_bits(read_npy(dir.file("a.npy")).values, f32.values));
+  const PositionTable back = load_position_table(dir.file("a.npy"));
+  save_position_table(dir.file("b.safetensors"), back);
+  EXPECT_TRUE(
+      test::same_bits(read_safetensors(dir.file("b.safetensors")).tensors[0].values, f32.values));
+  // F64 through the tensor API: safetensors -> npy -> safetensors.
+  Matrix<double> m(5, 3);
+  const auto v = test::random_values<double>(15, 4);
+  std::copy(v.begin(), v.end(), m.flat().begin());
+  write_safetensors(dir.file("d.safetensors"), {Tensor::from_matrix("wpe.weight", m.cview())});
+  Tensor d = read_safetensors(dir.file("d.safetensors")).at("wpe.weight");
+  write_npy(dir.file("d.npy"), d);
+  Tensor dn = read_npy(dir.file("d.npy"));
+  dn.name = "wpe.weight";
+  write_safetensors(dir.file("e.safetensors"), {dn});
+  EXPECT_TRUE(
+      test::same_bits(read_safetensors(dir.file("e.safetensors")).at("wpe.weight").values_f64, v));
+  EXPECT_EQ(read_safetensors(dir.file("e.safetensors")).at("wpe.weight").to_matrix_f64(), m);
+}
+
+}  // namespace
+}  // namespace posemb

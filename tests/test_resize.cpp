@@ -1,0 +1,165 @@
+// resize_table against plain scalar references: copy tiling, interpolation, random rows,
+// truncation, reserved rows in place, NaN refused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "file_test_util.hpp"
+#include "posemb/resize.hpp"
+
+namespace posemb {
+namespace {
+
+PositionTable make_table(std::size_t reserved, std::size_t positions, std::size_t dim,
+                         std::uint64_t seed) {
+  PositionTable t;
+  t.values = Matrix<float>(reserved + positions, dim);
+  const auto v = test::random_values<float>(t.values.size(), seed);
+  for (std::size_t i = 0; i < v.size(); ++i) t.values.flat()[i] = std::tanh(v[i]) * 0.1f;
+  t.reserved_rows = reserved;
+  t.training_length = positions;
+  t.source_file = "table.safetensors";
+  t.source_tensor = "wpe.weight";
+  return t;
+}
+
+bool rows_equal_bits(const Matrix<float>& a, std::size_t ra, const Matrix<float>& b,
+                     std::size_t rb) {
+  return std::memcmp(a.row(ra).data(), b.row(rb).data(), a.cols() * sizeof(float)) == 0;
+}
+
+TEST(Resize, CopyTilesTheTrainedRowsAndKeepsReservedRows) {
+  for (auto [reserved, old_n, new_n] : {std::tuple<std::size_t, std::size_t, std::size_t>{2, 5, 17},
+                                        {0, 4, 4},
+                                        {2, 512, 4096},
+                                        {1, 1, 3}}) {
+    const PositionTable t = make_table(reserved, old_n, 6, old_n);
+    const PositionTable r = resize_table(t, new_n, ResizeMethod::copy);
+    ASSERT_EQ(r.values.rows(), reserved + new_n);
+    EXPECT_EQ(r.reserved_rows, reserved);
+    EXPECT_EQ(r.positions(), new_n);
+    for (std::size_t i = 0; i < reserved; ++i)
+      EXPECT_TRUE(rows_equal_bits(r.values, i, t.values, i));
+    for (std::size_t p = 0; p < new_n; ++p) {
+      ASSERT_TRUE(rows_equal_bits(r.values, reserved + p, t.values, reserved + p % old_n)) << p;
+    }
+    EXPECT_NE(r.provenance.find("copy"), std::string::npos);
+    EXPECT_EQ(r.training_length, t.training_length);
+  }
+}
+
+TEST(Resize, InterpolateMatchesScalarReferenceWithExactEndpoints) {
+  for (auto [reserved, old_n, new_n] : {std::tuple<std::size_t, std::size_t, std::size_t>{0, 5, 17},
+                                        {2, 4, 9},
+                                        {2, 512, 2048},
+                                        {0, 3, 3},
+                                        {0, 1, 4},
+                                        {0, 7, 10}}) {
+    const std::size_t dim = 5;
+    const PositionTable t = make_table(reserved, old_n, dim, 11 + old_n);
+    const PositionTable r = resize_table(t, new_n, ResizeMethod::interpolate);
+    ASSERT_EQ(r.values.rows(), reserved + new_n);
+    for (std::size_t i = 0; i < reserved; ++i)
+      EXPECT_TRUE(rows_equal_bits(r.values, i, t.values, i));
+    EXPECT_TRUE(rows_equal_bits(r.values, reserved, t.values, reserved));
+    if (old_n > 1) {
+      EXPECT_TRUE(rows_equal_bits(r.values, reserved + new_n - 1, t.values, reserved + old_n - 1));
+    }
+    // Reference: x = j (n-1)/(N-1) in long double, linear between floor(x) and floor(x)+1.
+    for (std::size_t j = 0; j < new_n; ++j) {
+      const long double x = new_n == 1 ? 0.0L
+                                       : static_cast<long double>(j) * (old_n - 1) /
+                                             static_cast<long double>(new_n - 1);
+      const auto i0 = std::min(static_cast<std::size_t>(std::floor(x)), old_n - 1);
+      const std::size_t i1 = std::min(i0 + 1, old_n - 1);
+      const long double f = x - static_cast<long double>(i0);
+      for (std::size_t c = 0; c < dim; ++c) {
+        const long double a = t.values(reserved + i0, c);
+        const long double b = t.values(reserved + i1, c);
+        const long double want = a + f * (b - a);
+        const long double mag = std::max(std::fabs(a), std::fabs(b));
+        // float rounding of the result plus double rounding inside: 2 float eps of the magnitude.
+        const long double tol = 2 * std::numeric_limits<float>::epsilon() * std::max(mag, 1e-30L);
+        ASSERT_NEAR(static_cast<double>(r.values(reserved + j, c)), static_cast<double>(want),
+                    static_cast<double>(tol))
+            << "j " << j << " c " << c;
+      }
+    }
+  }
+}
+
+TEST(Resize, RandomKeepsOldRowsBitExactAndIsSeeded) {
+  const PositionTable t = make_table(2, 16, 32, 3);
+  ResizeOptions o;
+  o.std = 0.05;
+  o.seed = 42;
+  const PositionTable a = resize_table(t, 4000, ResizeMethod::random, o);
+  const PositionTable b = resize_table(t, 4000, ResizeMethod::random, o);
+  EXPECT_EQ(a.values, b.values);  // same seed, same rows
+  for (std::size_t r = 0; r < 18; ++r) EXPECT_TRUE(rows_equal_bits(a.values, r, t.values, r));
+  o.seed = 43;
+  const PositionTable c = resize_table(t, 4000, ResizeMethod::random, o);
+  EXPECT_FALSE(rows_equal_bits(a.values, 18, c.values, 18));
+  // New rows look like N(0, 0.05): mean and standard deviation over 3984 x 32 draws.
+  double sum = 0, sum2 = 0;
+  std::size_t n = 0;
+  for (std::size_t r = 18; r < a.values.rows(); ++r) {
+    for (float v : a.values.row(r)) {
+      sum += v;
+      sum2 += static_cast<double>(v) * v;
+      ++n;
+    }
+  }
+  const double mean = sum / n, sd = std::sqrt(sum2 / n - mean * mean);
+  EXPECT_LT(std::fabs(mean), 5 * 0.05 / std::sqrt(static_cast<double>(n)));
+  EXPECT_NEAR(sd, 0.05, 0.05 * 0.02);
+  EXPECT_NE(a.provenance.find("seed=42"), std::string::npos) << a.provenance;
+}
+
+TEST(Resize, TruncateKeepsTheFirstPositions) {
+  const PositionTable t = make_table(2, 20, 4, 8);
+  const PositionTable r = resize_table(t, 7, ResizeMethod::truncate);
+  ASSERT_EQ(r.values.rows(), 9u);
+  for (std::size_t i = 0; i < 9; ++i) EXPECT_TRUE(rows_equal_bits(r.values, i, t.values, i));
+}
+
+TEST(Resize, ProvenanceAccumulates) {
+  const PositionTable t = make_table(0, 4, 2, 1);
+  const PositionTable a = resize_table(t, 8, ResizeMethod::copy);
+  const PositionTable b = resize_table(a, 6, ResizeMethod::truncate);
+  EXPECT_NE(b.provenance.find("copy 4 -> 8"), std::string::npos) << b.provenance;
+  EXPECT_NE(b.provenance.find("truncate 8 -> 6"), std::string::npos) << b.provenance;
+}
+
+TEST(Resize, RefusesBadRequestsAndDamagedTables) {
+  const PositionTable t = make_table(2, 8, 3, 1);
+  EXPECT_THROW((void)resize_table(t, 4, ResizeMethod::copy), std::invalid_argument);
+  EXPECT_THROW((void)resize_table(t, 4, ResizeMethod::interpolate), std::invalid_argument);
+  EXPECT_THROW((void)resize_table(t, 9, ResizeMethod::truncate), std::invalid_argument);
+  EXPECT_THROW((void)resize_table(t, 0, ResizeMethod::truncate), std::invalid_argument);
+  ResizeOptions o;
+  o.initializer = "uniform";
+  EXPECT_THROW((void)resize_table(t, 16, ResizeMethod::random, o), std::invalid_argument);
+  o = {};
+  o.std = -1;
+  EXPECT_THROW((void)resize_table(t, 16, ResizeMethod::random, o), std::invalid_argument);
+  EXPECT_THROW((void)parse_resize_method("stretch"), std::invalid_argument);
+  EXPECT_EQ(parse_resize_method("interpolate"), ResizeMethod::interpolate);
+  for (float bad : {NAN, INFINITY, -INFINITY}) {
+    PositionTable d = make_table(2, 8, 3, 1);
+    d.values(5, 1) = bad;
+    try {
+      (void)resize_table(d, 16, ResizeMethod::copy);
+      FAIL();
+    } catch (const std::invalid_argument& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("table.safetensors"), std::string::npos) << m;
+      EXPECT_NE(m.find("row 5, column 1"), std::string::npos) << m;
+      EXPECT_NE(m.find(std::isnan(bad) ? "NaN" : "infinity"), std::string::npos) << m;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace posemb
