@@ -3,10 +3,12 @@
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 30
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all setup build build-asan demo test test-release test-asan format format-check bench clean
+.PHONY: all setup build build-asan build-fuzz fuzz demo test test-release test-asan format format-check bench clean
 
 all: build
 
@@ -28,8 +30,8 @@ demo: build
 
 # Every test: the release build's full suite (unit, CLI, numpy/torch oracles, install +
 # find_package consumer, clang-format check), then the unit tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
-test: test-release test-asan
+# AddressSanitizer + UndefinedBehaviorSanitizer, then the file readers under libFuzzer.
+test: test-release test-asan fuzz
 
 test-release: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
@@ -37,6 +39,17 @@ test-release: build
 test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -L unit
+
+# The file readers under libFuzzer (clang, ASan + UBSan): FUZZ_SECONDS per target from a seed
+# corpus of the committed files in tests/data, after replaying the regression inputs.
+build-fuzz: setup
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+	  -DPOSEMB_BUILD_FUZZERS=ON -DPOSEMB_BUILD_TESTS=OFF -DPOSEMB_BUILD_TOOLS=OFF \
+	  -DPOSEMB_BUILD_EXAMPLES=OFF -DPOSEMB_INSTALL=OFF -DPOSEMB_WERROR=ON $(CMAKE_ARGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+fuzz: build-fuzz
+	bash fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 format:
 	bash scripts/check-format.sh --fix
@@ -48,4 +61,4 @@ bench: build
 	./$(BUILD)/tools/posemb/posemb bench
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

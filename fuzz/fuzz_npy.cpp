@@ -1,0 +1,20 @@
+// libFuzzer target: read_npy_bytes on arbitrary bytes. A malformed input must end in
+// FileFormatError; anything else is a bug.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <span>
+
+#include "posemb/npy.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
+  try {
+    const posemb::Tensor t = posemb::read_npy_bytes(bytes, "<fuzz>");
+    const std::uint64_t n = t.element_count();
+    const std::size_t have = t.dtype == posemb::DType::F64 ? t.values_f64.size() : t.values.size();
+    if (have != n || n * posemb::dtype_size(t.dtype) > size) std::abort();
+  } catch (const posemb::FileFormatError&) {
+  }
+  return 0;
+}

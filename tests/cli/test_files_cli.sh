@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# The file commands of the posemb CLI: inspect, resize, convert. Exit codes (0 / 1 / 2),
+# one-line errors, output files checked with numpy (Debian's /usr/bin/python3).
+# Usage: test_files_cli.sh POSEMB_BINARY PYTHON DATA_DIR
+set -u
+bin="$1"
+py="$2"
+data="$3"
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+expect() {  # expect CODE DESCRIPTION -- ARGS...
+  local code="$1" what="$2"
+  shift 3
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -ne "$code" ]; then
+    echo "FAIL: $what: posemb $* exited $got, expected $code"
+    sed 's/^/  stderr: /' "$tmp/err"
+    fails=$((fails + 1))
+  fi
+}
+contains() {  # contains FILE TEXT DESCRIPTION
+  if ! grep -qF -- "$2" "$tmp/$1"; then
+    echo "FAIL: $3: '$2' not in $1"
+    sed 's/^/  /' "$tmp/$1" | head -30
+    fails=$((fails + 1))
+  fi
+}
+one_line() {
+  local n
+  n=$(wc -l <"$tmp/err")
+  if [ "$n" -ne 1 ]; then echo "FAIL: $1: stderr has $n lines"; fails=$((fails + 1)); fi
+}
+check_py() {  # check_py DESCRIPTION SCRIPT: the python script must exit 0
+  if ! (cd "$tmp" && "$py" -c "$2"); then echo "FAIL: $1"; fails=$((fails + 1)); fi
+}
+
+# A GPT-2-shaped table (1024 x 768) and a RoBERTa-like one (514 x 16, 2 reserved rows).
+"$py" - "$tmp" <<'PY'
+import sys, os, json, struct
+import numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(1)
+pos = np.arange(1024)[:, None] / 10000 ** (np.arange(768)[None, :] / 768)
+wpe = (0.02 * rng.standard_normal((1024, 768)) + 0.1 * np.sin(pos)).astype("<f4")
+np.save(os.path.join(d, "gpt2.npy"), wpe)
+r = rng.standard_normal((514, 16)).astype("<f4")
+b = r.tobytes()
+h = json.dumps({"roberta.embeddings.position_embeddings.weight":
+                {"dtype": "F32", "shape": [514, 16], "data_offsets": [0, len(b)]}}).encode()
+open(os.path.join(d, "roberta.safetensors"), "wb").write(struct.pack("<Q", len(h)) + h + b)
+np.save(os.path.join(d, "roberta.npy"), r)
+PY
+
+# convert: .npy -> safetensors -> .npy, bit-exact.
+expect 0 "convert npy to safetensors" -- convert "$tmp/gpt2.npy" "$tmp/gpt2.safetensors" --name transformer.wpe.weight
+expect 0 "convert back to npy" -- convert "$tmp/gpt2.safetensors" "$tmp/back.npy"
+contains out "transformer.wpe.weight" "convert reports the tensor"
+check_py "npy -> safetensors -> npy is bit-exact" "
+import numpy as np
+a = np.load('gpt2.npy'); b = np.load('back.npy')
+assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()"
+expect 0 "convert to bf16" -- convert "$tmp/gpt2.npy" "$tmp/gpt2-bf16.safetensors" --dtype bf16
+expect 0 "inspect bf16" -- inspect "$tmp/gpt2-bf16.safetensors"
+contains out "dtype BF16" "inspect shows the dtype"
+
+# inspect on the GPT-2-shaped table with a heatmap, timed.
+start=$(date +%s%N)
+expect 0 "inspect gpt2 with plot" -- inspect "$tmp/gpt2.safetensors" --plot "$tmp/heat.png"
+end=$(date +%s%N)
+echo "inspect 1024 x 768 with heatmap: $(( (end - start) / 1000000 )) ms"
+cat "$tmp/out"
+contains out "1024 x 768" "inspect shows the shape"
+contains out "dtype F32" "inspect shows the dtype"
+contains out "reserved rows:   0" "inspect shows reserved rows"
+contains out "row norms" "inspect shows row norms"
+contains out "d =    512" "inspect shows distances up to 512"
+contains out "heatmap" "inspect reports the heatmap"
+check_py "heatmap is a 1024 x 1024 RGB PNG" "
+import struct, zlib
+b = open('heat.png', 'rb').read()
+assert b[:8] == b'\x89PNG\r\n\x1a\n'
+w, h, depth, ctype = struct.unpack('>IIBB', b[16:26])
+assert (w, h, depth, ctype) == (1024, 1024, 8, 2), (w, h, depth, ctype)"
+[ -z "$(ls -A "$tmp" | grep '\.tmp-')" ] || { echo "FAIL: temporary files left"; fails=$((fails + 1)); }
+
+# resize: RoBERTa with 2 reserved rows, 512 -> 2048 positions by copy.
+expect 0 "resize copy" -- resize "$tmp/roberta.safetensors" --reserved-rows 2 --to 2048 --method copy -o "$tmp/long.safetensors"
+contains out "512 -> 2048 positions by copy" "resize reports what it did"
+contains out "common name" "resize reports how the table was found"
+expect 0 "inspect the result" -- inspect "$tmp/long.safetensors"
+contains out "reserved rows:   2" "reserved rows recorded in metadata"
+contains out "2050 x 16" "result shape"
+contains out "provenance:      resize: copy 512 -> 2048" "provenance recorded"
+expect 0 "resize to npy after truncate" -- resize "$tmp/long.safetensors" --to 512 --method truncate --reserved-rows 0 -o "$tmp/t.npy"
+expect 0 "resize interpolate to npy" -- resize "$tmp/roberta.npy" --to 1000 --method interpolate -o "$tmp/i.npy"
+expect 0 "resize random" -- resize "$tmp/roberta.npy" --to 600 --method random --seed 5 --std 0.1 -o "$tmp/r1.safetensors"
+expect 0 "resize random again" -- resize "$tmp/roberta.npy" --to 600 --method random --seed 5 --std 0.1 -o "$tmp/r2.safetensors"
+expect 0 "convert random to npy" -- convert "$tmp/r1.safetensors" "$tmp/r1.npy"
+expect 0 "convert random to npy" -- convert "$tmp/r2.safetensors" "$tmp/r2.npy"
+check_py "resize results" "
+import numpy as np, json, struct
+r = np.load('roberta.npy')
+raw = open('long.safetensors', 'rb').read(); n = struct.unpack('<Q', raw[:8])[0]
+h = json.loads(raw[8:8+n]); name = h['__metadata__']['posemb.tensor']
+lo, hi = h[name]['data_offsets']
+L = np.frombuffer(raw[8+n+lo:8+n+hi], dtype='<f4').reshape(h[name]['shape'])
+assert L.shape == (2050, 16)
+assert (L[:2] == r[:2]).all(), 'reserved rows in place'
+for p in range(2048): assert (L[2 + p] == r[2 + p % 512]).all(), p
+t = np.load('t.npy'); assert t.shape == (512, 16) and (t == L[:512]).all()
+i = np.load('i.npy'); assert i.shape == (1000, 16) and (i[0] == r[0]).all() and (i[-1] == r[-1]).all()
+r1 = np.load('r1.npy'); r2 = np.load('r2.npy')
+assert r1.tobytes() == r2.tobytes(), 'seeded'
+assert (r1[:514] == r).all(), 'old rows kept'
+assert 0.08 < r1[514:].std() < 0.12, r1[514:].std()"
+
+# Errors: usage (2) and runtime (1), one line each.
+expect 2 "resize without --to" -- resize "$tmp/roberta.npy" --method copy -o "$tmp/x.npy"
+one_line "resize without --to"
+expect 2 "unknown method" -- resize "$tmp/roberta.npy" --to 600 --method stretch -o "$tmp/x.npy"
+expect 2 "too many reserved rows" -- inspect "$tmp/roberta.npy" --reserved-rows 600
+one_line "too many reserved rows"
+expect 1 "shrink with copy" -- resize "$tmp/roberta.npy" --to 10 --method copy -o "$tmp/x.npy"
+contains err "shrink with truncate" "shrink error says what to do"
+one_line "shrink with copy"
+expect 1 "missing file" -- inspect "$tmp/absent.safetensors"
+contains err "absent.safetensors" "missing file named"
+expect 1 "malformed file" -- inspect "$data/malformed/overlap.safetensors"
+contains err "overlap.safetensors" "malformed file named"
+contains err "overlap" "malformed problem named"
+one_line "malformed file"
+expect 1 "fortran npy" -- convert "$data/malformed/fortran_order.npy" "$tmp/x.safetensors"
+contains err "Fortran" "fortran order named"
+[ ! -e "$tmp/x.safetensors" ] || { echo "FAIL: a failed convert wrote its output"; fails=$((fails + 1)); }
+"$py" - "$tmp" <<'PY'
+import sys, os, json, struct
+import numpy as np
+d = sys.argv[1]
+a = np.zeros((4, 3), dtype="<f4"); a[2, 1] = np.nan
+b = a.tobytes()
+h = json.dumps({"model.encoder.embed_positions.weight": {"dtype": "F32", "shape": [4, 3], "data_offsets": [0, 48]},
+                "model.decoder.embed_positions.weight": {"dtype": "F32", "shape": [4, 3], "data_offsets": [48, 96]}}).encode()
+open(os.path.join(d, "bart.safetensors"), "wb").write(struct.pack("<Q", len(h)) + h + b + b)
+PY
+expect 1 "ambiguous table" -- inspect "$tmp/bart.safetensors"
+contains err "model.encoder.embed_positions.weight" "candidates listed"
+contains err "--tensor" "ambiguity suggests --tensor"
+expect 0 "--tensor resolves" -- inspect "$tmp/bart.safetensors" --tensor model.decoder.embed_positions.weight
+expect 1 "NaN in a table being resized" -- resize "$tmp/bart.safetensors" --tensor model.decoder.embed_positions.weight --to 8 --method copy -o "$tmp/n.safetensors"
+contains err "NaN at row 2, column 1" "NaN located"
+contains err "bart.safetensors" "NaN error names the file"
+[ ! -e "$tmp/n.safetensors" ] || { echo "FAIL: a refused resize wrote its output"; fails=$((fails + 1)); }
+
+echo "files cli: $fails failure(s)"
+[ "$fails" -eq 0 ]
