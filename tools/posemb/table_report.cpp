@@ -87,18 +87,21 @@ std::size_t write_cosine_heatmap(MatrixView<const float> unit, std::size_t step,
 #pragma omp parallel for schedule(dynamic, 16)
   for (long long i = 0; i < ni; ++i) {
     const auto ui = static_cast<std::size_t>(i);
-    for (std::size_t j = 0; j < n; ++j) {
+    // The matrix is symmetric: compute j >= i and write both pixels.
+    for (std::size_t j = ui; j < n; ++j) {
       const float c = std::clamp(
           dot(unit.row(ui * step).data(), unit.row(j * step).data(), unit.cols()), -1.0f, 1.0f);
       // Diverging map: -1 blue (0,0,255), 0 white, +1 red (255,0,0).
       const auto fade = static_cast<unsigned char>(std::lround(255.0f * (1.0f - std::fabs(c))));
-      unsigned char* px = &rgb[(ui * n + j) * 3];
-      px[0] = c >= 0 ? 255 : fade;
-      px[1] = fade;
-      px[2] = c <= 0 ? 255 : fade;
+      for (unsigned char* px : {&rgb[(ui * n + j) * 3], &rgb[(j * n + ui) * 3]}) {
+        px[0] = c >= 0 ? 255 : fade;
+        px[1] = fade;
+        px[2] = c <= 0 ? 255 : fade;
+      }
     }
   }
   std::vector<unsigned char> png;
+  stbi_write_png_compression_level = 2;  // fast: a heatmap is smooth, it compresses anyway
   const int side = static_cast<int>(n);
   if (stbi_write_png_to_func(append_png, &png, side, side, 3, rgb.data(), side * 3) == 0) {
     throw std::runtime_error("inspect: PNG encoding of the " + std::to_string(n) + " x " +
