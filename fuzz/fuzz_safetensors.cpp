@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::size_t total = 0;
     for (const posemb::Tensor& t : f.tensors) {
       const std::uint64_t n = t.element_count();
-      if (t.has_values() && (t.dtype == posemb::DType::F64 ? t.values_f64.size() : t.values.size()) != n) {
+      if (t.has_values() &&
+          (t.dtype == posemb::DType::F64 ? t.values_f64.size() : t.values.size()) != n) {
         std::abort();
       }
       total += static_cast<std::size_t>(n * posemb::dtype_size(t.dtype));
