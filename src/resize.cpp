@@ -1,8 +1,11 @@
 #include "posemb/resize.hpp"
 
+#include "posemb/initializers.hpp"
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <random>
+
 #include <stdexcept>
 
 namespace posemb {
@@ -12,36 +15,6 @@ std::string fmt_double(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
-}
-
-// Fills rows with N(0, std) draws: Box-Muller on a seeded mt19937_64 (whose output sequence the
-// C++ standard fixes), so the same seed gives the same rows on every platform. Internal
-// stand-in for the initializers layer (posemb/initializers.hpp) until it lands.
-void seeded_normal_rows_fallback(MatrixView<float> rows, double std, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  constexpr double kTwoPi = 6.283185307179586476925286766559;
-  auto uniform = [&] {  // (0, 1]: 53 random bits, never 0
-    return (static_cast<double>(rng() >> 11) + 1.0) * 0x1p-53;
-  };
-  bool have_spare = false;
-  double spare = 0.0;
-  for (std::size_t r = 0; r < rows.rows(); ++r) {
-    for (float& v : rows.row(r)) {
-      double z;
-      if (have_spare) {
-        z = spare;
-        have_spare = false;
-      } else {
-        const double u1 = uniform();
-        const double u2 = uniform();
-        const double radius = std::sqrt(-2.0 * std::log(u1));
-        z = radius * std::cos(kTwoPi * u2);
-        spare = radius * std::sin(kTwoPi * u2);
-        have_spare = true;
-      }
-      v = static_cast<float>(std * z);
-    }
-  }
 }
 
 void check_finite(const PositionTable& t) {
@@ -117,10 +90,7 @@ PositionTable resize_table(const PositionTable& table, std::size_t new_positions
                                 " positions is more than 2^32");
   }
   if (method == ResizeMethod::random) {
-    if (options.initializer != "normal") {
-      throw std::invalid_argument("resize_table: initializer '" + options.initializer +
-                                  "' is not available (only 'normal' for now)");
-    }
+    (void)Initializer::parse(options.initializer);  // throws, listing the valid names
     if (!(options.std > 0.0) || !std::isfinite(options.std)) {
       throw std::invalid_argument("resize_table: std " + fmt_double(options.std) +
                                   " must be positive and finite");
@@ -172,8 +142,15 @@ PositionTable resize_table(const PositionTable& table, std::size_t new_positions
       break;
     case ResizeMethod::random: {
       for (std::size_t p = 0; p < old_n; ++p) copy_row(reserved + p, reserved + p);
-      seeded_normal_rows_fallback(dst.view().subrows(reserved + old_n, new_positions - old_n),
-                                  options.std, options.seed);
+      // The new rows are rows [old_n, new_n) of a whole (new_n, dim) table drawn with the
+      // initializer, so shape-dependent initializers (glorot-uniform) see the table's shape and
+      // `sinusoidal` gives the encoding of the new positions.
+      Matrix<float> fresh(new_positions, dim);
+      initialize_table(fresh.view(),
+                       Initializer::parse(options.initializer, options.std, options.seed));
+      for (std::size_t p = old_n; p < new_positions; ++p) {
+        std::copy(fresh.row(p).begin(), fresh.row(p).end(), dst.row(reserved + p).begin());
+      }
       how += ", new rows " + options.initializer + "(std=" + fmt_double(options.std) +
              ", seed=" + std::to_string(options.seed) + ")";
       break;

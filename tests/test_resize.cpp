@@ -7,6 +7,7 @@
 
 #include "file_test_util.hpp"
 #include "posemb/resize.hpp"
+#include "posemb/sinusoidal.hpp"
 
 namespace posemb {
 namespace {
@@ -115,6 +116,23 @@ TEST(Resize, RandomKeepsOldRowsBitExactAndIsSeeded) {
   EXPECT_LT(std::fabs(mean), 5 * 0.05 / std::sqrt(static_cast<double>(n)));
   EXPECT_NEAR(sd, 0.05, 0.05 * 0.02);
   EXPECT_NE(a.provenance.find("seed=42"), std::string::npos) << a.provenance;
+}
+
+TEST(Resize, RandomUsesTheNamedInitializerForTheNewPositions) {
+  const PositionTable t = make_table(2, 8, 6, 3);
+  ResizeOptions o;
+  o.initializer = "sinusoidal";
+  const PositionTable r = resize_table(t, 20, ResizeMethod::random, o);
+  ASSERT_EQ(r.values.rows(), 22u);
+  // New position p holds the sinusoidal encoding of p, bit for bit.
+  const Matrix<float> ref = sinusoidal_positional_encoding(12, 6, 8);
+  for (std::size_t p = 8; p < 20; ++p) {
+    for (std::size_t c = 0; c < 6; ++c) EXPECT_EQ(r.values(2 + p, c), ref(p - 8, c)) << p;
+  }
+  o.initializer = "zeros";
+  const PositionTable z = resize_table(t, 10, ResizeMethod::random, o);
+  for (std::size_t c = 0; c < 6; ++c) EXPECT_EQ(z.values(2 + 9, c), 0.0f);
+  EXPECT_EQ(z.values(2 + 7, 0), t.values(2 + 7, 0));
 }
 
 TEST(Resize, TruncateKeepsTheFirstPositions) {

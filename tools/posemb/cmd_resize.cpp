@@ -63,7 +63,7 @@ void register_resize_command(CLI::App& app) {
   cmd->add_option("--dtype", o->dtype, "Output dtype: f32, f64, f16, bf16 (default: input's)")
       ->check(CLI::IsMember({"f32", "f64", "f16", "bf16"}));
   cmd->add_option("--initializer", o->resize.initializer, "random: distribution of new rows")
-      ->check(CLI::IsMember({"normal"}));
+      ->check(CLI::IsMember({"normal", "scaled-normal", "glorot-uniform", "zeros", "sinusoidal"}));
   cmd->add_option("--std", o->resize.std, "random: standard deviation of new rows")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->resize.seed, "random: seed of new rows");
