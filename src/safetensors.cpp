@@ -20,15 +20,6 @@ namespace {
 using nlohmann::json;
 constexpr int kMaxJsonDepth = 16;
 
-std::string shape_string(const std::vector<std::uint64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i != 0) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 // A header entry, validated but not yet decoded.
 struct Entry {
   std::string name;

@@ -37,15 +37,6 @@ const DTypeInfo& info(DType d) noexcept {
   return kDTypes[2];  // unreachable for a valid enumerator
 }
 
-std::string shape_string(const std::vector<std::uint64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i != 0) s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 template <class Src, class Dst>
 Matrix<Dst> to_matrix(const Tensor& t, const std::vector<Src>& values, const char* op) {
   if (t.shape.size() != 2) {
@@ -176,6 +167,15 @@ const Tensor& TensorFile::at(std::string_view name) const {
   if (tensors.size() > 20) names += ", ...";
   throw std::out_of_range("TensorFile::at: no tensor named '" + std::string(name) + "' (" +
                           std::to_string(tensors.size()) + " tensors: " + names + ")");
+}
+
+std::string shape_string(const std::vector<std::uint64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
 }
 
 }  // namespace posemb

@@ -14,9 +14,12 @@
 #include <vector>
 
 #include "posemb/posemb.hpp"
+#include "test_support.hpp"
 
 namespace posemb {
 namespace {
+
+using testing::bytes_of;
 
 constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
 
@@ -30,16 +33,6 @@ Matrix<T> numbered_table(std::size_t rows, std::size_t cols) {
     }
   }
   return t;
-}
-
-template <class T>
-std::vector<unsigned char> bytes_of(MatrixView<const T> v) {
-  std::vector<unsigned char> out;
-  for (std::size_t r = 0; r < v.rows(); ++r) {
-    const auto* p = reinterpret_cast<const unsigned char*>(v.row(r).data());
-    out.insert(out.end(), p, p + v.cols() * sizeof(T));
-  }
-  return out;
 }
 
 template <class M>

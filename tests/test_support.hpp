@@ -18,6 +18,7 @@
 #include "posemb/matrix.hpp"
 #include "posemb/matrix_view.hpp"
 #include "posemb/positions.hpp"
+#include "temp_dir.hpp"
 
 namespace posemb::testing {
 
@@ -54,25 +55,7 @@ std::vector<unsigned char> bytes_of(const Matrix<T>& m) {
   return bytes_of(m.cview());
 }
 
-// A scratch directory removed on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "posemb-test-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using test::TempDir;  // a scratch directory removed on destruction
 
 template <class T>
 void write_raw(const std::string& path, const Matrix<T>& m) {

@@ -72,6 +72,9 @@ bool dtype_is_float(DType dtype) noexcept;
 // "float64", "float16", "bfloat16". Throws std::invalid_argument otherwise.
 DType parse_float_dtype(std::string_view name);
 
+// A shape as text, "[1024, 768]" (for messages).
+std::string shape_string(const std::vector<std::uint64_t>& shape);
+
 // Metadata of a file: safetensors' `__metadata__` (string to string).
 using Metadata = std::map<std::string, std::string>;
 
