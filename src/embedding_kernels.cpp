@@ -1,6 +1,9 @@
 #include "embedding_kernels.hpp"
 
+#include <emmintrin.h>  // SSE2 (x86-64 baseline): streaming stores
+
 #include <cassert>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -10,11 +13,29 @@ namespace {
 // Below this many elements (1 MiB of floats) a kernel runs on the calling thread only: waking
 // the team costs more than it saves, and far more on a busy machine.
 constexpr std::size_t kParallelThreshold = 1 << 18;
+// Outputs of at least this many bytes are written with streaming stores (see add2_stream).
+constexpr std::size_t kStreamBytes = std::size_t{8} << 20;
 
 inline void add2(float* __restrict out, const float* __restrict a, const float* __restrict b,
                  std::size_t n) {
 #pragma omp simd
   for (std::size_t c = 0; c < n; ++c) out[c] = a[c] + b[c];
+}
+
+// out = a + b with streaming (non-temporal) stores: the output of a large forward goes to
+// memory without first being read into the cache (saving a third of the traffic). Falls back
+// to add2 when out is not 16-byte aligned.
+inline void add2_stream(float* __restrict out, const float* __restrict a, const float* __restrict b,
+                        std::size_t n) {
+  if (reinterpret_cast<std::uintptr_t>(out) % 16 != 0) {
+    add2(out, a, b, n);
+    return;
+  }
+  std::size_t c = 0;
+  for (; c + 4 <= n; c += 4) {
+    _mm_stream_ps(out + c, _mm_add_ps(_mm_loadu_ps(a + c), _mm_loadu_ps(b + c)));
+  }
+  for (; c < n; ++c) out[c] = a[c] + b[c];
 }
 
 inline void add_into(float* __restrict dst, const float* __restrict src, std::size_t n) {
@@ -33,25 +54,36 @@ void gather_add_rows(MatrixView<float> out, MatrixView<const TokenId> tokens,
   const bool fused = !wte.empty();
   const std::int64_t* p = pos.data();
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(n_rows);
-#pragma omp parallel for schedule(static) if (n_rows * C >= kParallelThreshold)
-  for (std::ptrdiff_t i = 0; i < n; ++i) {
-    const std::size_t r = static_cast<std::size_t>(i);
-    float* o = out.row(r).data();
-    const std::int64_t q = p[r];
-    if (fused) {
-      const TokenId tok = tokens(r / seq_len, r % seq_len);
-      assert(tok >= 0 && static_cast<std::size_t>(tok) < wte.rows());
-      const float* e = wte.row(static_cast<std::size_t>(tok)).data();
-      if (q >= 0) {
+  // Streaming stores pay off when the output is much larger than the per-core caches.
+  const bool stream = fused && n_rows * C * sizeof(float) >= kStreamBytes;
+#pragma omp parallel if (n_rows * C >= kParallelThreshold)
+  {
+#pragma omp for schedule(static)
+    for (std::ptrdiff_t i = 0; i < n; ++i) {
+      const std::size_t r = static_cast<std::size_t>(i);
+      float* o = out.row(r).data();
+      const std::int64_t q = p[r];
+      if (fused) {
+        const TokenId tok = tokens(r / seq_len, r % seq_len);
+        assert(tok >= 0 && static_cast<std::size_t>(tok) < wte.rows());
+        const float* e = wte.row(static_cast<std::size_t>(tok)).data();
+        if (q >= 0) {
+          assert(static_cast<std::size_t>(q) < wpe.rows());
+          if (stream) {
+            add2_stream(o, e, wpe.row(static_cast<std::size_t>(q)).data(), C);
+          } else {
+            add2(o, e, wpe.row(static_cast<std::size_t>(q)).data(), C);
+          }
+        } else {
+          std::memcpy(o, e, C * sizeof(float));
+        }
+      } else if (q >= 0) {
         assert(static_cast<std::size_t>(q) < wpe.rows());
-        add2(o, e, wpe.row(static_cast<std::size_t>(q)).data(), C);
-      } else {
-        std::memcpy(o, e, C * sizeof(float));
+        add_into(o, wpe.row(static_cast<std::size_t>(q)).data(), C);
       }
-    } else if (q >= 0) {
-      assert(static_cast<std::size_t>(q) < wpe.rows());
-      add_into(o, wpe.row(static_cast<std::size_t>(q)).data(), C);
     }
+    // Streaming stores are weakly ordered: make them visible before the team's barrier.
+    if (stream) _mm_sfence();
   }
 }
 

@@ -50,6 +50,23 @@ TEST(EmbedForward, EqualsTheScalarReferenceBitForBit) {
   }
 }
 
+// An output of 8 MiB or more is written with streaming stores (a separate code path); it too
+// equals the reference bit for bit, with aligned and misaligned output rows.
+TEST(EmbedForward, LargeOutputsUseStreamingStoresAndStillMatchBitForBit) {
+  const std::size_t B = 2, T = 1024, C = 1031, V = 97, maxT = 1024;  // > 8 MiB of output
+  const auto batch = make_batch(testing::SourceKind::left_padding, B, T, V, maxT, 5);
+  const auto wte = random_matrix(V, C, 6), wpe = random_matrix(maxT, C, 7);
+  const auto pos = resolve_positions(batch.source(), batch.tokens, maxT);
+  Matrix<float> ref(B * T, C);
+  reference::embed_forward(ref.view(), batch.tokens, pos.data(), wte, wpe);
+  for (std::size_t offset : {0u, 1u, 4u}) {
+    Matrix<float> store(B * T, C + 8);
+    MatrixView<float> out(store.data() + offset, B * T, C, C + 8);
+    embed_forward(out, batch.tokens, batch.source(), wte, wpe);
+    EXPECT_EQ(bytes_of(MatrixView<const float>(out)), bytes_of(ref)) << "offset " << offset;
+  }
+}
+
 TEST(EmbedForward, WorksOnStridedViews) {
   const std::size_t B = 3, T = 5, C = 7, V = 11, maxT = 6;
   const auto batch = make_batch(testing::SourceKind::explicit_ids, B, T, V, maxT, 42);
