@@ -82,8 +82,7 @@ void embed_backward(MatrixView<float> dwte, MatrixView<float> dwpe, MatrixView<c
   expect_shape(op, "dout", dout.rows(), dout.cols(), B * T, C);
   check_token_ids(op, tokens, dwte.rows());
   const Matrix<std::int64_t> pos = resolve_positions(positions, B, T, dwpe.rows(), tokens, op);
-  detail::scatter_add_rows(dwte, dout, nullptr, tokens.data(), T, tokens.row_stride());
-  detail::scatter_add_rows(dwpe, dout, pos.data(), nullptr, T, 0);
+  detail::embedding_backward_rows(dwte, dwpe, dout, tokens, pos.data());
 }
 
 void add_positions_forward(MatrixView<float> x, std::size_t batch, std::size_t seq_len,
@@ -105,7 +104,7 @@ void add_positions_backward(MatrixView<float> dwpe, MatrixView<const float> dx, 
   expect_shape(op, "dx", dx.rows(), dx.cols(), batch * seq_len, dwpe.cols());
   const Matrix<std::int64_t> pos =
       resolve_positions(positions, batch, seq_len, dwpe.rows(), tokens, op);
-  detail::scatter_add_rows(dwpe, dx, pos.data(), nullptr, seq_len, 0);
+  detail::scatter_add_rows({dwpe, pos.data(), nullptr, seq_len, 0}, dx);
 }
 
 }  // namespace posemb

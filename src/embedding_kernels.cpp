@@ -2,6 +2,7 @@
 
 #include <emmintrin.h>  // SSE2 (x86-64 baseline): streaming stores
 
+#include <algorithm>
 #include <cassert>
 #include <cstdint>
 #include <cstring>
@@ -87,51 +88,123 @@ void gather_add_rows(MatrixView<float> out, MatrixView<const TokenId> tokens,
   }
 }
 
-void scatter_add_rows(MatrixView<float> dst, MatrixView<const float> src,
-                      const std::int64_t* target64, const TokenId* target32, std::size_t seq_len,
-                      std::size_t token_stride) {
-  const std::size_t R = dst.rows();
-  const std::size_t N = src.rows();
-  const std::size_t C = dst.cols();
+namespace {
+
+// The contributions of one scatter, counting-sorted by target row: order[first[k] ..
+// first[k + 1]) are the source rows of the k-th touched row rows[k], ascending.
+struct Buckets {
+  std::vector<std::uint32_t> rows;
+  std::vector<std::uint32_t> first;
+  std::vector<std::uint32_t> order;
+};
+
+Buckets bucket_by_target(const ScatterTarget& t, std::size_t n_src) {
+  const std::size_t R = t.dst.rows();
   auto target = [&](std::size_t i) -> std::int64_t {
-    if (target64 != nullptr) return target64[i];
-    return target32[(i / seq_len) * token_stride + i % seq_len];
+    if (t.target64 != nullptr) return t.target64[i];
+    return t.target32[(i / t.seq_len) * t.token_stride + i % t.seq_len];
   };
-  // Counting sort of the contributions by target row: order[first[k] .. first[k+1]) are the
-  // source rows of the k-th touched row, ascending.
-  std::vector<std::uint32_t> count(R + 1, 0);
-  for (std::size_t i = 0; i < N; ++i) {
-    const std::int64_t t = target(i);
-    if (t >= 0) {
-      assert(static_cast<std::size_t>(t) < R);
-      ++count[static_cast<std::size_t>(t)];
+  std::vector<std::uint32_t> count(R, 0);
+  for (std::size_t i = 0; i < n_src; ++i) {
+    const std::int64_t r = target(i);
+    if (r >= 0) {
+      assert(static_cast<std::size_t>(r) < R);
+      ++count[static_cast<std::size_t>(r)];
     }
   }
-  std::vector<std::uint32_t> rows;   // touched rows, ascending
-  std::vector<std::uint32_t> first;  // start of each touched row's run in order
+  Buckets b;
   std::uint32_t total = 0;
   for (std::size_t r = 0; r < R; ++r) {
     const std::uint32_t c = count[r];
     if (c == 0) continue;
-    rows.push_back(static_cast<std::uint32_t>(r));
-    first.push_back(total);
+    b.rows.push_back(static_cast<std::uint32_t>(r));
+    b.first.push_back(total);
     count[r] = total;  // becomes the insertion cursor
     total += c;
   }
-  first.push_back(total);
-  std::vector<std::uint32_t> order(total);
-  for (std::size_t i = 0; i < N; ++i) {
-    const std::int64_t t = target(i);
-    if (t >= 0) order[count[static_cast<std::size_t>(t)]++] = static_cast<std::uint32_t>(i);
+  b.first.push_back(total);
+  b.order.resize(total);
+  for (std::size_t i = 0; i < n_src; ++i) {
+    const std::int64_t r = target(i);
+    if (r >= 0) b.order[count[static_cast<std::size_t>(r)]++] = static_cast<std::uint32_t>(i);
   }
-  const std::ptrdiff_t n_touched = static_cast<std::ptrdiff_t>(rows.size());
-#pragma omp parallel for schedule( \
-    dynamic, 8) if (static_cast <std::size_t>(total) * C >= kParallelThreshold)
-  for (std::ptrdiff_t k = 0; k < n_touched; ++k) {
-    float* d = dst.row(rows[static_cast<std::size_t>(k)]).data();
-    const std::uint32_t end = first[static_cast<std::size_t>(k) + 1];
-    for (std::uint32_t j = first[static_cast<std::size_t>(k)]; j < end; ++j) {
-      add_into(d, src.row(order[j]).data(), C);
+  return b;
+}
+
+// d += src[order[0]] + ... in that order, element by element (the reference's rounding), one
+// block of columns at a time so the partial sums stay in registers.
+void add_rows_in_order(float* __restrict d, MatrixView<const float> src, const std::uint32_t* order,
+                       std::size_t count) {
+  const std::size_t C = src.cols();
+  constexpr std::size_t kBlock = 64;
+  for (std::size_t c0 = 0; c0 < C; c0 += kBlock) {
+    const std::size_t n = std::min(kBlock, C - c0);
+    float acc[kBlock];
+    std::memcpy(acc, d + c0, n * sizeof(float));
+    for (std::size_t j = 0; j < count; ++j) {
+      const float* __restrict s = src.row(order[j]).data() + c0;
+#pragma omp simd
+      for (std::size_t c = 0; c < n; ++c) acc[c] += s[c];
+    }
+    std::memcpy(d + c0, acc, n * sizeof(float));
+  }
+}
+
+}  // namespace
+
+void scatter_add_rows(const ScatterTarget& target, MatrixView<const float> src) {
+  const Buckets b = bucket_by_target(target, src.rows());
+  // Each touched row is one task, owned by one thread: no two threads write the same row and
+  // each row's sum keeps its order.
+  const std::ptrdiff_t n_rows = static_cast<std::ptrdiff_t>(b.rows.size());
+#pragma omp parallel for schedule(dynamic, 8) if (b.order.size() * src.cols() >= kParallelThreshold)
+  for (std::ptrdiff_t k = 0; k < n_rows; ++k) {
+    const auto kk = static_cast<std::size_t>(k);
+    add_rows_in_order(target.dst.row(b.rows[kk]).data(), src, b.order.data() + b.first[kk],
+                      b.first[kk + 1] - b.first[kk]);
+  }
+}
+
+void embedding_backward_rows(MatrixView<float> dwte, MatrixView<float> dwpe,
+                             MatrixView<const float> dout, MatrixView<const TokenId> tokens,
+                             const std::int64_t* pos) {
+  const std::size_t T = tokens.cols();
+  const std::size_t N = dout.rows();
+  const std::size_t C = dout.cols();
+  auto token = [&](std::size_t n) { return tokens(n / T, n % T); };
+  // A token row that receives exactly one contribution, from a token that has a position, is
+  // updated in the position pass while its dout row is in cache ("single"). Every other token
+  // row (repeated ids, pads) is summed afterwards from its own bucket, in ascending n.
+  std::vector<std::uint32_t> uses(dwte.rows(), 0);
+  for (std::size_t n = 0; n < N; ++n) ++uses[static_cast<std::size_t>(token(n))];
+  auto single = [&](std::size_t n) {
+    return pos[n] >= 0 && uses[static_cast<std::size_t>(token(n))] == 1;
+  };
+  std::vector<std::int64_t> deferred_target(N);
+  for (std::size_t n = 0; n < N; ++n) deferred_target[n] = single(n) ? -1 : token(n);
+  const Buckets by_pos = bucket_by_target({dwpe, pos, nullptr, T, 0}, N);
+  const Buckets by_token = bucket_by_target({dwte, deferred_target.data(), nullptr, T, 0}, N);
+  const std::ptrdiff_t n_pos_rows = static_cast<std::ptrdiff_t>(by_pos.rows.size());
+  const std::ptrdiff_t n_tok_rows = static_cast<std::ptrdiff_t>(by_token.rows.size());
+#pragma omp parallel if (N * C >= kParallelThreshold)
+  {
+#pragma omp for schedule(dynamic, 8) nowait
+    for (std::ptrdiff_t k = 0; k < n_pos_rows; ++k) {
+      const auto kk = static_cast<std::size_t>(k);
+      float* dp = dwpe.row(by_pos.rows[kk]).data();
+      for (std::uint32_t j = by_pos.first[kk]; j < by_pos.first[kk + 1]; ++j) {
+        const std::size_t n = by_pos.order[j];
+        const float* s = dout.row(n).data();
+        add_into(dp, s, C);
+        if (single(n)) add_into(dwte.row(static_cast<std::size_t>(token(n))).data(), s, C);
+      }
+    }
+#pragma omp for schedule(dynamic, 8)
+    for (std::ptrdiff_t k = 0; k < n_tok_rows; ++k) {
+      const auto kk = static_cast<std::size_t>(k);
+      add_rows_in_order(dwte.row(by_token.rows[kk]).data(), dout,
+                        by_token.order.data() + by_token.first[kk],
+                        by_token.first[kk + 1] - by_token.first[kk]);
     }
   }
 }

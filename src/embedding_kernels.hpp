@@ -19,14 +19,31 @@ void gather_add_rows(MatrixView<float> out,             // (B*T, C)
                      const Matrix<std::int64_t>& pos,   // (B, T), -1: no position
                      MatrixView<const float> wpe);      // (max_seq_len, C)
 
-// dst[target[n], :] += src[n, :] for every n with target[n] >= 0, each row summing its
-// contributions in ascending n; rows are shared out among threads (deterministic).
-// target is given either as int64 (positions) or int32 (token ids).
-void scatter_add_rows(MatrixView<float> dst,         // (R, C), added into
-                      MatrixView<const float> src,   // (N, C)
-                      const std::int64_t* target64,  // N entries, or null
-                      const TokenId* target32,       // N entries (with stride), or null
-                      std::size_t seq_len, std::size_t token_stride);
+// One destination of scatter_add_rows: dst[target[n], :] += src[n, :] for every n with
+// target[n] >= 0. target is given either as int64 (positions, B*T entries) or int32 (token ids,
+// (B, T) with a row stride).
+struct ScatterTarget {
+  MatrixView<float> dst;                   // (R, C), added into
+  const std::int64_t* target64 = nullptr;  // B*T entries, or null
+  const TokenId* target32 = nullptr;       // (B, T) with token_stride, or null
+  std::size_t seq_len = 1;
+  std::size_t token_stride = 0;
+};
+
+// target.dst[target[n], :] += src[n, :] (N, C), in one parallel loop over the touched rows.
+// Each row sums its contributions in ascending n, whatever the thread count (deterministic,
+// and the same rounding as the serial reference).
+void scatter_add_rows(const ScatterTarget& target, MatrixView<const float> src);
+
+// The fused backward: dwte[tokens[n]] += dout[n] and, where pos[n] >= 0, dwpe[pos[n]] +=
+// dout[n] (both added into). Every row sums its contributions in ascending n (the reference's
+// order, bitwise), for any thread count. dout is read about once: token rows used once are
+// updated while their dout row is in cache during the position pass.
+void embedding_backward_rows(MatrixView<float> dwte,            // (V, C), added into
+                             MatrixView<float> dwpe,            // (max_seq_len, C), added into
+                             MatrixView<const float> dout,      // (B*T, C)
+                             MatrixView<const TokenId> tokens,  // (B, T)
+                             const std::int64_t* pos);          // B*T entries, -1: none
 
 // The rows of `pos` that are >= 0, marked in `seen` (size max_seq_len).
 void mark_rows(const Matrix<std::int64_t>& pos, std::uint8_t* seen);

@@ -64,7 +64,7 @@ void LearnedPositionalEmbedding::backward_add(MatrixView<const float> dx, std::s
   const Matrix<std::int64_t> pos =
       resolve_positions(positions, batch, seq_len, max_seq_len(), tokens, op);
   check_activation(op, dx, batch, seq_len, embed_dim());
-  detail::scatter_add_rows(grad_.view(), dx, pos.data(), nullptr, seq_len, 0);
+  detail::scatter_add_rows({grad_.view(), pos.data(), nullptr, seq_len, 0}, dx);
   detail::mark_rows(pos, trained_.data());
 }
 
