@@ -22,10 +22,11 @@ using testing::random_matrix;
 struct Shape {
   std::size_t B, T, C, V, maxT;
 };
-// Awkward sizes: 1s, odd C, V smaller than B*T (many repeated ids), large enough to go parallel.
-constexpr Shape kShapes[] = {{1, 1, 1, 1, 1},        {2, 3, 5, 4, 3},     {3, 7, 17, 2, 9},
-                             {4, 16, 33, 50, 20},    {8, 64, 64, 64, 64}, {5, 31, 129, 7, 40},
-                             {16, 128, 96, 300, 128}};
+// Awkward sizes: 1s, odd C, V smaller than B*T (many repeated ids), large enough to go parallel,
+// and a large V where most token rows are used once.
+constexpr Shape kShapes[] = {{1, 1, 1, 1, 1},         {2, 3, 5, 4, 3},          {3, 7, 17, 2, 9},
+                             {4, 16, 33, 50, 20},     {8, 64, 64, 64, 64},      {5, 31, 129, 7, 40},
+                             {16, 128, 96, 300, 128}, {8, 256, 160, 20000, 256}};
 
 TEST(EmbedForward, EqualsTheScalarReferenceBitForBit) {
   std::uint64_t seed = 1;
@@ -110,27 +111,30 @@ TEST(EmbedBackward, EqualsTheReferenceSummationOrderBitForBit) {
 
 // Large enough to run on several threads; V small so that token rows repeat many times.
 TEST(EmbedBackward, BitwiseIdenticalForOneAndTwoThreadsAndRunToRun) {
-  const std::size_t B = 8, T = 256, C = 160, V = 37, maxT = 256;  // > 2^18 elements
-  for (auto kind : kAllSources) {
-    const auto batch = make_batch(kind, B, T, V, maxT, 7);
-    const auto dout = random_matrix(B * T, C, 8, 3.0f);
-    const auto wte = random_matrix(V, C, 9), wpe = random_matrix(maxT, C, 10);
-    std::vector<std::vector<unsigned char>> results;
-    for (int threads : {1, 2, 2, 1}) {
-      omp_set_num_threads(threads);
-      Matrix<float> dwte(V, C), dwpe(maxT, C), out(B * T, C);
-      embed_backward(dwte.view(), dwpe.view(), dout, batch.tokens, batch.source());
-      embed_backward(dwte.view(), dwpe.view(), dout, batch.tokens, batch.source());
-      embed_forward(out.view(), batch.tokens, batch.source(), wte, wpe);
-      auto all = bytes_of(dwte);
-      for (auto v : {bytes_of(dwpe), bytes_of(out)}) all.insert(all.end(), v.begin(), v.end());
-      results.push_back(all);
+  const std::size_t B = 8, T = 256, C = 160, maxT = 256;  // > 2^18 elements
+  // V = 37: every token row repeats; V = 20000: most token rows are used once (another path).
+  for (const std::size_t V : {std::size_t{37}, std::size_t{20000}})
+    for (auto kind : kAllSources) {
+      const auto batch = make_batch(kind, B, T, V, maxT, 7);
+      const auto dout = random_matrix(B * T, C, 8, 3.0f);
+      const auto wte = random_matrix(V, C, 9), wpe = random_matrix(maxT, C, 10);
+      std::vector<std::vector<unsigned char>> results;
+      for (int threads : {1, 2, 2, 1}) {
+        omp_set_num_threads(threads);
+        Matrix<float> dwte(V, C), dwpe(maxT, C), out(B * T, C);
+        embed_backward(dwte.view(), dwpe.view(), dout, batch.tokens, batch.source());
+        embed_backward(dwte.view(), dwpe.view(), dout, batch.tokens, batch.source());
+        embed_forward(out.view(), batch.tokens, batch.source(), wte, wpe);
+        auto all = bytes_of(dwte);
+        for (auto v : {bytes_of(dwpe), bytes_of(out)}) all.insert(all.end(), v.begin(), v.end());
+        results.push_back(all);
+      }
+      omp_set_num_threads(2);
+      for (std::size_t i = 1; i < results.size(); ++i) {
+        EXPECT_EQ(results[i], results[0])
+            << testing::source_name(kind) << " V " << V << " run " << i;
+      }
     }
-    omp_set_num_threads(2);
-    for (std::size_t i = 1; i < results.size(); ++i) {
-      EXPECT_EQ(results[i], results[0]) << testing::source_name(kind) << " run " << i;
-    }
-  }
 }
 
 // L(wte, wpe) = sum_{n,c} out[n,c] * R[n,c] accumulated in double; its gradient is what
