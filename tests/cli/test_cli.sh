@@ -37,6 +37,7 @@ contains() {  # contains FILE TEXT DESCRIPTION
 
 expect 0 "help" -- --help
 contains out "demo" "help lists the demo subcommand"
+cp "$tmp/out" "$tmp/help_out"
 expect 0 "version" -- --version
 contains out "posemb 0." "version string"
 expect 2 "no subcommand" --
@@ -45,18 +46,14 @@ expect 2 "unknown flag" -- --no-such-flag
 stderr_is_one_line "unknown flag"
 contains err "usage error" "unknown flag says usage error"
 expect 2 "unknown subcommand" -- no-such-command
-expect 2 "bad demo value" -- demo --max-seq-len banana
+expect 2 "bad demo value" -- demo --steps banana
 stderr_is_one_line "bad demo value"
-expect 2 "demo value out of range" -- demo --max-seq-len 1000000
-expect 1 "runtime failure: lookup past the table" -- demo --max-seq-len 8 --seq-len 9
+expect 2 "demo value out of range" -- demo --samples 0
+expect 1 "runtime failure: not a checkpoint" -- eval --checkpoint "$bin" --lengths 1:2
 stderr_is_one_line "runtime failure"
-contains err "posemb: error: learned_positional_embedding" "runtime error names the operation"
-contains err "9" "runtime error names seq_len"
-expect 0 "demo" -- demo
-contains out "SequenceTooLong" "demo shows the error"
-contains out "learned_positional_embedding" "demo shows the lookup"
-contains out "sinusoidal" "demo shows the sinusoidal counterpart"
-contains out "start = " "demo shows the offset lookup"
+contains err "posemb: error: checkpoint" "runtime error names the operation"
+contains help_out "train" "help lists train"
+contains help_out "eval" "help lists eval"
 expect 0 "bench help" -- bench --help
 contains out "--json" "bench help lists --json"
 expect 2 "bench with zero repetitions" -- bench --reps 0 --no-peer

@@ -26,5 +26,7 @@ void register_bench_command(CLI::App& app);
 void register_inspect_command(CLI::App& app);
 void register_resize_command(CLI::App& app);
 void register_convert_command(CLI::App& app);
+void register_train_command(CLI::App& app);
+void register_eval_command(CLI::App& app);
 
 }  // namespace posemb::cli

@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   posemb::cli::register_inspect_command(app);
   posemb::cli::register_resize_command(app);
   posemb::cli::register_convert_command(app);
+  posemb::cli::register_train_command(app);
+  posemb::cli::register_eval_command(app);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,192 @@
+#include "lab/attention.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace posemb::lab {
+
+void attention_forward(MatrixView<float> y, std::span<float> probs, MatrixView<const float> qkv,
+                       std::size_t batch, std::size_t seq_len, std::size_t heads) {
+  const std::size_t c = y.cols(), hd = c / heads, T = seq_len;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  assert(probs.size() >= batch * heads * T * T);
+  const auto tasks = static_cast<std::int64_t>(batch * heads);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t task = 0; task < tasks; ++task) {
+    const std::size_t b = static_cast<std::size_t>(task) / heads;
+    const std::size_t h = static_cast<std::size_t>(task) % heads;
+    float* P = probs.data() + static_cast<std::size_t>(task) * T * T;
+    for (std::size_t t = 0; t < T; ++t) {
+      const float* q = qkv.data() + (b * T + t) * qkv.row_stride() + h * hd;
+      float* p = P + t * T;
+      float mx = -INFINITY;
+      for (std::size_t s = 0; s <= t; ++s) {
+        const float* k = qkv.data() + (b * T + s) * qkv.row_stride() + c + h * hd;
+        float d = 0.0f;
+        for (std::size_t i = 0; i < hd; ++i) d += q[i] * k[i];
+        p[s] = d * scale;
+        mx = std::max(mx, p[s]);
+      }
+      float sum = 0.0f;
+      for (std::size_t s = 0; s <= t; ++s) {
+        p[s] = std::exp(p[s] - mx);
+        sum += p[s];
+      }
+      const float inv = 1.0f / sum;
+      for (std::size_t s = 0; s <= t; ++s) p[s] *= inv;
+      std::fill(p + t + 1, p + T, 0.0f);
+      float* out = y.data() + (b * T + t) * y.row_stride() + h * hd;
+      std::fill_n(out, hd, 0.0f);
+      for (std::size_t s = 0; s <= t; ++s) {
+        const float* v = qkv.data() + (b * T + s) * qkv.row_stride() + 2 * c + h * hd;
+        for (std::size_t i = 0; i < hd; ++i) out[i] += p[s] * v[i];
+      }
+    }
+  }
+}
+
+void attention_backward(MatrixView<float> dqkv, std::span<float> scratch,
+                        MatrixView<const float> dy, std::span<const float> probs,
+                        MatrixView<const float> qkv, std::size_t batch, std::size_t seq_len,
+                        std::size_t heads) {
+  const std::size_t c = dy.cols(), hd = c / heads, T = seq_len;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  assert(scratch.size() >= batch * heads * T);
+  const auto tasks = static_cast<std::int64_t>(batch * heads);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t task = 0; task < tasks; ++task) {
+    const std::size_t b = static_cast<std::size_t>(task) / heads;
+    const std::size_t h = static_cast<std::size_t>(task) % heads;
+    const float* P = probs.data() + static_cast<std::size_t>(task) * T * T;
+    float* dp = scratch.data() + static_cast<std::size_t>(task) * T;
+    auto at = [&](std::size_t t, std::size_t part) {
+      return qkv.data() + (b * T + t) * qkv.row_stride() + part * c + h * hd;
+    };
+    auto dat = [&](std::size_t t, std::size_t part) {
+      return dqkv.data() + (b * T + t) * dqkv.row_stride() + part * c + h * hd;
+    };
+    for (std::size_t t = 0; t < T; ++t) {
+      std::fill_n(dat(t, 0), hd, 0.0f);
+      std::fill_n(dat(t, 1), hd, 0.0f);
+      std::fill_n(dat(t, 2), hd, 0.0f);
+    }
+    for (std::size_t t = 0; t < T; ++t) {
+      const float* p = P + t * T;
+      const float* g = dy.data() + (b * T + t) * dy.row_stride() + h * hd;
+      float dot = 0.0f;
+      for (std::size_t s = 0; s <= t; ++s) {
+        const float* v = at(s, 2);
+        float d = 0.0f;
+        for (std::size_t i = 0; i < hd; ++i) d += g[i] * v[i];
+        dp[s] = d;
+        dot += p[s] * d;
+        float* dv = dat(s, 2);
+        for (std::size_t i = 0; i < hd; ++i) dv[i] += p[s] * g[i];
+      }
+      const float* q = at(t, 0);
+      float* dq = dat(t, 0);
+      for (std::size_t s = 0; s <= t; ++s) {
+        const float ds = p[s] * (dp[s] - dot) * scale;
+        const float* k = at(s, 1);
+        float* dk = dat(s, 1);
+        for (std::size_t i = 0; i < hd; ++i) {
+          dq[i] += ds * k[i];
+          dk[i] += ds * q[i];
+        }
+      }
+    }
+  }
+}
+
+void attention_step(MatrixView<float> y, std::span<float> scratch, MatrixView<const float> qkv,
+                    std::size_t batch, std::size_t cap, std::size_t t, std::size_t heads) {
+  const std::size_t c = y.cols(), hd = c / heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  assert(scratch.size() >= batch * heads * (t + 1));
+  const auto tasks = static_cast<std::int64_t>(batch * heads);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t task = 0; task < tasks; ++task) {
+    const std::size_t b = static_cast<std::size_t>(task) / heads;
+    const std::size_t h = static_cast<std::size_t>(task) % heads;
+    float* p = scratch.data() + static_cast<std::size_t>(task) * (t + 1);
+    const float* q = qkv.data() + (b * cap + t) * qkv.row_stride() + h * hd;
+    float mx = -INFINITY;
+    for (std::size_t s = 0; s <= t; ++s) {
+      const float* k = qkv.data() + (b * cap + s) * qkv.row_stride() + c + h * hd;
+      float d = 0.0f;
+      for (std::size_t i = 0; i < hd; ++i) d += q[i] * k[i];
+      p[s] = d * scale;
+      mx = std::max(mx, p[s]);
+    }
+    float sum = 0.0f;
+    for (std::size_t s = 0; s <= t; ++s) {
+      p[s] = std::exp(p[s] - mx);
+      sum += p[s];
+    }
+    const float inv = 1.0f / sum;
+    float* out = y.data() + b * y.row_stride() + h * hd;
+    std::fill_n(out, hd, 0.0f);
+    for (std::size_t s = 0; s <= t; ++s) {
+      const float* v = qkv.data() + (b * cap + s) * qkv.row_stride() + 2 * c + h * hd;
+      const float w = p[s] * inv;
+      for (std::size_t i = 0; i < hd; ++i) out[i] += w * v[i];
+    }
+  }
+}
+
+void RopeTable::ensure(std::size_t positions) {
+  if (cos_.rows() >= positions) return;
+  const std::size_t pairs = head_dim_ / 2;
+  Matrix<float> c(positions, pairs), s(positions, pairs);
+  for (std::size_t p = 0; p < positions; ++p) {
+    for (std::size_t i = 0; i < pairs; ++i) {
+      const double inv_freq =
+          std::pow(base_, -static_cast<double>(2 * i) / static_cast<double>(head_dim_));
+      const double angle = static_cast<double>(p) * inv_freq;
+      c(p, i) = static_cast<float>(std::cos(angle));
+      s(p, i) = static_cast<float>(std::sin(angle));
+    }
+  }
+  cos_ = std::move(c);
+  sin_ = std::move(s);
+}
+
+namespace {
+void rotate(MatrixView<float> qkv, std::span<const std::int64_t> pos, const RopeTable& table,
+            std::size_t heads, float sign) {
+  const std::size_t c = qkv.cols() / 3, hd = c / heads, pairs = hd / 2;
+  const auto rows = static_cast<std::int64_t>(qkv.rows());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t ri = 0; ri < rows; ++ri) {
+    const auto r = static_cast<std::size_t>(ri);
+    const auto p = static_cast<std::size_t>(pos[r]);
+    const float* cs = table.cos_row(p);
+    const float* sn = table.sin_row(p);
+    float* row = qkv.data() + r * qkv.row_stride();
+    for (std::size_t part = 0; part < 2; ++part) {
+      for (std::size_t h = 0; h < heads; ++h) {
+        float* x = row + part * c + h * hd;
+        for (std::size_t i = 0; i < pairs; ++i) {
+          const float a = x[2 * i], b = x[2 * i + 1];
+          const float s = sign * sn[i];
+          x[2 * i] = a * cs[i] - b * s;
+          x[2 * i + 1] = a * s + b * cs[i];
+        }
+      }
+    }
+  }
+}
+}  // namespace
+
+void rope_forward(MatrixView<float> qkv, std::span<const std::int64_t> pos, const RopeTable& table,
+                  std::size_t heads) {
+  rotate(qkv, pos, table, heads, 1.0f);
+}
+
+void rope_backward(MatrixView<float> dqkv, std::span<const std::int64_t> pos,
+                   const RopeTable& table, std::size_t heads) {
+  rotate(dqkv, pos, table, heads, -1.0f);
+}
+
+}  // namespace posemb::lab

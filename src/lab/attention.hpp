@@ -1,0 +1,62 @@
+// lab/attention.hpp: causal multi-head self-attention (the part between the qkv and output
+// projections) and rotary position embedding, forward and backward.
+//
+// Layout: qkv is (B*T, 3C), row b*T + t holding [q | k | v] of token t of sequence b; head h
+// uses columns [h*hd, (h+1)*hd) of each of q, k, v (hd = C / H). Scores are scaled by
+// 1/sqrt(hd); token t attends to tokens 0..t of its own sequence.
+//
+//   lab::attention_forward(y, probs, qkv, B, T, H);            // y (B*T, C), probs (B*H*T*T)
+//   lab::attention_backward(dqkv, scratch, dy, probs, qkv, B, T, H);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "posemb/matrix.hpp"
+#include "posemb/matrix_view.hpp"
+
+namespace posemb::lab {
+
+// y (B*T, C): written over. probs (B*H*T*T): softmax weights, written over (0 above the
+// diagonal), kept for the backward.
+void attention_forward(MatrixView<float> y, std::span<float> probs, MatrixView<const float> qkv,
+                       std::size_t batch, std::size_t seq_len, std::size_t heads);
+// dqkv (B*T, 3C): written over. scratch: at least B*H*T floats.
+void attention_backward(MatrixView<float> dqkv, std::span<float> scratch,
+                        MatrixView<const float> dy, std::span<const float> probs,
+                        MatrixView<const float> qkv, std::size_t batch, std::size_t seq_len,
+                        std::size_t heads);
+// One decoding step: the query of token t of every sequence attends to tokens 0..t, read from
+// the cache qkv (B*T_cap, 3C) whose rows b*T_cap + s, s <= t, are filled. y (B, C): written over.
+// scratch: at least B*H*(t+1) floats.
+void attention_step(MatrixView<float> y, std::span<float> scratch, MatrixView<const float> qkv,
+                    std::size_t batch, std::size_t cap, std::size_t t, std::size_t heads);
+
+// cos and sin of position p times base^(-2i/hd) for pairs i < hd/2, computed in double; grows
+// on demand (rows 0..positions-1). Pairs are interleaved: (x[2i], x[2i+1]) rotate together.
+class RopeTable {
+ public:
+  RopeTable() = default;
+  RopeTable(std::size_t head_dim, double base) : head_dim_(head_dim), base_(base) {}
+  // Makes rows [0, positions) available (recomputing only when it has to grow).
+  void ensure(std::size_t positions);
+  std::size_t head_dim() const { return head_dim_; }
+  const float* cos_row(std::size_t p) const { return cos_.data() + p * cos_.cols(); }
+  const float* sin_row(std::size_t p) const { return sin_.data() + p * sin_.cols(); }
+
+ private:
+  std::size_t head_dim_ = 0;
+  double base_ = 10000.0;
+  Matrix<float> cos_, sin_;  // (positions, hd/2)
+};
+
+// Rotates q and k of every head of every row of qkv (rows, 3C) in place by the angles of
+// position pos[r] (the table must cover max(pos) + 1 rows).
+void rope_forward(MatrixView<float> qkv, std::span<const std::int64_t> pos, const RopeTable& table,
+                  std::size_t heads);
+// The inverse rotation applied to dq and dk in dqkv (rows, 3C), in place.
+void rope_backward(MatrixView<float> dqkv, std::span<const std::int64_t> pos,
+                   const RopeTable& table, std::size_t heads);
+
+}  // namespace posemb::lab

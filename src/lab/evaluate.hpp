@@ -1,0 +1,48 @@
+// lab/evaluate.hpp: greedy decoding accuracy by length.
+//
+// For every n in [min_len, max_len]: `samples` seeded instances of n symbols; the model reads
+// the prompt `BOS x1..xn SEP` and then decodes greedily (its own argmax fed back, KV-cached), n + 1
+// answer tokens (y1..yn EOS). exact_match: the fraction of instances with every answer token
+// right; token_accuracy: the fraction of answer tokens right (position by position, after the
+// model's own earlier outputs). When a length needs a position the learned table does not have,
+// the library's SequenceTooLong is caught and the length is reported as beyond_table.
+//
+//   lab::EvalConfig ec;  ec.min_len = 1;  ec.max_len = 48;
+//   auto rows = lab::evaluate(model, task, ec);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lab/model.hpp"
+#include "lab/task.hpp"
+
+namespace posemb::lab {
+
+struct EvalConfig {
+  std::size_t min_len = 1, max_len = 32;
+  std::size_t samples = 100;
+  std::uint64_t seed = 1234;
+  // learned-randomized: positions at evaluation. randomized (default; Ruoss et al.): a sorted
+  // random sample from [0, table rows), as in training; contiguous: 0..len-1. Other encodings
+  // always use contiguous positions.
+  PositionMode randomized_eval = PositionMode::randomized;
+};
+
+struct LengthResult {
+  std::size_t length = 0;
+  bool beyond_table = false;
+  double exact_match = 0.0, token_accuracy = 0.0;
+  std::size_t samples = 0;
+  std::string detail;  // the SequenceTooLong message for beyond_table
+};
+
+// progress(done, total) is called after each length (may be empty).
+std::vector<LengthResult> evaluate(
+    Model& model, const TaskConfig& task, const EvalConfig& cfg,
+    const std::function<void(std::size_t, std::size_t)>& progress = {});
+
+}  // namespace posemb::lab

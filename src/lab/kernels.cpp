@@ -1,0 +1,271 @@
+#include "lab/kernels.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace posemb::lab {
+namespace {
+
+// Fixed work units: results never depend on how many threads share them.
+constexpr std::size_t kRowChunk = 64;  // rows per sgemm call in the row-parallel products
+constexpr std::size_t kTile = 32;      // dW tiles (kTile x kTile) in the weight gradients
+
+std::size_t chunks(std::size_t n, std::size_t chunk) {
+  return (n + chunk - 1) / chunk;
+}
+
+}  // namespace
+
+void blas_single_threaded() {
+  openblas_set_num_threads(1);
+}
+
+void linear_forward(MatrixView<float> y, MatrixView<const float> x, MatrixView<const float> w,
+                    MatrixView<const float> b) {
+  const std::size_t m = x.rows(), k = x.cols(), n = w.cols();
+  assert(w.rows() == k && y.rows() == m && y.cols() == n);
+  assert(b.empty() || b.cols() == n);
+  const auto nc = static_cast<std::int64_t>(chunks(m, kRowChunk));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t ci = 0; ci < nc; ++ci) {
+    const std::size_t r0 = static_cast<std::size_t>(ci) * kRowChunk;
+    const std::size_t rows = std::min(kRowChunk, m - r0);
+    float beta = 0.0f;
+    if (!b.empty()) {
+      for (std::size_t r = r0; r < r0 + rows; ++r) std::copy_n(b.data(), n, y.row(r).data());
+      beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
+                static_cast<int>(n), static_cast<int>(k), 1.0f, x.data() + r0 * x.row_stride(),
+                static_cast<int>(x.row_stride()), w.data(), static_cast<int>(w.row_stride()), beta,
+                y.data() + r0 * y.row_stride(), static_cast<int>(y.row_stride()));
+  }
+}
+
+void linear_backward(MatrixView<float> dx, MatrixView<float> dw, MatrixView<float> db,
+                     MatrixView<const float> dy, MatrixView<const float> x,
+                     MatrixView<const float> w, bool accumulate_dx) {
+  const std::size_t m = x.rows(), k = x.cols(), n = w.cols();
+  assert(dy.rows() == m && dy.cols() == n && dw.rows() == k && dw.cols() == n);
+  if (!dx.empty()) {
+    // dx (M, K) = dy (M, N) w^T (N, K), row chunks.
+    const auto nc = static_cast<std::int64_t>(chunks(m, kRowChunk));
+#pragma omp parallel for schedule(static)
+    for (std::int64_t ci = 0; ci < nc; ++ci) {
+      const std::size_t r0 = static_cast<std::size_t>(ci) * kRowChunk;
+      const std::size_t rows = std::min(kRowChunk, m - r0);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
+                  static_cast<int>(k), static_cast<int>(n), 1.0f, dy.data() + r0 * dy.row_stride(),
+                  static_cast<int>(dy.row_stride()), w.data(), static_cast<int>(w.row_stride()),
+                  accumulate_dx ? 1.0f : 0.0f, dx.data() + r0 * dx.row_stride(),
+                  static_cast<int>(dx.row_stride()));
+    }
+  }
+  // dw (K, N) += x^T (K, M) dy (M, N), in fixed kTile x kTile tiles, each summing all M rows in
+  // one call; db (1, N) += column sums of dy, one column range per task, rows in order.
+  const std::size_t ti = chunks(k, kTile), tj = chunks(n, kTile);
+  const auto ntiles = static_cast<std::int64_t>(ti * tj);
+  const auto nbias = db.empty() ? std::int64_t{0} : static_cast<std::int64_t>(tj);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t task = 0; task < ntiles + nbias; ++task) {
+    if (task < ntiles) {
+      const std::size_t i0 = static_cast<std::size_t>(task) / tj * kTile;
+      const std::size_t j0 = static_cast<std::size_t>(task) % tj * kTile;
+      const std::size_t ki = std::min(kTile, k - i0), nj = std::min(kTile, n - j0);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(ki),
+                  static_cast<int>(nj), static_cast<int>(m), 1.0f, x.data() + i0,
+                  static_cast<int>(x.row_stride()), dy.data() + j0,
+                  static_cast<int>(dy.row_stride()), 1.0f, dw.data() + i0 * dw.row_stride() + j0,
+                  static_cast<int>(dw.row_stride()));
+    } else {
+      const std::size_t j0 = static_cast<std::size_t>(task - ntiles) * kTile;
+      const std::size_t j1 = std::min(n, j0 + kTile);
+      float acc[kTile] = {};
+      for (std::size_t r = 0; r < m; ++r) {
+        const float* row = dy.data() + r * dy.row_stride();
+        for (std::size_t j = j0; j < j1; ++j) acc[j - j0] += row[j];
+      }
+      for (std::size_t j = j0; j < j1; ++j) db(0, j) += acc[j - j0];
+    }
+  }
+}
+
+void layernorm_forward(MatrixView<float> y, std::span<float> mean, std::span<float> rstd,
+                       MatrixView<const float> x, MatrixView<const float> w,
+                       MatrixView<const float> b) {
+  const std::size_t m = x.rows(), c = x.cols();
+  const auto mi = static_cast<std::int64_t>(m);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t ri = 0; ri < mi; ++ri) {
+    const auto r = static_cast<std::size_t>(ri);
+    const float* xr = x.data() + r * x.row_stride();
+    float* yr = y.data() + r * y.row_stride();
+    float s = 0.0f;
+    for (std::size_t i = 0; i < c; ++i) s += xr[i];
+    const float mu = s / static_cast<float>(c);
+    float v = 0.0f;
+    for (std::size_t i = 0; i < c; ++i) v += (xr[i] - mu) * (xr[i] - mu);
+    const float rs = 1.0f / std::sqrt(v / static_cast<float>(c) + 1e-5f);
+    for (std::size_t i = 0; i < c; ++i) yr[i] = (xr[i] - mu) * rs * w(0, i) + b(0, i);
+    mean[r] = mu;
+    rstd[r] = rs;
+  }
+}
+
+void layernorm_backward(MatrixView<float> dx, MatrixView<float> dw, MatrixView<float> db,
+                        MatrixView<const float> dy, MatrixView<const float> x,
+                        std::span<const float> mean, std::span<const float> rstd,
+                        MatrixView<const float> w) {
+  const std::size_t m = x.rows(), c = x.cols();
+  const auto mi = static_cast<std::int64_t>(m);
+  // dx, row by row: dx += rstd * (dy w - mean(dy w) - xhat * mean(dy w xhat)).
+#pragma omp parallel for schedule(static)
+  for (std::int64_t ri = 0; ri < mi; ++ri) {
+    const auto r = static_cast<std::size_t>(ri);
+    const float* xr = x.data() + r * x.row_stride();
+    const float* gr = dy.data() + r * dy.row_stride();
+    float* dr = dx.data() + r * dx.row_stride();
+    const float mu = mean[r], rs = rstd[r];
+    float s1 = 0.0f, s2 = 0.0f;
+    for (std::size_t i = 0; i < c; ++i) {
+      const float g = gr[i] * w(0, i);
+      s1 += g;
+      s2 += g * (xr[i] - mu) * rs;
+    }
+    s1 /= static_cast<float>(c);
+    s2 /= static_cast<float>(c);
+    for (std::size_t i = 0; i < c; ++i) {
+      const float g = gr[i] * w(0, i);
+      dr[i] += rs * (g - s1 - (xr[i] - mu) * rs * s2);
+    }
+  }
+  // dw, db: column sums over the rows in row order, one column range per task.
+  const auto nt = static_cast<std::int64_t>(chunks(c, kTile));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t ti = 0; ti < nt; ++ti) {
+    const std::size_t j0 = static_cast<std::size_t>(ti) * kTile, j1 = std::min(c, j0 + kTile);
+    float aw[kTile] = {}, ab[kTile] = {};
+    for (std::size_t r = 0; r < m; ++r) {
+      const float* xr = x.data() + r * x.row_stride();
+      const float* gr = dy.data() + r * dy.row_stride();
+      for (std::size_t j = j0; j < j1; ++j) {
+        aw[j - j0] += gr[j] * (xr[j] - mean[r]) * rstd[r];
+        ab[j - j0] += gr[j];
+      }
+    }
+    for (std::size_t j = j0; j < j1; ++j) {
+      dw(0, j) += aw[j - j0];
+      db(0, j) += ab[j - j0];
+    }
+  }
+}
+
+namespace {
+constexpr float kGeluS = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluA = 0.044715f;
+}  // namespace
+
+float fast_tanh(float u) {
+  return 1.0f - 2.0f / (std::exp(2.0f * u) + 1.0f);
+}
+
+void gelu_forward(MatrixView<float> y, MatrixView<float> th, MatrixView<const float> x) {
+  const auto mi = static_cast<std::int64_t>(x.rows());
+  const std::size_t c = x.cols();
+  const bool keep = !th.empty();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t ri = 0; ri < mi; ++ri) {
+    const auto r = static_cast<std::size_t>(ri);
+    const float* xr = x.row(r).data();
+    float* yr = y.row(r).data();
+    float* tr = keep ? th.row(r).data() : nullptr;
+    for (std::size_t i = 0; i < c; ++i) {
+      const float v = xr[i];
+      const float t = fast_tanh(kGeluS * (v + kGeluA * v * v * v));
+      if (keep) tr[i] = t;
+      yr[i] = 0.5f * v * (1.0f + t);
+    }
+  }
+}
+
+void gelu_backward(MatrixView<float> dx, MatrixView<const float> dy, MatrixView<const float> x,
+                   MatrixView<const float> th) {
+  const auto mi = static_cast<std::int64_t>(x.rows());
+  const std::size_t c = x.cols();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t ri = 0; ri < mi; ++ri) {
+    const auto r = static_cast<std::size_t>(ri);
+    const float* xr = x.row(r).data();
+    const float* gr = dy.row(r).data();
+    const float* tr = th.row(r).data();
+    float* dr = dx.row(r).data();
+    for (std::size_t i = 0; i < c; ++i) {
+      const float v = xr[i];
+      const float t = tr[i];
+      const float du = kGeluS * (1.0f + 3.0f * kGeluA * v * v);
+      dr[i] = gr[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+    }
+  }
+}
+
+void add_into(MatrixView<float> x, MatrixView<const float> y) {
+  const auto mi = static_cast<std::int64_t>(x.rows());
+  const std::size_t c = x.cols();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t ri = 0; ri < mi; ++ri) {
+    float* xr = x.row(static_cast<std::size_t>(ri)).data();
+    const float* yr = y.row(static_cast<std::size_t>(ri)).data();
+    for (std::size_t i = 0; i < c; ++i) xr[i] += yr[i];
+  }
+}
+
+double softmax_cross_entropy(MatrixView<float> dlogits, std::span<float> losses,
+                             MatrixView<const float> logits, std::span<const std::int32_t> targets,
+                             std::size_t normalizer) {
+  const std::size_t m = logits.rows(), v = logits.cols();
+  std::size_t count = normalizer;
+  if (count == 0) {
+    for (std::size_t r = 0; r < m; ++r) count += targets[r] >= 0 ? 1 : 0;
+  }
+  const float inv = count == 0 ? 0.0f : 1.0f / static_cast<float>(count);
+  const auto mi = static_cast<std::int64_t>(m);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t ri = 0; ri < mi; ++ri) {
+    const auto r = static_cast<std::size_t>(ri);
+    float* d = dlogits.row(r).data();
+    if (targets[r] < 0) {
+      std::fill_n(d, v, 0.0f);
+      losses[r] = 0.0f;
+      continue;
+    }
+    const float* l = logits.row(r).data();
+    float mx = l[0];
+    for (std::size_t i = 1; i < v; ++i) mx = std::max(mx, l[i]);
+    float s = 0.0f;
+    for (std::size_t i = 0; i < v; ++i) {
+      d[i] = std::exp(l[i] - mx);
+      s += d[i];
+    }
+    const auto tgt = static_cast<std::size_t>(targets[r]);
+    losses[r] = std::log(s) + mx - l[tgt];
+    const float is = 1.0f / s;
+    for (std::size_t i = 0; i < v; ++i) d[i] = d[i] * is * inv;
+    d[tgt] -= inv;
+  }
+  double total = 0.0;
+  for (std::size_t r = 0; r < m; ++r) total += losses[r];
+  return count == 0 ? 0.0 : total / static_cast<double>(count);
+}
+
+std::size_t argmax(std::span<const float> row) {
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < row.size(); ++i) {
+    if (row[i] > row[best]) best = i;
+  }
+  return best;
+}
+
+}  // namespace posemb::lab

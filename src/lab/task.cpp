@@ -1,0 +1,131 @@
+#include "lab/task.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace posemb::lab {
+
+std::uint64_t Rng::next() {
+  // splitmix64
+  std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b) {
+  Rng r(a ^ (b * 0xd1b54a32d192ed03ull));
+  r.next();
+  return r.next();
+}
+
+TaskKind parse_task_kind(std::string_view name) {
+  if (name == "copy") return TaskKind::copy;
+  if (name == "reverse") return TaskKind::reverse;
+  throw std::invalid_argument("task '" + std::string(name) + "' is not one of copy, reverse");
+}
+
+std::string task_kind_name(TaskKind kind) {
+  return kind == TaskKind::copy ? "copy" : "reverse";
+}
+
+void TaskConfig::validate() const {
+  if (alphabet < 2 || alphabet > 1000) {
+    throw std::invalid_argument("task: alphabet " + std::to_string(alphabet) +
+                                " must be in [2, 1000]");
+  }
+  if (train_len < 1 || train_len > 4096) {
+    throw std::invalid_argument("task: train_len " + std::to_string(train_len) +
+                                " must be in [1, 4096]");
+  }
+}
+
+std::vector<TokenId> task_answer(TaskKind kind, const std::vector<TokenId>& x) {
+  std::vector<TokenId> y = x;
+  if (kind == TaskKind::reverse) std::reverse(y.begin(), y.end());
+  return y;
+}
+
+namespace {
+
+// Sorted sample of `len` distinct values from [0, range) (selection sampling, Knuth's
+// algorithm S: each value is kept with probability needed / remaining).
+void sorted_sample(std::int64_t* out, std::size_t len, std::size_t range, Rng& rng) {
+  std::size_t needed = len;
+  for (std::size_t i = 0; i < range && needed > 0; ++i) {
+    if (rng.below(range - i) < needed) {
+      *out++ = static_cast<std::int64_t>(i);
+      --needed;
+    }
+  }
+}
+
+void fill_row(Batch& out, std::size_t b, const TaskConfig& task, std::size_t n, Rng& rng,
+              PositionMode mode, std::size_t range) {
+  const std::size_t T = out.tokens.cols();
+  std::vector<TokenId> x(n);
+  for (auto& v : x) v = kFirstSymbol + static_cast<TokenId>(rng.below(task.alphabet));
+  const auto y = task_answer(task.kind, x);
+  std::vector<TokenId> seq;
+  seq.push_back(kBos);
+  seq.insert(seq.end(), x.begin(), x.end());
+  seq.push_back(kSep);
+  seq.insert(seq.end(), y.begin(), y.end());
+  seq.push_back(kEos);
+  const std::size_t len = input_len(n);  // seq.size() - 1
+  for (std::size_t t = 0; t < T; ++t) {
+    out.tokens(b, t) = t < len ? seq[t] : kPad;
+    out.targets(b, t) = (t >= n + 1 && t < len) ? seq[t + 1] : -1;
+  }
+  std::int64_t* pos = out.positions.row(b).data();
+  if (mode == PositionMode::contiguous) {
+    for (std::size_t t = 0; t < len; ++t) pos[t] = static_cast<std::int64_t>(t);
+  } else {
+    sorted_sample(pos, len, range, rng);
+  }
+  for (std::size_t t = len; t < T; ++t) pos[t] = pos[len - 1];
+  out.lengths[b] = n;
+  out.answer_tokens += n + 1;
+}
+
+void shape(Batch& out, std::size_t B, std::size_t T) {
+  if (out.tokens.rows() != B || out.tokens.cols() != T) {
+    out.tokens = Matrix<TokenId>(B, T);
+    out.positions = Matrix<std::int64_t>(B, T);
+    out.targets = Matrix<std::int32_t>(B, T);
+  }
+  out.lengths.assign(B, 0);
+  out.answer_tokens = 0;
+}
+
+void check_range(const char* op, std::size_t len, PositionMode mode, std::size_t range) {
+  if (mode == PositionMode::randomized && len > range) {
+    throw SequenceTooLong(op, len, 0, range, "randomized positions need distinct table rows");
+  }
+}
+
+}  // namespace
+
+void make_train_batch(Batch& out, const TaskConfig& task, std::size_t batch, std::uint64_t seed,
+                      std::uint64_t step, PositionMode mode, std::size_t range) {
+  task.validate();
+  const std::size_t T = input_len(task.train_len);
+  check_range("make_train_batch", T, mode, range);
+  shape(out, batch, T);
+  Rng rng(mix_seed(seed, step));
+  for (std::size_t b = 0; b < batch; ++b) {
+    const std::size_t n = 1 + rng.below(task.train_len);
+    fill_row(out, b, task, n, rng, mode, range);
+  }
+}
+
+void make_eval_batch(Batch& out, const TaskConfig& task, std::size_t n, std::size_t count,
+                     std::uint64_t seed, PositionMode mode, std::size_t range) {
+  task.validate();
+  check_range("make_eval_batch", input_len(n), mode, range);
+  shape(out, count, input_len(n));
+  Rng rng(mix_seed(seed ^ 0xe7a1ull, n));
+  for (std::size_t b = 0; b < count; ++b) fill_row(out, b, task, n, rng, mode, range);
+}
+
+}  // namespace posemb::lab

@@ -1,0 +1,115 @@
+// `posemb eval`: greedy accuracy by length of a checkpoint written by `posemb train`; --table
+// swaps in a position table resized with `posemb resize` (copy, interpolate or random rows).
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "cli.hpp"
+#include "lab/evaluate.hpp"
+#include "lab/results.hpp"
+#include "lab/trainer.hpp"
+#include "lab_options.hpp"
+#include "results_table.hpp"
+
+namespace posemb::cli {
+namespace {
+
+struct EvalOptions {
+  std::string checkpoint;
+  std::string lengths;
+  std::size_t samples = 100;
+  std::uint64_t seed = 1001;
+  int threads = 0;
+  std::string positions = "randomized";
+  std::string out;
+  std::string table;
+};
+
+std::pair<std::size_t, std::size_t> parse_lengths(const std::string& s) {
+  const auto colon = s.find(':');
+  auto num = [&](const std::string& part) -> std::size_t {
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
+        part.size() > 9) {
+      throw UsageError("--lengths '" + s + "' is not A:B with whole numbers 1 <= A <= B");
+    }
+    return std::stoul(part);
+  };
+  if (colon == std::string::npos) {
+    throw UsageError("--lengths '" + s + "' is not A:B with whole numbers 1 <= A <= B");
+  }
+  const std::size_t a = num(s.substr(0, colon)), b = num(s.substr(colon + 1));
+  if (a < 1 || b < a) {
+    throw UsageError("--lengths '" + s + "' is not A:B with whole numbers 1 <= A <= B");
+  }
+  return {a, b};
+}
+
+void run_eval(const EvalOptions& o) {
+  const auto [a, b] = parse_lengths(o.lengths);
+  set_threads(o.threads);
+  lab::RunConfig run;
+  lab::Model model = lab::load_model(o.checkpoint, &run, o.table);
+  lab::EvalConfig ec;
+  ec.min_len = a;
+  ec.max_len = b;
+  ec.samples = o.samples;
+  ec.seed = o.seed;
+  ec.randomized_eval =
+      o.positions == "contiguous" ? lab::PositionMode::contiguous : lab::PositionMode::randomized;
+  const auto& mc = model.config();
+  fmt::print("posemb eval: {} (pe {}{}, task {}, trained on n <= {})\n", o.checkpoint,
+             lab::pe_kind_name(mc.pe),
+             lab::has_table(mc.pe) ? fmt::format(", {} table rows", mc.max_seq_len) : "",
+             lab::task_kind_name(run.task.kind), run.task.train_len);
+  const auto rows = lab::evaluate(model, run.task, ec);
+  print_results_table({{lab::pe_kind_name(mc.pe), rows}}, run.task.train_len);
+  if (!o.out.empty()) {
+    std::filesystem::create_directories(o.out);
+    lab::RunResults rr;
+    rr.pe = lab::pe_kind_name(mc.pe);
+    if (lab::has_table(mc.pe)) rr.max_seq_len = mc.max_seq_len;
+    rr.results = rows;
+    const std::filesystem::path dir(o.out);
+    lab::write_file_atomically((dir / "results.csv").string(), lab::results_csv({rr}));
+    lab::write_file_atomically(
+        (dir / "results.json").string(),
+        lab::results_json(lab::task_kind_name(run.task.kind), run.task.train_len, {rr}));
+    fmt::print("wrote {}/results.csv and results.json\n", o.out);
+  }
+}
+
+}  // namespace
+
+void register_eval_command(CLI::App& app) {
+  auto o = std::make_shared<EvalOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "eval",
+      "Greedy-decoding accuracy by length of a `posemb train` checkpoint; lengths needing a "
+      "position the learned table lacks are reported as beyond_table.");
+  cmd->add_option("--checkpoint", o->checkpoint, "Checkpoint (.safetensors) to evaluate")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--lengths", o->lengths, "Lengths n to evaluate, A:B (inclusive)")->required();
+  cmd->add_option("--samples", o->samples, "Instances per length")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the evaluation instances")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "OpenMP threads (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--eval-positions", o->positions,
+                  "learned-randomized only: positions at evaluation, a sorted random sample "
+                  "from the table (randomized, as in training and Ruoss et al.) or 0..len-1 "
+                  "(contiguous)")
+      ->check(CLI::IsMember({"randomized", "contiguous"}))
+      ->capture_default_str();
+  cmd->add_option("--table", o->table,
+                  "A position table file (e.g. `posemb resize CHECKPOINT --to N --method copy -o "
+                  "T.safetensors`) to use instead of the checkpoint's learned table")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--out", o->out, "Also write results.csv and results.json here");
+  cmd->callback([o] { run_eval(*o); });
+}
+
+}  // namespace posemb::cli
