@@ -19,6 +19,8 @@ struct BenchContext {
   double copy_bytes_per_second = 0;
   std::map<std::string, double> peer_seconds;
   int repetitions = 20;
+  bool run_peers = true;                    // false with --no-peer
+  std::string python = "/usr/bin/python3";  // for cases that run their own peer script
 };
 
 struct BenchResult {
@@ -28,6 +30,7 @@ struct BenchResult {
   double bytes = 0;                      // bytes the operation must move (its traffic model)
   std::optional<double> scalar_seconds;  // the plain scalar reference, same shape
   std::optional<double> peer_seconds;    // PyTorch, same shape
+  std::optional<double> tokens;          // tokens one call processes (training cases)
 };
 
 struct BenchCase {
@@ -42,5 +45,7 @@ double median_seconds(const std::function<void()>& fn, int repetitions, int warm
 double measure_copy_bandwidth(int repetitions);
 
 std::vector<BenchCase> embedding_bench_cases();
+// Training throughput of the demo model (src/lab) against the same model in PyTorch.
+std::vector<BenchCase> lab_bench_cases();
 
 }  // namespace posemb::cli

@@ -115,7 +115,7 @@ BenchCase make_case(const Shape& s, const std::string& op) {
             Problem p(s);
             const int reps = ctx.repetitions;
             const int scalar_reps = std::max(3, reps / 4);
-            BenchResult r{name, describe(s), 0, 0, std::nullopt, std::nullopt};
+            BenchResult r{name, describe(s), 0, 0, std::nullopt, std::nullopt, std::nullopt};
             if (op == "forward") {
               r.seconds = median_seconds([&] { p.forward(); }, reps);
               r.scalar_seconds = median_seconds([&] { p.scalar_forward(); }, scalar_reps);

@@ -30,6 +30,7 @@ struct BenchOptions {
 std::vector<BenchCase> all_bench_cases() {
   std::vector<BenchCase> cases = embedding_bench_cases();
   // Other features append their cases here.
+  for (auto& c : lab_bench_cases()) cases.push_back(std::move(c));
   return cases;
 }
 
@@ -77,6 +78,8 @@ void run_bench(const BenchOptions& o) {
   if (o.repetitions < 1) throw UsageError("--reps must be at least 1");
   BenchContext ctx;
   ctx.repetitions = o.repetitions;
+  ctx.run_peers = !o.no_peer;
+  ctx.python = o.python;
   std::string peer_status;
   ctx.peer_seconds = run_peer(o, peer_status);
   ctx.copy_bytes_per_second = measure_copy_bandwidth(o.repetitions);
@@ -106,11 +109,21 @@ void run_bench(const BenchOptions& o) {
                                               : nlohmann::json("not measured");
     j["speedup_vs_pytorch"] = r.peer_seconds ? nlohmann::json(*r.peer_seconds / r.seconds)
                                              : nlohmann::json("not measured");
+    if (r.tokens) {
+      j["tokens_per_second"] = *r.tokens / r.seconds;
+      if (r.peer_seconds) j["peer_tokens_per_second"] = *r.tokens / *r.peer_seconds;
+    }
     doc["cases"].push_back(j);
     if (!o.json) {
       fmt::print("{:<30} {:<27} {:>11.6f} {:>8.2f} {:>7.0f}% {:>11} {:>13}\n", r.name, r.shape,
                  r.seconds, gbps, 100.0 * frac, ratio(r.scalar_seconds, r.seconds),
                  ratio(r.peer_seconds, r.seconds));
+      if (r.tokens) {
+        fmt::print("{:<30} training throughput: {:.0f} tokens/s; PyTorch {}\n", "",
+                   *r.tokens / r.seconds,
+                   r.peer_seconds ? fmt::format("{:.0f} tokens/s", *r.tokens / *r.peer_seconds)
+                                  : std::string("not measured"));
+      }
       std::fflush(stdout);
     }
   }
