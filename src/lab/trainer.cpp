@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 
 #include "posemb/position_table_file.hpp"
 #include "posemb/safetensors.hpp"
@@ -69,6 +70,7 @@ std::string RunConfig::to_json() const {
                {"train_len", task.train_len}};
   j["train"] = {{"batch", train.batch},
                 {"micro_batch", train.micro_batch},
+                {"sort_by_length", train.sort_by_length},
                 {"steps", train.steps},
                 {"warmup", train.warmup},
                 {"lr", train.lr},
@@ -103,6 +105,7 @@ RunConfig RunConfig::from_json(const std::string& text) {
   const auto& r = j.at("train");
   c.train.batch = r.at("batch");
   c.train.micro_batch = r.at("micro_batch");
+  c.train.sort_by_length = r.at("sort_by_length");
   c.train.steps = r.at("steps");
   c.train.warmup = r.at("warmup");
   c.train.lr = r.at("lr");
@@ -156,15 +159,50 @@ double Trainer::train_step() {
   std::int64_t top = 0;
   for (auto p : batch_.positions.flat()) top = std::max(top, p);
   model_.reserve_positions(static_cast<std::size_t>(top) + 1);
+  // With sort_by_length, rows are ordered by n (stable) so that each micro-batch is only as long
+  // as its own longest sequence: the same gradient (padding contributes nothing), less work.
+  const Batch* src = &batch_;
+  if (cfg_.train.sort_by_length) {
+    std::vector<std::size_t> order(B);
+    for (std::size_t b = 0; b < B; ++b) order[b] = b;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+      return batch_.lengths[x] < batch_.lengths[y];
+    });
+    if (sorted_.tokens.rows() != B || sorted_.tokens.cols() != batch_.tokens.cols()) {
+      sorted_.tokens = Matrix<TokenId>(B, batch_.tokens.cols());
+      sorted_.positions = Matrix<std::int64_t>(B, batch_.tokens.cols());
+      sorted_.targets = Matrix<std::int32_t>(B, batch_.tokens.cols());
+    }
+    sorted_.lengths.resize(B);
+    for (std::size_t b = 0; b < B; ++b) {
+      const std::size_t o = order[b];
+      std::copy_n(batch_.tokens.row(o).data(), batch_.tokens.cols(), sorted_.tokens.row(b).data());
+      std::copy_n(batch_.positions.row(o).data(), batch_.tokens.cols(),
+                  sorted_.positions.row(b).data());
+      std::copy_n(batch_.targets.row(o).data(), batch_.tokens.cols(),
+                  sorted_.targets.row(b).data());
+      sorted_.lengths[b] = batch_.lengths[o];
+    }
+    src = &sorted_;
+  }
   std::vector<std::exception_ptr> errors(nm);
 #pragma omp parallel for schedule(dynamic, 1)
-  for (std::int64_t ii = 0; ii < static_cast<std::int64_t>(nm); ++ii) {
+  for (std::int64_t ii = static_cast<std::int64_t>(nm) - 1; ii >= 0; --ii) {
     const auto i = static_cast<std::size_t>(ii);
     const std::size_t r0 = i * mb, rows = std::min(mb, B - r0);
+    std::size_t T = src->tokens.cols();
+    if (cfg_.train.sort_by_length) {
+      std::size_t longest = 0;
+      for (std::size_t b = r0; b < r0 + rows; ++b) longest = std::max(longest, src->lengths[b]);
+      T = input_len(longest);
+    }
+    auto cut = [&](const auto& m) {
+      using V = std::remove_cvref_t<decltype(*m.data())>;
+      return MatrixView<const V>(m.data() + r0 * m.cols(), rows, T, m.cols());
+    };
     try {
-      losses_[i] = model_.forward(acts_[i], batch_.tokens.cview().subrows(r0, rows),
-                                  batch_.positions.cview().subrows(r0, rows),
-                                  batch_.targets.cview().subrows(r0, rows), count);
+      losses_[i] =
+          model_.forward(acts_[i], cut(src->tokens), cut(src->positions), cut(src->targets), count);
       std::fill(grads_[i].flat().begin(), grads_[i].flat().end(), 0.0f);
       model_.backward(acts_[i], grads_[i].flat());
     } catch (...) {

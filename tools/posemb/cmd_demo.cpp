@@ -31,14 +31,14 @@ struct DemoOptions {
   std::size_t samples = 0;   // 0: the preset's
 };
 
-// The demo's settings: a 2-layer, 4-head, d_model 64 GPT on copy over 8 symbols, n <= 16,
-// 1200 AdamW steps of 32 sequences (lr 3e-3, 100 warmup steps, cosine decay). --quick: n <= 8,
+// The demo's settings: a 2-layer, 4-head, d_model 64 GPT on copy over 8 symbols, n <= 12,
+// 1600 AdamW steps of 32 sequences (lr 3e-3, 100 warmup steps, cosine decay). --quick: n <= 8,
 // 150 steps, fewer evaluation samples (a smoke run: its accuracies are not the demo's).
 lab::RunConfig preset(const DemoOptions& o, lab::PeKind pe) {
   lab::RunConfig r;
   r.task.kind = lab::TaskKind::copy;
   r.task.alphabet = 8;
-  r.task.train_len = o.quick ? 8 : 16;
+  r.task.train_len = o.quick ? 8 : 12;
   r.model.pe = pe;
   r.model.vocab_size = r.task.vocab_size();
   r.model.d_model = 64;
@@ -48,7 +48,7 @@ lab::RunConfig preset(const DemoOptions& o, lab::PeKind pe) {
   r.model.max_seq_len = default_table_rows(pe, r.task.train_len);
   r.model.embed_init_std = default_embed_init_std(pe);
   r.train.batch = 32;
-  r.train.steps = o.steps != 0 ? o.steps : (o.quick ? 150 : 1200);
+  r.train.steps = o.steps != 0 ? o.steps : (o.quick ? 150 : 1600);
   r.train.lr = 3e-3f;
   r.train.warmup = std::min<std::size_t>(100, r.train.steps / 4);
   r.train.seed = o.seed;
@@ -146,7 +146,7 @@ void register_demo_command(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--seed", o->seed, "Seed of initialization, data and evaluation")
       ->capture_default_str();
-  cmd->add_option("--steps", o->steps, "Training steps per encoding (default 1200; quick 150)")
+  cmd->add_option("--steps", o->steps, "Training steps per encoding (default 1600; quick 150)")
       ->check(CLI::Range(1, 10000000));
   cmd->add_option("--eval-max", o->eval_max, "Longest evaluated n (default 3x training length)")
       ->check(CLI::Range(1, 100000));

@@ -80,8 +80,10 @@ void run_train(TrainOptions& o) {
   const double tokens = static_cast<double>((tr->step() - first) * cfg.train.batch *
                                             lab::input_len(cfg.task.train_len));
   if (!o.quiet) {
-    fmt::print("trained steps {}..{} in {:.2f} s ({:.0f} tokens/s), last loss {:.5f}\n", first,
-               tr->step(), secs, secs > 0 ? tokens / secs : 0.0, loss);
+    fmt::print(
+        "trained steps {}..{} in {:.2f} s ({:.0f} tokens/s counting 2*train_len+2 per "
+        "sequence), last loss {:.5f}\n",
+        first, tr->step(), secs, secs > 0 ? tokens / secs : 0.0, loss);
     fmt::print("checkpoint: {}\n", ckpt);
   }
   if (o.eval_max > 0) {
