@@ -284,6 +284,15 @@ void Trainer::save(const std::string& path) const {
 
 namespace {
 
+TensorFile read_checkpoint(const std::string& path) {
+  try {
+    return read_safetensors(path);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("checkpoint: cannot read a posemb lab checkpoint: ") +
+                             e.what());
+  }
+}
+
 RunConfig read_settings(const TensorFile& f, const std::string& path) {
   const auto fmt = f.metadata.find("format");
   const auto run = f.metadata.find("posemb.lab.run");
@@ -325,7 +334,7 @@ void load_params(Parameters& P, const TensorFile& f, const std::string& path,
 }  // namespace
 
 Trainer Trainer::load(const std::string& path) {
-  const TensorFile f = read_safetensors(path);
+  const TensorFile f = read_checkpoint(path);
   Trainer tr(read_settings(f, path));
   auto& P = tr.model_.params();
   load_params(P, f, path);
@@ -351,7 +360,7 @@ Trainer Trainer::load(const std::string& path) {
 }
 
 Model load_model(const std::string& path, RunConfig* settings, const std::string& table_path) {
-  const TensorFile f = read_safetensors(path);
+  const TensorFile f = read_checkpoint(path);
   RunConfig run = read_settings(f, path);
   std::optional<PositionTable> table;
   if (!table_path.empty()) {
