@@ -82,7 +82,10 @@ void embed_backward(MatrixView<float> dwte, MatrixView<float> dwpe, MatrixView<c
   expect_shape(op, "dout", dout.rows(), dout.cols(), B * T, C);
   check_token_ids(op, tokens, dwte.rows());
   const Matrix<std::int64_t> pos = resolve_positions(positions, B, T, dwpe.rows(), tokens, op);
-  detail::embedding_backward_rows(dwte, dwpe, dout, tokens, pos.data());
+  // Token rows first, in ascending row order (ascending addresses stream far better than the
+  // batch's random order), then position rows; each row is summed by one thread, in order.
+  detail::scatter_add_rows({dwte, nullptr, tokens.data(), T, tokens.row_stride()}, dout);
+  detail::scatter_add_rows({dwpe, pos.data(), nullptr, T, 0}, dout);
 }
 
 void add_positions_forward(MatrixView<float> x, std::size_t batch, std::size_t seq_len,

@@ -131,23 +131,11 @@ Buckets bucket_by_target(const ScatterTarget& t, std::size_t n_src) {
   return b;
 }
 
-// d += src[order[0]] + ... in that order, element by element (the reference's rounding), one
-// block of columns at a time so the partial sums stay in registers.
+// d += src[order[0]]; d += src[order[1]]; ... in that order (the reference's rounding). The
+// destination row stays in L1 between the additions.
 void add_rows_in_order(float* __restrict d, MatrixView<const float> src, const std::uint32_t* order,
                        std::size_t count) {
-  const std::size_t C = src.cols();
-  constexpr std::size_t kBlock = 64;
-  for (std::size_t c0 = 0; c0 < C; c0 += kBlock) {
-    const std::size_t n = std::min(kBlock, C - c0);
-    float acc[kBlock];
-    std::memcpy(acc, d + c0, n * sizeof(float));
-    for (std::size_t j = 0; j < count; ++j) {
-      const float* __restrict s = src.row(order[j]).data() + c0;
-#pragma omp simd
-      for (std::size_t c = 0; c < n; ++c) acc[c] += s[c];
-    }
-    std::memcpy(d + c0, acc, n * sizeof(float));
-  }
+  for (std::size_t j = 0; j < count; ++j) add_into(d, src.row(order[j]).data(), src.cols());
 }
 
 }  // namespace
@@ -162,50 +150,6 @@ void scatter_add_rows(const ScatterTarget& target, MatrixView<const float> src) 
     const auto kk = static_cast<std::size_t>(k);
     add_rows_in_order(target.dst.row(b.rows[kk]).data(), src, b.order.data() + b.first[kk],
                       b.first[kk + 1] - b.first[kk]);
-  }
-}
-
-void embedding_backward_rows(MatrixView<float> dwte, MatrixView<float> dwpe,
-                             MatrixView<const float> dout, MatrixView<const TokenId> tokens,
-                             const std::int64_t* pos) {
-  const std::size_t T = tokens.cols();
-  const std::size_t N = dout.rows();
-  const std::size_t C = dout.cols();
-  auto token = [&](std::size_t n) { return tokens(n / T, n % T); };
-  // A token row that receives exactly one contribution, from a token that has a position, is
-  // updated in the position pass while its dout row is in cache ("single"). Every other token
-  // row (repeated ids, pads) is summed afterwards from its own bucket, in ascending n.
-  std::vector<std::uint32_t> uses(dwte.rows(), 0);
-  for (std::size_t n = 0; n < N; ++n) ++uses[static_cast<std::size_t>(token(n))];
-  auto single = [&](std::size_t n) {
-    return pos[n] >= 0 && uses[static_cast<std::size_t>(token(n))] == 1;
-  };
-  std::vector<std::int64_t> deferred_target(N);
-  for (std::size_t n = 0; n < N; ++n) deferred_target[n] = single(n) ? -1 : token(n);
-  const Buckets by_pos = bucket_by_target({dwpe, pos, nullptr, T, 0}, N);
-  const Buckets by_token = bucket_by_target({dwte, deferred_target.data(), nullptr, T, 0}, N);
-  const std::ptrdiff_t n_pos_rows = static_cast<std::ptrdiff_t>(by_pos.rows.size());
-  const std::ptrdiff_t n_tok_rows = static_cast<std::ptrdiff_t>(by_token.rows.size());
-#pragma omp parallel if (N * C >= kParallelThreshold)
-  {
-#pragma omp for schedule(dynamic, 8) nowait
-    for (std::ptrdiff_t k = 0; k < n_pos_rows; ++k) {
-      const auto kk = static_cast<std::size_t>(k);
-      float* dp = dwpe.row(by_pos.rows[kk]).data();
-      for (std::uint32_t j = by_pos.first[kk]; j < by_pos.first[kk + 1]; ++j) {
-        const std::size_t n = by_pos.order[j];
-        const float* s = dout.row(n).data();
-        add_into(dp, s, C);
-        if (single(n)) add_into(dwte.row(static_cast<std::size_t>(token(n))).data(), s, C);
-      }
-    }
-#pragma omp for schedule(dynamic, 8)
-    for (std::ptrdiff_t k = 0; k < n_tok_rows; ++k) {
-      const auto kk = static_cast<std::size_t>(k);
-      add_rows_in_order(dwte.row(by_token.rows[kk]).data(), dout,
-                        by_token.order.data() + by_token.first[kk],
-                        by_token.first[kk + 1] - by_token.first[kk]);
-    }
   }
 }
 

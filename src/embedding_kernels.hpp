@@ -35,16 +35,6 @@ struct ScatterTarget {
 // and the same rounding as the serial reference).
 void scatter_add_rows(const ScatterTarget& target, MatrixView<const float> src);
 
-// The fused backward: dwte[tokens[n]] += dout[n] and, where pos[n] >= 0, dwpe[pos[n]] +=
-// dout[n] (both added into). Every row sums its contributions in ascending n (the reference's
-// order, bitwise), for any thread count. dout is read about once: token rows used once are
-// updated while their dout row is in cache during the position pass.
-void embedding_backward_rows(MatrixView<float> dwte,            // (V, C), added into
-                             MatrixView<float> dwpe,            // (max_seq_len, C), added into
-                             MatrixView<const float> dout,      // (B*T, C)
-                             MatrixView<const TokenId> tokens,  // (B, T)
-                             const std::int64_t* pos);          // B*T entries, -1: none
-
 // The rows of `pos` that are >= 0, marked in `seen` (size max_seq_len).
 void mark_rows(const Matrix<std::int64_t>& pos, std::uint8_t* seen);
 
