@@ -6,6 +6,37 @@
 
 namespace posemb::lab {
 
+namespace {
+
+// One query row of causal attention for one head: p[s] = softmax_s(q . k_s * scale) for
+// s = 0..t, then out = sum_s p[s] v_s (written over). Row s of the sequence starts at
+// seq + s * stride, with the head's key at +c and its value at +2c.
+void attend_row(float* out, float* p, const float* q, const float* seq, std::size_t stride,
+                std::size_t c, std::size_t hd, std::size_t t, float scale) {
+  float mx = -INFINITY;
+  for (std::size_t s = 0; s <= t; ++s) {
+    const float* k = seq + s * stride + c;
+    float d = 0.0f;
+    for (std::size_t i = 0; i < hd; ++i) d += q[i] * k[i];
+    p[s] = d * scale;
+    mx = std::max(mx, p[s]);
+  }
+  float sum = 0.0f;
+  for (std::size_t s = 0; s <= t; ++s) {
+    p[s] = std::exp(p[s] - mx);
+    sum += p[s];
+  }
+  const float inv = 1.0f / sum;
+  for (std::size_t s = 0; s <= t; ++s) p[s] *= inv;
+  std::fill_n(out, hd, 0.0f);
+  for (std::size_t s = 0; s <= t; ++s) {
+    const float* v = seq + s * stride + 2 * c;
+    for (std::size_t i = 0; i < hd; ++i) out[i] += p[s] * v[i];
+  }
+}
+
+}  // namespace
+
 void attention_forward(MatrixView<float> y, std::span<float> probs, MatrixView<const float> qkv,
                        std::size_t batch, std::size_t seq_len, std::size_t heads) {
   const std::size_t c = y.cols(), hd = c / heads, T = seq_len;
@@ -17,31 +48,12 @@ void attention_forward(MatrixView<float> y, std::span<float> probs, MatrixView<c
     const std::size_t b = static_cast<std::size_t>(task) / heads;
     const std::size_t h = static_cast<std::size_t>(task) % heads;
     float* P = probs.data() + static_cast<std::size_t>(task) * T * T;
+    const float* seq = qkv.data() + b * T * qkv.row_stride() + h * hd;
     for (std::size_t t = 0; t < T; ++t) {
-      const float* q = qkv.data() + (b * T + t) * qkv.row_stride() + h * hd;
       float* p = P + t * T;
-      float mx = -INFINITY;
-      for (std::size_t s = 0; s <= t; ++s) {
-        const float* k = qkv.data() + (b * T + s) * qkv.row_stride() + c + h * hd;
-        float d = 0.0f;
-        for (std::size_t i = 0; i < hd; ++i) d += q[i] * k[i];
-        p[s] = d * scale;
-        mx = std::max(mx, p[s]);
-      }
-      float sum = 0.0f;
-      for (std::size_t s = 0; s <= t; ++s) {
-        p[s] = std::exp(p[s] - mx);
-        sum += p[s];
-      }
-      const float inv = 1.0f / sum;
-      for (std::size_t s = 0; s <= t; ++s) p[s] *= inv;
+      attend_row(y.data() + (b * T + t) * y.row_stride() + h * hd, p, seq + t * qkv.row_stride(),
+                 seq, qkv.row_stride(), c, hd, t, scale);
       std::fill(p + t + 1, p + T, 0.0f);
-      float* out = y.data() + (b * T + t) * y.row_stride() + h * hd;
-      std::fill_n(out, hd, 0.0f);
-      for (std::size_t s = 0; s <= t; ++s) {
-        const float* v = qkv.data() + (b * T + s) * qkv.row_stride() + 2 * c + h * hd;
-        for (std::size_t i = 0; i < hd; ++i) out[i] += p[s] * v[i];
-      }
     }
   }
 }
@@ -110,28 +122,9 @@ void attention_step(MatrixView<float> y, std::span<float> scratch, MatrixView<co
     const std::size_t b = static_cast<std::size_t>(task) / heads;
     const std::size_t h = static_cast<std::size_t>(task) % heads;
     float* p = scratch.data() + static_cast<std::size_t>(task) * (t + 1);
-    const float* q = qkv.data() + (b * cap + t) * qkv.row_stride() + h * hd;
-    float mx = -INFINITY;
-    for (std::size_t s = 0; s <= t; ++s) {
-      const float* k = qkv.data() + (b * cap + s) * qkv.row_stride() + c + h * hd;
-      float d = 0.0f;
-      for (std::size_t i = 0; i < hd; ++i) d += q[i] * k[i];
-      p[s] = d * scale;
-      mx = std::max(mx, p[s]);
-    }
-    float sum = 0.0f;
-    for (std::size_t s = 0; s <= t; ++s) {
-      p[s] = std::exp(p[s] - mx);
-      sum += p[s];
-    }
-    const float inv = 1.0f / sum;
-    float* out = y.data() + b * y.row_stride() + h * hd;
-    std::fill_n(out, hd, 0.0f);
-    for (std::size_t s = 0; s <= t; ++s) {
-      const float* v = qkv.data() + (b * cap + s) * qkv.row_stride() + 2 * c + h * hd;
-      const float w = p[s] * inv;
-      for (std::size_t i = 0; i < hd; ++i) out[i] += w * v[i];
-    }
+    const float* seq = qkv.data() + b * cap * qkv.row_stride() + h * hd;
+    attend_row(y.data() + b * y.row_stride() + h * hd, p, seq + t * qkv.row_stride(), seq,
+               qkv.row_stride(), c, hd, t, scale);
   }
 }
 

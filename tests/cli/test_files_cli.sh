@@ -6,35 +6,11 @@ set -u
 bin="$1"
 py="$2"
 data="$3"
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
-expect() {  # expect CODE DESCRIPTION -- ARGS...
-  local code="$1" what="$2"
-  shift 3
-  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [ "$got" -ne "$code" ]; then
-    echo "FAIL: $what: posemb $* exited $got, expected $code"
-    sed 's/^/  stderr: /' "$tmp/err"
-    fails=$((fails + 1))
-  fi
-}
-contains() {  # contains FILE TEXT DESCRIPTION
-  if ! grep -qF -- "$2" "$tmp/$1"; then
-    echo "FAIL: $3: '$2' not in $1"
-    sed 's/^/  /' "$tmp/$1" | head -30
-    fails=$((fails + 1))
-  fi
-}
-one_line() {
-  local n
-  n=$(wc -l <"$tmp/err")
-  if [ "$n" -ne 1 ]; then echo "FAIL: $1: stderr has $n lines"; fails=$((fails + 1)); fi
-}
 check_py() {  # check_py DESCRIPTION SCRIPT: the python script must exit 0
-  if ! (cd "$tmp" && "$py" -c "$2"); then echo "FAIL: $1"; fails=$((fails + 1)); fi
+  if ! (cd "$tmp" && "$py" -c "$2"); then fail "$1"; fi
 }
 
 # A GPT-2-shaped table (1024 x 768) and a RoBERTa-like one (514 x 16, 2 reserved rows).
@@ -84,7 +60,7 @@ b = open('heat.png', 'rb').read()
 assert b[:8] == b'\x89PNG\r\n\x1a\n'
 w, h, depth, ctype = struct.unpack('>IIBB', b[16:26])
 assert (w, h, depth, ctype) == (1024, 1024, 8, 2), (w, h, depth, ctype)"
-[ -z "$(ls -A "$tmp" | grep '\.tmp-')" ] || { echo "FAIL: temporary files left"; fails=$((fails + 1)); }
+[ -z "$(ls -A "$tmp" | grep '\.tmp-')" ] || { fail "temporary files left"; }
 
 # resize: RoBERTa with 2 reserved rows, 512 -> 2048 positions by copy.
 expect 0 "resize copy" -- resize "$tmp/roberta.safetensors" --reserved-rows 2 --to 2048 --method copy -o "$tmp/long.safetensors"
@@ -134,7 +110,7 @@ contains err "overlap" "malformed problem named"
 one_line "malformed file"
 expect 1 "fortran npy" -- convert "$data/malformed/fortran_order.npy" "$tmp/x.safetensors"
 contains err "Fortran" "fortran order named"
-[ ! -e "$tmp/x.safetensors" ] || { echo "FAIL: a failed convert wrote its output"; fails=$((fails + 1)); }
+[ ! -e "$tmp/x.safetensors" ] || { fail "a failed convert wrote its output"; }
 "$py" - "$tmp" <<'PY'
 import sys, os, json, struct
 import numpy as np
@@ -152,7 +128,6 @@ expect 0 "--tensor resolves" -- inspect "$tmp/bart.safetensors" --tensor model.d
 expect 1 "NaN in a table being resized" -- resize "$tmp/bart.safetensors" --tensor model.decoder.embed_positions.weight --to 8 --method copy -o "$tmp/n.safetensors"
 contains err "NaN at row 2, column 1" "NaN located"
 contains err "bart.safetensors" "NaN error names the file"
-[ ! -e "$tmp/n.safetensors" ] || { echo "FAIL: a refused resize wrote its output"; fails=$((fails + 1)); }
+[ ! -e "$tmp/n.safetensors" ] || { fail "a refused resize wrote its output"; }
 
-echo "files cli: $fails failure(s)"
-[ "$fails" -eq 0 ]
+finish "files cli"

@@ -6,28 +6,8 @@
 set -u
 bin="$1"
 py="$2"
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# expect CODE DESCRIPTION -- ARGS...
-expect() {
-  local code="$1" what="$2"
-  shift 3
-  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [ "$got" -ne "$code" ]; then
-    fail "$what: posemb $* exited $got, expected $code"
-    sed 's/^/  stderr: /' "$tmp/err" | tail -5
-  fi
-}
-contains() {  # contains FILE TEXT DESCRIPTION
-  grep -qF -- "$2" "$tmp/$1" || { fail "$3: '$2' not in $1"; head -20 "$tmp/$1" | sed 's/^/  /'; }
-}
-one_line() {
-  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "$1: stderr is not one line"
-}
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
 
 tiny=(--d-model 16 --heads 2 --layers 2 --train-len 4 --alphabet 4 --batch 8 --micro-batch 2
       --warmup 2 --quiet)
@@ -140,5 +120,4 @@ png = open(d + "/learned_table_similarity.png", "rb").read()
 assert png[:8] == b"\x89PNG\r\n\x1a\n"
 PY
 
-echo "lab cli: $fails failure(s)"
-[ "$fails" -eq 0 ]
+finish "lab cli"
