@@ -2,7 +2,6 @@
 
 #include <emmintrin.h>  // SSE2 (x86-64 baseline): streaming stores
 
-#include <algorithm>
 #include <cassert>
 #include <cstdint>
 #include <cstring>

@@ -101,9 +101,6 @@ class MatrixView {
   }
 
  private:
-  template <class>
-  friend class MatrixView;
-
   struct unchecked_tag {};
   constexpr MatrixView(unchecked_tag, T* data, std::size_t rows, std::size_t cols,
                        std::size_t stride) noexcept
