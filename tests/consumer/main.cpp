@@ -3,6 +3,13 @@
 #include <posemb/posemb.hpp>
 #include <stdexcept>
 
+// The version macros are usable in the preprocessor (a regression: they once read
+// "0 " with a space inside the number's token and failed here).
+#if !defined(POSEMB_VERSION_MAJOR) || POSEMB_VERSION_MAJOR < 0 || POSEMB_VERSION_MINOR < 0 || \
+    POSEMB_VERSION_PATCH < 0
+#error "posemb version macros are missing or not numbers"
+#endif
+
 int main() {
   posemb::Matrix<float> table(1024, 16);  // (max_seq_len, embed_dim)
   table(5, 3) = 2.5f;

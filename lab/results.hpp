@@ -1,4 +1,5 @@
-// lab/results.hpp: the experiment's outputs, each written atomically (temp file + rename).
+// lab/results.hpp: the experiment's outputs (the CLI writes them with
+// posemb::write_file_atomically).
 //
 //   results.csv / results.json  accuracy by length for every run (results.json's schema is read
 //                               by others: {"task", "train_len", "runs": [{"pe", "max_seq_len",
@@ -24,9 +25,6 @@ struct RunResults {
   double train_seconds = 0.0;
   std::vector<LengthResult> results;
 };
-
-// Writes `bytes` to path atomically: a temporary file in the same directory, then rename.
-void write_file_atomically(const std::string& path, const std::string& bytes);
 
 std::string results_csv(const std::vector<RunResults>& runs);
 std::string results_json(const std::string& task, std::size_t train_len,

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "bench_cases.hpp"
+#include "experiment/lab_options.hpp"
 #include "lab/trainer.hpp"
-#include "lab_options.hpp"
 
 namespace posemb::cli {
 namespace {

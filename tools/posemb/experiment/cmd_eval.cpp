@@ -11,6 +11,7 @@
 #include "lab/results.hpp"
 #include "lab/trainer.hpp"
 #include "lab_options.hpp"
+#include "posemb/atomic_file.hpp"
 #include "results_table.hpp"
 
 namespace posemb::cli {
@@ -72,9 +73,9 @@ void run_eval(const EvalOptions& o) {
     if (lab::has_table(mc.pe)) rr.max_seq_len = mc.max_seq_len;
     rr.results = rows;
     const std::filesystem::path dir(o.out);
-    lab::write_file_atomically((dir / "results.csv").string(), lab::results_csv({rr}));
-    lab::write_file_atomically(
-        (dir / "results.json").string(),
+    write_file_atomically((dir / "results.csv").string(), "posemb eval", lab::results_csv({rr}));
+    write_file_atomically(
+        (dir / "results.json").string(), "posemb eval",
         lab::results_json(lab::task_kind_name(run.task.kind), run.task.train_len, {rr}));
     fmt::print("wrote {}/results.csv and results.json\n", o.out);
   }

@@ -8,8 +8,9 @@
 #include <set>
 #include <stdexcept>
 
-#include "file_io.hpp"
 #include "half.hpp"
+#include "mapped_file.hpp"
+#include "posemb/atomic_file.hpp"
 
 static_assert(std::endian::native == std::endian::little,
               "posemb's file readers assume a little-endian host");
@@ -158,7 +159,7 @@ Tensor decode(const Entry& e, const std::byte* data) {
 
 // Writes n values of src converted to dtype.
 template <class T>
-void write_values(detail::Sink& sink, const T* src, std::size_t n, DType dtype) {
+void write_values(FileSink& sink, const T* src, std::size_t n, DType dtype) {
   constexpr std::size_t kChunk = 4096;
   alignas(8) unsigned char buf[kChunk * 8];
   for (std::size_t i = 0; i < n; i += kChunk) {
@@ -319,7 +320,7 @@ void write_safetensors(const std::string& path, const std::vector<Tensor>& tenso
     throw std::invalid_argument(op + "the header would be " + std::to_string(text.size()) +
                                 " bytes, over the 100 MB limit");
   }
-  detail::write_file_atomically(path, "write_safetensors", [&](detail::Sink& sink) {
+  write_file_atomically(path, "write_safetensors", [&](FileSink& sink) {
     const std::uint64_t n = text.size();
     sink.write(&n, 8);
     sink.write(text.data(), text.size());

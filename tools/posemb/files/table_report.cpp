@@ -4,8 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "file_io.hpp"  // posemb::detail::write_file_atomically (library-internal)
-#include "stb_image_write.h"
+#include <stb_image_write.h>
+#include "posemb/atomic_file.hpp"
 
 namespace posemb::cli {
 namespace {
@@ -107,8 +107,8 @@ std::size_t write_cosine_heatmap(MatrixView<const float> unit, std::size_t step,
     throw std::runtime_error("inspect: PNG encoding of the " + std::to_string(n) + " x " +
                              std::to_string(n) + " heatmap failed");
   }
-  detail::write_file_atomically(path, "inspect --plot",
-                                [&](detail::Sink& sink) { sink.write(png.data(), png.size()); });
+  write_file_atomically(path, "inspect --plot",
+                        [&](FileSink& sink) { sink.write(png.data(), png.size()); });
   return n;
 }
 

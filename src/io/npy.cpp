@@ -5,7 +5,8 @@
 #include <optional>
 #include <stdexcept>
 
-#include "file_io.hpp"
+#include "mapped_file.hpp"
+#include "posemb/atomic_file.hpp"
 
 namespace posemb {
 namespace {
@@ -240,7 +241,7 @@ void write_npy(const std::string& path, const Tensor& tensor) {
   dict.append(pad, ' ');
   dict += '\n';
   const std::size_t hlen = dict.size();
-  detail::write_file_atomically(path, "write_npy", [&](detail::Sink& sink) {
+  write_file_atomically(path, "write_npy", [&](FileSink& sink) {
     sink.write(kMagic, 6);
     const unsigned char ver[2] = {static_cast<unsigned char>(prefix == 10 ? 1 : 2), 0};
     sink.write(ver, 2);

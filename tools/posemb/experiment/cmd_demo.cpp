@@ -15,6 +15,7 @@
 #include "lab/results.hpp"
 #include "lab/trainer.hpp"
 #include "lab_options.hpp"
+#include "posemb/atomic_file.hpp"
 #include "progress.hpp"
 #include "results_table.hpp"
 
@@ -94,8 +95,8 @@ void run_demo(const DemoOptions& o) {
     rr.results = lab::evaluate(tr.model(), cfg.task, ec);
     if (pe == lab::PeKind::learned) {
       const auto& P = tr.model().params();
-      lab::write_file_atomically(
-          (std::filesystem::path(o.out) / "learned_table_similarity.png").string(),
+      write_file_atomically(
+          (std::filesystem::path(o.out) / "learned_table_similarity.png").string(), "posemb demo",
           lab::similarity_png(P.value(P.wpe), cfg.model.max_seq_len <= 64 ? 12 : 4));
     }
     table.emplace_back(rr.pe, rr.results);
@@ -115,11 +116,11 @@ void run_demo(const DemoOptions& o) {
     fmt::print("  {:<20} {:.3f}   {:.1f} s\n", r.pe, k ? s / double(k) : 0.0, r.train_seconds);
   }
   const std::filesystem::path dir(o.out);
-  lab::write_file_atomically((dir / "results.csv").string(), lab::results_csv(runs));
-  lab::write_file_atomically((dir / "results.json").string(),
-                             lab::results_json("copy", train_len, runs));
-  lab::write_file_atomically(
-      (dir / "length_generalization.svg").string(),
+  write_file_atomically((dir / "results.csv").string(), "posemb demo", lab::results_csv(runs));
+  write_file_atomically((dir / "results.json").string(), "posemb demo",
+                        lab::results_json("copy", train_len, runs));
+  write_file_atomically(
+      (dir / "length_generalization.svg").string(), "posemb demo",
       lab::length_generalization_svg(
           "copy, trained on n <= " + std::to_string(train_len) + ": exact match by length",
           train_len, runs));

@@ -6,9 +6,9 @@
 #include <map>
 #include <string>
 
-#include "file_io.hpp"
 #include "file_test_util.hpp"
-#include "half.hpp"
+#include "io/half.hpp"
+#include "posemb/atomic_file.hpp"
 #include "posemb/npy.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/safetensors.hpp"
@@ -231,13 +231,13 @@ TEST(AtomicWrite, FailureInTheMiddleLeavesTheOldFileAndNoTemporary) {
   const std::string path = dir.file("ckpt.safetensors");
   write_safetensors(path, {make_f32("a", {3, 3}, 1)});
   const std::string before = test::read_all(path);
-  EXPECT_THROW(detail::write_file_atomically(path, "test",
-                                             [](detail::Sink& s) {
-                                               const std::string half(5000, 'x');
-                                               s.write(half.data(), half.size());
-                                               s.flush();
-                                               throw std::runtime_error("interrupted");
-                                             }),
+  EXPECT_THROW(write_file_atomically(path, "test",
+                                     [](FileSink& s) {
+                                       const std::string half(5000, 'x');
+                                       s.write(half.data(), half.size());
+                                       s.flush();
+                                       throw std::runtime_error("interrupted");
+                                     }),
                std::runtime_error);
   EXPECT_EQ(test::read_all(path), before);
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"ckpt.safetensors"});

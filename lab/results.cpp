@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -12,23 +11,6 @@
 #include <stb_image_write.h>
 
 namespace posemb::lab {
-
-void write_file_atomically(const std::string& path, const std::string& bytes) {
-  const std::filesystem::path target(path);
-  std::string name = target.filename().string();
-  name.append(".tmp");
-  const auto tmp = target.parent_path() / name;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      throw std::runtime_error("writing " + tmp.string() + " failed");
-    }
-  }
-  std::filesystem::rename(tmp, target);
-}
 
 std::string results_csv(const std::vector<RunResults>& runs) {
   std::ostringstream o;

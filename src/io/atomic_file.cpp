@@ -1,7 +1,6 @@
-#include "file_io.hpp"
+#include "posemb/atomic_file.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,7 +9,7 @@
 #include <filesystem>
 #include <system_error>
 
-namespace posemb::detail {
+namespace posemb {
 namespace {
 
 std::system_error io_error(int err, std::string_view operation, std::string_view what,
@@ -21,37 +20,11 @@ std::system_error io_error(int err, std::string_view operation, std::string_view
 
 }  // namespace
 
-MappedFile::MappedFile(const std::string& path, std::string_view operation) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw io_error(errno, operation, "cannot open", path);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    throw io_error(err, operation, "cannot stat", path);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw io_error(EINVAL, operation, "not a regular file:", path);
-  }
-  size_ = static_cast<std::size_t>(st.st_size);
-  if (size_ != 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      throw io_error(err, operation, "cannot map", path);
-    }
-    data_ = static_cast<const std::byte*>(p);
-  }
-  ::close(fd);  // the mapping stays valid
+FileSink::FileSink(int fd, std::string path) : fd_(fd), path_(std::move(path)) {
+  buf_.reserve(kBuf);
 }
 
-MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
-}
-
-void Sink::write(const void* data, std::size_t n) {
+void FileSink::write(const void* data, std::size_t n) {
   const char* p = static_cast<const char*>(data);
   while (n != 0) {
     const std::size_t take = std::min(n, kBuf - buf_.size());
@@ -62,7 +35,7 @@ void Sink::write(const void* data, std::size_t n) {
   }
 }
 
-void Sink::flush() {
+void FileSink::flush() {
   std::size_t done = 0;
   while (done < buf_.size()) {
     const ssize_t w = ::write(fd_, buf_.data() + done, buf_.size() - done);
@@ -76,7 +49,7 @@ void Sink::flush() {
 }
 
 void write_file_atomically(const std::string& path, std::string_view operation,
-                           const std::function<void(Sink&)>& fill) {
+                           const std::function<void(FileSink&)>& fill) {
   const std::filesystem::path target(path);
   std::filesystem::path dir = target.parent_path();
   if (dir.empty()) dir = ".";
@@ -89,7 +62,7 @@ void write_file_atomically(const std::string& path, std::string_view operation,
   bool closed = false;
   try {
     if (::fchmod(fd, 0644) != 0) throw io_error(errno, operation, "cannot chmod", tmpl);
-    Sink sink(fd, path);
+    FileSink sink(fd, path);
     fill(sink);
     sink.flush();
     if (::fsync(fd) != 0) throw io_error(errno, operation, "cannot fsync", tmpl);
@@ -111,4 +84,10 @@ void write_file_atomically(const std::string& path, std::string_view operation,
   }
 }
 
-}  // namespace posemb::detail
+void write_file_atomically(const std::string& path, std::string_view operation,
+                           std::string_view bytes) {
+  write_file_atomically(path, operation,
+                        [&](FileSink& sink) { sink.write(bytes.data(), bytes.size()); });
+}
+
+}  // namespace posemb

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Checks the layers of docs/architecture.md: every file includes only what its place allows.
+
+  library   include/posemb/*.hpp and src/<layer>/: core < nn < io. A file of a layer includes
+            public headers (posemb/...) and internal headers (src/<layer>/...) of its own layer
+            and the layers below, never above.
+  lab       lab/: public posemb/... headers and its own lab/... headers; nothing from src/.
+  tools     tools/: public headers, the lab, its own headers; nothing from src/ or tests/.
+  bench, examples, fuzz: public headers (bench also the lab and its own); nothing from src/.
+
+A new public header must be given a layer in LAYER_OF below (and in docs/architecture.md).
+Exits 1 listing every violation.
+"""
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+LAYERS = ["core", "nn", "io"]
+RANK = {name: i for i, name in enumerate(LAYERS)}
+
+# Public header -> layer. posemb.hpp (the umbrella) and version.hpp belong to no layer's
+# implementation: the umbrella is for clients only.
+LAYER_OF = {
+    "matrix_view.hpp": "core",
+    "matrix.hpp": "core",
+    "errors.hpp": "core",
+    "learned_positional_embedding.hpp": "core",
+    "positions.hpp": "core",
+    "sinusoidal.hpp": "core",
+    "version.hpp": "core",
+    "embedding.hpp": "nn",
+    "layer.hpp": "nn",
+    "initializers.hpp": "nn",
+    "optimizers.hpp": "nn",
+    "atomic_file.hpp": "io",
+    "tensor_file.hpp": "io",
+    "safetensors.hpp": "io",
+    "npy.hpp": "io",
+    "position_table_file.hpp": "io",
+    "resize.hpp": "io",
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+errors = []
+
+
+def includes(path):
+    return INCLUDE.findall(path.read_text(errors="replace"))
+
+
+def rel(path):
+    return path.relative_to(ROOT).as_posix()
+
+
+def check_public_header_known():
+    for h in sorted((ROOT / "include/posemb").glob("*.hpp*")):
+        name = h.name.removesuffix(".in")
+        if name != "posemb.hpp" and name not in LAYER_OF:
+            errors.append(f"{rel(h)}: public header without a layer: add it to LAYER_OF in "
+                          "scripts/check-layering.py and to docs/architecture.md")
+
+
+def check_library_file(path, layer):
+    for inc in includes(path):
+        if inc.startswith("posemb/"):
+            name = inc[len("posemb/"):]
+            if name == "posemb.hpp":
+                errors.append(f"{rel(path)}: includes the umbrella posemb/posemb.hpp; include "
+                              "the headers it needs")
+                continue
+            dep = LAYER_OF.get(name)
+            if dep is None:
+                errors.append(f"{rel(path)}: includes unknown public header {inc}")
+            elif RANK[dep] > RANK[layer]:
+                errors.append(f"{rel(path)}: layer {layer} includes {inc} of layer {dep} (above)")
+        elif "/" in inc:
+            dep = inc.split("/", 1)[0]
+            if dep not in RANK:
+                errors.append(f"{rel(path)}: includes {inc}, outside the library")
+            elif RANK[dep] > RANK[layer]:
+                errors.append(f"{rel(path)}: layer {layer} includes {inc} of layer {dep} (above)")
+        elif not (path.parent / inc).exists():
+            errors.append(f"{rel(path)}: includes {inc}, which is not beside it")
+
+
+def check_client(path, allowed_prefixes, what):
+    for inc in includes(path):
+        if inc.startswith("posemb/"):
+            continue
+        if any(inc.startswith(p) for p in allowed_prefixes):
+            continue
+        if "/" not in inc and (path.parent / inc).exists():
+            continue
+        # a header of the client's own tree, named from its root
+        if any((ROOT / base / inc).exists() for base in allowed_roots.get(what, [])):
+            continue
+        errors.append(f"{rel(path)}: {what} includes {inc}; it may include only public posemb/ "
+                      "headers" + (" and " + ", ".join(allowed_prefixes) if allowed_prefixes
+                                   else ""))
+
+
+allowed_roots = {
+    "tools": ["tools/posemb"],
+    "bench": ["bench"],
+    "tests": ["tests/support", "src"],
+}
+
+
+def sources(base):
+    d = ROOT / base
+    if not d.exists():
+        return []
+    return sorted(p for p in d.rglob("*") if p.suffix in (".hpp", ".cpp", ".h", ".in"))
+
+
+check_public_header_known()
+for h in sorted((ROOT / "include/posemb").glob("*.hpp*")):
+    name = h.name.removesuffix(".in")
+    if name in LAYER_OF:
+        check_library_file(h, LAYER_OF[name])
+for layer in LAYERS:
+    for f in sources(f"src/{layer}"):
+        check_library_file(f, layer)
+stray = [p for p in sources("src") if p.parent == ROOT / "src"]
+for p in stray:
+    errors.append(f"{rel(p)}: library source outside a layer folder (src/core, src/nn, src/io)")
+for f in sources("lab"):
+    check_client(f, ["lab/"], "lab")
+for f in sources("tools"):
+    check_client(f, ["lab/"], "tools")
+for f in sources("examples"):
+    check_client(f, [], "examples")
+for f in sources("fuzz"):
+    check_client(f, [], "fuzz")
+
+if errors:
+    print(f"layering: {len(errors)} violation(s):")
+    for e in errors:
+        print("  " + e)
+    sys.exit(1)
+print("layering: every file includes only what its layer allows")
