@@ -8,16 +8,27 @@ FUZZ_SECONDS ?= 30
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all setup build build-asan build-fuzz fuzz demo test test-release test-asan format format-check bench clean
+.PHONY: all setup setup-demo build build-demo build-asan build-fuzz fuzz demo test test-release test-asan format format-check bench clean
 
 all: build
 
+# Each command installs only the Debian packages it needs (scripts/setup.sh).
 setup:
-	@bash scripts/setup.sh
+	@bash scripts/setup.sh test
+
+setup-demo:
+	@bash scripts/setup.sh demo
 
 build: setup
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPOSEMB_WERROR=ON -DPOSEMB_BUILD_BENCH=ON $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPOSEMB_WERROR=ON -DPOSEMB_BUILD_TESTS=ON \
+	  -DPOSEMB_BUILD_BENCH=ON $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The library, the lab and the tool only: what the demo needs (no test or benchmark packages).
+build-demo: setup-demo
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPOSEMB_WERROR=ON -DPOSEMB_BUILD_TESTS=OFF \
+	  -DPOSEMB_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	cmake --build $(BUILD) -j $(JOBS) --target posemb_cli
 
 build-asan: setup
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPOSEMB_WERROR=ON -DPOSEMB_SANITIZE=ON \
@@ -25,7 +36,7 @@ build-asan: setup
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 # The main job.
-demo: build
+demo: build-demo
 	./$(BUILD)/tools/posemb/posemb demo
 
 # Every test: the release build's full suite (unit, CLI, numpy/torch oracles, install +

@@ -5,20 +5,6 @@
 
 namespace posemb::lab {
 
-std::uint64_t Rng::next() {
-  // splitmix64
-  std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b) {
-  Rng r(a ^ (b * 0xd1b54a32d192ed03ull));
-  r.next();
-  return r.next();
-}
-
 TaskKind parse_task_kind(std::string_view name) {
   if (name == "copy") return TaskKind::copy;
   if (name == "reverse") return TaskKind::reverse;

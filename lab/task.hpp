@@ -18,6 +18,7 @@
 
 #include "lab/layer_api.hpp"
 #include "posemb/matrix.hpp"
+#include "posemb/random.hpp"
 
 namespace posemb::lab {
 
@@ -66,18 +67,5 @@ void make_eval_batch(Batch& out, const TaskConfig& task, std::size_t n, std::siz
 
 // The answer y1..yn for symbols x (without EOS).
 std::vector<TokenId> task_answer(TaskKind kind, const std::vector<TokenId>& x);
-
-// A small counter-based generator: the same stream on every platform and thread count.
-class Rng {
- public:
-  explicit Rng(std::uint64_t seed) : s_(seed) {}
-  std::uint64_t next();
-  // Uniform in [0, n), n >= 1 (n < 2^32).
-  std::uint64_t below(std::uint64_t n) { return ((next() >> 32) * n) >> 32; }
-
- private:
-  std::uint64_t s_;
-};
-std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b);
 
 }  // namespace posemb::lab

@@ -1,15 +1,33 @@
 #!/usr/bin/env bash
-# Installs the Debian packages posemb needs to build, test and benchmark, only those missing.
-# Idempotent: a second run installs nothing and takes well under a second.
+# Installs the Debian packages a posemb command needs, only those missing. Idempotent: a second
+# run installs nothing and takes well under a second.
+#
+#   scripts/setup.sh build    compiler, CMake and the libraries the library, lab and tool use
+#   scripts/setup.sh demo     = build (the demo needs nothing else)
+#   scripts/setup.sh bench    build + Google Benchmark + the PyTorch and numpy peers
+#   scripts/setup.sh test     bench + test frameworks, clang (format, fuzzing, sanitizers) and
+#                             the numpy / torch oracles
 set -euo pipefail
 
-packages=(
-  build-essential cmake make git pkg-config
-  clang clang-format libclang-rt-14-dev libomp-dev   # format check, libFuzzer, sanitizers
-  libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libfmt-dev libstb-dev libopenblas-dev
-  python3 python3-numpy python3-torch                # independent oracles and peers
+build=(
+  build-essential cmake make pkg-config
+  libomp-dev libopenblas-dev libcli11-dev nlohmann-json3-dev libfmt-dev libstb-dev
 )
+bench=(libbenchmark-dev python3 python3-numpy python3-torch)
+test=(
+  git clang clang-format libclang-rt-14-dev                  # format check, libFuzzer, sanitizers
+  libgtest-dev libgmock-dev librapidcheck-dev
+)
+
+case "${1:-test}" in
+  build | demo) packages=("${build[@]}") ;;
+  bench) packages=("${build[@]}" "${bench[@]}") ;;
+  test) packages=("${build[@]}" "${bench[@]}" "${test[@]}") ;;
+  *)
+    echo "usage: scripts/setup.sh [build|demo|bench|test]" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -6,8 +6,10 @@
 //   auto pe = posemb::sinusoidal_positional_encoding(4096, 768);      // any length
 #pragma once
 
+#include "posemb/atomic_file.hpp"
 #include "posemb/embedding.hpp"
 #include "posemb/errors.hpp"
+#include "posemb/half.hpp"
 #include "posemb/initializers.hpp"
 #include "posemb/layer.hpp"
 #include "posemb/learned_positional_embedding.hpp"
@@ -15,8 +17,10 @@
 #include "posemb/matrix_view.hpp"
 #include "posemb/npy.hpp"
 #include "posemb/optimizers.hpp"
+#include "posemb/parallel.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/positions.hpp"
+#include "posemb/random.hpp"
 #include "posemb/resize.hpp"
 #include "posemb/safetensors.hpp"
 #include "posemb/sinusoidal.hpp"

@@ -1,4 +1,5 @@
 #include "posemb/sinusoidal.hpp"
+#include "posemb/parallel.hpp"
 
 #include <cmath>
 #include <limits>
@@ -37,7 +38,7 @@ void fill(MatrixView<T> out, std::size_t start, double base) {
     inv_d[i] = static_cast<double>(inv_ld[i]);
   }
   const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(out.rows());
-#pragma omp parallel for schedule(static) if (out.size() > 65536)
+#pragma omp parallel for schedule(static) if (worth_parallel(out.size()))
   for (std::ptrdiff_t r = 0; r < rows; ++r) {
     const std::size_t p = start + static_cast<std::size_t>(r);
     const double pd = static_cast<double>(p);

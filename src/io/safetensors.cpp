@@ -8,9 +8,9 @@
 #include <set>
 #include <stdexcept>
 
-#include "half.hpp"
 #include "mapped_file.hpp"
 #include "posemb/atomic_file.hpp"
+#include "posemb/half.hpp"
 
 static_assert(std::endian::native == std::endian::little,
               "posemb's file readers assume a little-endian host");

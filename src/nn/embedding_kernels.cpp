@@ -1,5 +1,7 @@
 #include "embedding_kernels.hpp"
 
+#include "posemb/parallel.hpp"
+
 #include <emmintrin.h>  // SSE2 (x86-64 baseline): streaming stores
 
 #include <cassert>
@@ -56,7 +58,7 @@ void gather_add_rows(MatrixView<float> out, MatrixView<const TokenId> tokens,
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(n_rows);
   // Streaming stores pay off when the output is much larger than the per-core caches.
   const bool stream = fused && n_rows * C * sizeof(float) >= kStreamBytes;
-#pragma omp parallel if (n_rows * C >= kParallelThreshold)
+#pragma omp parallel if (worth_parallel(n_rows * C))
   {
 #pragma omp for schedule(static)
     for (std::ptrdiff_t i = 0; i < n; ++i) {
@@ -144,7 +146,7 @@ void scatter_add_rows(const ScatterTarget& target, MatrixView<const float> src) 
   // Each touched row is one task, owned by one thread: no two threads write the same row and
   // each row's sum keeps its order.
   const std::ptrdiff_t n_rows = static_cast<std::ptrdiff_t>(b.rows.size());
-#pragma omp parallel for schedule(dynamic, 8) if (b.order.size() * src.cols() >= kParallelThreshold)
+#pragma omp parallel for schedule(dynamic, 8) if (worth_parallel(b.order.size() * src.cols()))
   for (std::ptrdiff_t k = 0; k < n_rows; ++k) {
     const auto kk = static_cast<std::size_t>(k);
     add_rows_in_order(target.dst.row(b.rows[kk]).data(), src, b.order.data() + b.first[kk],

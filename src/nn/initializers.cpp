@@ -1,10 +1,11 @@
 #include "posemb/initializers.hpp"
 
 #include <cmath>
-#include <numbers>
 #include <stdexcept>
 #include <string>
 
+#include "posemb/parallel.hpp"
+#include "posemb/random.hpp"
 #include "posemb/sinusoidal.hpp"
 
 namespace posemb {
@@ -20,32 +21,11 @@ constexpr NamedKind kKinds[] = {{"normal", InitKind::normal},
                                 {"zeros", InitKind::zeros},
                                 {"sinusoidal", InitKind::sinusoidal}};
 
-// splitmix64's finalizer: a bijective mix of a 64-bit counter.
-std::uint64_t mix(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// A uniform double in (0, 1) from stream `stream` of element k under seed.
-double uniform01(std::uint64_t seed, std::uint64_t k, std::uint64_t stream) {
-  const std::uint64_t bits = mix(mix(seed ^ (stream * 0xD1B54A32D192ED03ull)) + k);
-  return (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53;
-}
-
-// A standard normal for element k (Box-Muller on two independent uniforms).
-double standard_normal(std::uint64_t seed, std::uint64_t k) {
-  const double u1 = uniform01(seed, k, 1);
-  const double u2 = uniform01(seed, k, 2);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-}
-
 template <class F>
 void fill(MatrixView<float> table, F&& value) {
   const std::size_t cols = table.cols();
   const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(table.rows());
-#pragma omp parallel for schedule(static) if (table.size() > 65536)
+#pragma omp parallel for schedule(static) if (worth_parallel(table.size()))
   for (std::ptrdiff_t r = 0; r < rows; ++r) {
     float* row = table.row(static_cast<std::size_t>(r)).data();
     for (std::size_t c = 0; c < cols; ++c) {
@@ -84,18 +64,18 @@ void initialize_table(MatrixView<float> table, const Initializer& init) {
             std::to_string(init.std));
       }
       const double s = init.std;
-      fill(table, [=](std::uint64_t k) { return s * standard_normal(seed, k); });
+      fill(table, [=](std::uint64_t k) { return s * counter_normal(seed, k); });
       break;
     }
     case InitKind::scaled_normal: {
       const double s = table.cols() == 0 ? 0.0 : 1.0 / std::sqrt(double(table.cols()));
-      fill(table, [=](std::uint64_t k) { return s * standard_normal(seed, k); });
+      fill(table, [=](std::uint64_t k) { return s * counter_normal(seed, k); });
       break;
     }
     case InitKind::glorot_uniform: {
       const double fan = static_cast<double>(table.rows() + table.cols());
       const double a = fan == 0.0 ? 0.0 : std::sqrt(6.0 / fan);
-      fill(table, [=](std::uint64_t k) { return a * (2.0 * uniform01(seed, k, 3) - 1.0); });
+      fill(table, [=](std::uint64_t k) { return a * (2.0 * counter_uniform01(seed, 3, k) - 1.0); });
       break;
     }
     case InitKind::zeros:

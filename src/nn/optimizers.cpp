@@ -1,4 +1,5 @@
 #include "posemb/optimizers.hpp"
+#include "posemb/parallel.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -98,7 +99,7 @@ void AdamW::step(std::span<const ParamRef> params) {
     const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(p.value.rows());
     Matrix<float>& m = m_[i];
     Matrix<float>& v = v_[i];
-#pragma omp parallel for schedule(static) if (p.value.size() > 65536)
+#pragma omp parallel for schedule(static) if (worth_parallel(p.value.size()))
     for (std::ptrdiff_t r = 0; r < rows; ++r) {
       const std::size_t ur = static_cast<std::size_t>(r);
       float* w = p.value.row(ur).data();
@@ -134,7 +135,7 @@ void Sgd::step(std::span<const ParamRef> params) {
     const std::size_t cols = p.value.cols();
     const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(p.value.rows());
     Matrix<float>& buf = velocity_[i];
-#pragma omp parallel for schedule(static) if (p.value.size() > 65536)
+#pragma omp parallel for schedule(static) if (worth_parallel(p.value.size()))
     for (std::ptrdiff_t r = 0; r < rows; ++r) {
       const std::size_t ur = static_cast<std::size_t>(r);
       float* w = p.value.row(ur).data();

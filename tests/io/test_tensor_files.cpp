@@ -7,8 +7,8 @@
 #include <string>
 
 #include "file_test_util.hpp"
-#include "io/half.hpp"
 #include "posemb/atomic_file.hpp"
+#include "posemb/half.hpp"
 #include "posemb/npy.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/safetensors.hpp"

@@ -1,4 +1,14 @@
-// src/half.hpp (internal): IEEE binary16 and bfloat16 <-> float, round to nearest even.
+// posemb/half.hpp: the 16-bit element types of position tables, IEEE binary16 (`float16`) and
+// bfloat16, with exact widening to float and round-to-nearest-even narrowing (the conversions of
+// numpy and torch, bit for bit, NaN included).
+//
+//   posemb::bfloat16 b(0.1f);          // rounded to nearest even: 0.10009765625
+//   float f = b;                       // widening is exact and implicit
+//   b.bits();                          // 0x3dcd, the stored pattern
+//   posemb::float16 h = posemb::float16::from_bits(0x3c00);   // 1.0
+//
+// Both are trivially copyable 2-byte values, so a Matrix<bfloat16> or a MatrixView over a
+// mapped file's bytes holds a table at half the memory of float.
 #pragma once
 
 #include <bit>
@@ -58,3 +68,47 @@ inline std::uint16_t f32_to_bf16(float f) noexcept {
 }
 
 }  // namespace posemb::detail
+
+namespace posemb {
+
+// IEEE 754 binary16.
+class float16 {
+ public:
+  constexpr float16() noexcept = default;
+  // Rounded to nearest even; overflow gives infinity; NaN stays NaN.
+  explicit float16(float f) noexcept : bits_(detail::f32_to_f16(f)) {}
+  static constexpr float16 from_bits(std::uint16_t bits) noexcept {
+    float16 h;
+    h.bits_ = bits;
+    return h;
+  }
+  constexpr std::uint16_t bits() const noexcept { return bits_; }
+  // Exact.
+  operator float() const noexcept { return detail::f16_to_f32(bits_); }  // NOLINT
+
+ private:
+  std::uint16_t bits_ = 0;
+};
+
+// bfloat16: the upper half of a float32.
+class bfloat16 {
+ public:
+  constexpr bfloat16() noexcept = default;
+  // Rounded to nearest even; NaN stays NaN.
+  explicit bfloat16(float f) noexcept : bits_(detail::f32_to_bf16(f)) {}
+  static constexpr bfloat16 from_bits(std::uint16_t bits) noexcept {
+    bfloat16 b;
+    b.bits_ = bits;
+    return b;
+  }
+  constexpr std::uint16_t bits() const noexcept { return bits_; }
+  // Exact.
+  operator float() const noexcept { return detail::bf16_to_f32(bits_); }  // NOLINT
+
+ private:
+  std::uint16_t bits_ = 0;
+};
+
+static_assert(sizeof(float16) == 2 && sizeof(bfloat16) == 2);
+
+}  // namespace posemb
