@@ -119,7 +119,7 @@ void Parameters::initialize(std::uint64_t seed) {
     }
     Initializer init;
     init.kind = InitKind::normal;
-    init.std = i == wte ? embed_init_std_ : init_std_;
+    init.stddev = i == wte ? embed_init_std_ : init_std_;
     init.seed = seed * 1000003ull + i;
     initialize_table(v, init);
   }

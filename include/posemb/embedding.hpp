@@ -41,6 +41,17 @@ void embed_backward(MatrixView<float> dwte,            // (V, C), added into
                     MatrixView<const TokenId> tokens,  // (B, T)
                     const PositionSource& positions);
 
+// Token rows only, for a model whose positions enter elsewhere (rotary embedding, or none):
+// out[b*T + t, :] = wte[tokens[b,t], :]. Throws like embed_forward.
+void embed_forward(MatrixView<float> out,             // (B*T, C), written over
+                   MatrixView<const TokenId> tokens,  // (B, T)
+                   MatrixView<const float> wte);      // (V, C)
+
+// dwte[tokens[b,t], :] += dout[b*T+t, :]. ADDS into dwte. Deterministic like embed_backward.
+void embed_backward(MatrixView<float> dwte,             // (V, C), added into
+                    MatrixView<const float> dout,       // (B*T, C)
+                    MatrixView<const TokenId> tokens);  // (B, T)
+
 // Position-only: x[b*T + t, :] += wpe[pos[b,t], :], in place. tokens are needed only for
 // PositionSource::packed (pass an empty view otherwise); batch * seq_len must equal x.rows().
 void add_positions_forward(MatrixView<float> x,  // (B*T, C), added into

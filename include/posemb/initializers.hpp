@@ -23,18 +23,18 @@ enum class InitKind { normal, scaled_normal, glorot_uniform, zeros, sinusoidal }
 
 struct Initializer {
   InitKind kind = InitKind::normal;
-  double std = 0.02;  // used by `normal` only
+  double stddev = 0.02;  // used by `normal` only
   std::uint64_t seed = 0;
 
   // names: "normal", "scaled-normal", "glorot-uniform", "zeros", "sinusoidal"; throws
   // std::invalid_argument listing the valid names.
-  static Initializer parse(std::string_view name, double std = 0.02, std::uint64_t seed = 0);
+  static Initializer parse(std::string_view name, double stddev = 0.02, std::uint64_t seed = 0);
   // The name parse() accepts for this kind.
   std::string name() const;
 };
 
 // Fills table (rows, cols) deterministically from init.seed (written over). Throws
-// std::invalid_argument when init.std is not finite or negative (for `normal`).
+// std::invalid_argument when init.stddev is not finite or negative (for `normal`).
 void initialize_table(MatrixView<float> table,  // (rows, cols), written over
                       const Initializer& init);
 

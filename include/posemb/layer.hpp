@@ -4,9 +4,17 @@
 //   auto rows = pe.forward(128);                                  // (128, 768), zero-copy view
 //   pe.forward_add(x, B, T, posemb::PositionSource::contiguous()); // x (B*T, 768) += rows
 //   pe.backward_add(dx, B, T, posemb::PositionSource::contiguous()); // grad() += ...
-//   posemb::AdamW opt;  posemb::ParamRef p{pe.table().view(), pe.grad()};
-//   opt.step({&p, 1});  pe.zero_grad();
+//   posemb::AdamW opt;
+//   opt.step({pe.parameter()});  pe.zero_grad();
 //   pe.untrained_rows();                                          // rows 128..1023
+//
+//   // A pretrained table (loaded from a checkpoint): the layer takes it over.
+//   posemb::LearnedPositionalEmbedding gpt2(posemb::load_position_table("gpt2.safetensors")
+//                                               .values);
+//
+// The table, its gradient and the record of trained rows always have the same shape: the layer
+// hands out views (whose values may change, as an optimizer changes them) but never the
+// matrices themselves, so nothing can swap the table for one of another shape.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +24,7 @@
 #include "posemb/initializers.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/matrix_view.hpp"
+#include "posemb/optimizers.hpp"
 #include "posemb/positions.hpp"
 
 namespace posemb {
@@ -26,13 +35,19 @@ class LearnedPositionalEmbedding {
   // Throws std::invalid_argument when either dimension is 0.
   LearnedPositionalEmbedding(std::size_t max_seq_len, std::size_t embed_dim,
                              const Initializer& init = {});
+  // A layer around an existing table (a pretrained one), taken over without a copy; the
+  // gradient is zero and no row counts as trained. Throws std::invalid_argument when the table
+  // is empty or holds a NaN or an infinity (naming the row and column).
+  explicit LearnedPositionalEmbedding(Matrix<float> table);
 
   std::size_t max_seq_len() const noexcept { return table_.rows(); }
   std::size_t embed_dim() const noexcept { return table_.cols(); }
-  Matrix<float>& table() noexcept { return table_; }  // (max_seq_len, C)
-  const Matrix<float>& table() const noexcept { return table_; }
-  Matrix<float>& grad() noexcept { return grad_; }  // (max_seq_len, C)
-  const Matrix<float>& grad() const noexcept { return grad_; }
+  MatrixView<float> table() noexcept { return table_.view(); }  // (max_seq_len, C)
+  MatrixView<const float> table() const noexcept { return table_.cview(); }
+  MatrixView<float> grad() noexcept { return grad_.view(); }  // (max_seq_len, C)
+  MatrixView<const float> grad() const noexcept { return grad_.cview(); }
+  // The table and its gradient, for an optimizer.
+  ParamRef parameter() noexcept { return {table_.view(), grad_.cview()}; }
 
   // Rows [start, start + seq_len) of the table: the core operation, O(1), a view into the
   // table. Throws SequenceTooLong past the table.
@@ -43,20 +58,23 @@ class LearnedPositionalEmbedding {
                    std::size_t batch, std::size_t seq_len, const PositionSource& positions,
                    MatrixView<const TokenId> tokens = {}) const;
 
-  // grad[pos[b,t], :] += dx[b*T + t, :] (ADDS into grad(); see add_positions_backward) and
-  // records the rows that received a gradient.
+  // grad[pos[b,t], :] += dx[b*T + t, :] (ADDS into grad(); see add_positions_backward).
   void backward_add(MatrixView<const float> dx,  // (B*T, C)
                     std::size_t batch, std::size_t seq_len, const PositionSource& positions,
                     MatrixView<const TokenId> tokens = {});
 
-  // Sets grad() to zero (the trained-row record is kept).
+  // Sets grad() to zero. The rows whose gradient was non-zero are recorded as trained first.
   void zero_grad();
-  // Rows that never received a gradient, ascending.
+  // Rows that have never received a non-zero gradient, ascending. A gradient counts however it
+  // reached grad(): through backward_add, embed_backward into grad(), or a sum of micro-batch
+  // gradients written there; it is seen when zero_grad() is called or at this query.
   std::vector<std::size_t> untrained_rows() const;
-  // True when row r has received a gradient; throws std::out_of_range for r >= max_seq_len.
+  // True when row r has received a non-zero gradient; throws std::out_of_range for
+  // r >= max_seq_len.
   bool row_trained(std::size_t r) const;
 
  private:
+  bool grad_row_nonzero(std::size_t r) const noexcept;
   Matrix<float> table_;
   Matrix<float> grad_;
   std::vector<std::uint8_t> trained_;

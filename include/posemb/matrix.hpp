@@ -4,10 +4,16 @@
 //   table(0, 0) = 0.5f;
 //   posemb::MatrixView<float> v = table.view();          // mutable, non-owning
 //   posemb::MatrixView<const float> ro = table;          // read-only, implicit
+//   posemb::MatrixView<float> rw = table;                // mutable, implicit from an lvalue
 //   posemb::Matrix<float> copy(ro);                      // a deep copy of any view
 //
 // Storage is contiguous (row_stride() == cols()) and 64-byte aligned, so rows can be streamed
-// with vector loads.
+// with vector loads. Every allocation is checked against the memory budget (posemb/memory.hpp)
+// first.
+//
+// A Matrix passes wherever a view is expected: to a MatrixView<const T> always, to a mutable
+// MatrixView<T> (an output) when it is a named matrix. A mutable view of a temporary matrix
+// would dangle, so that conversion does not compile.
 #pragma once
 
 #include <algorithm>
@@ -23,6 +29,7 @@
 #include <utility>
 
 #include "posemb/matrix_view.hpp"
+#include "posemb/memory.hpp"
 
 namespace posemb {
 
@@ -114,8 +121,11 @@ class Matrix {
   MatrixView<const T> cview() const noexcept {
     return MatrixView<const T>(data_.get(), rows_, cols_);
   }
-  // Matrix<T> converts implicitly to a read-only view.
+  // Matrix<T> converts implicitly to a read-only view, and (named matrices only) to a mutable
+  // one, so a Matrix can be passed as an output.
   operator MatrixView<const T>() const noexcept { return cview(); }  // NOLINT
+  operator MatrixView<T>() & noexcept { return view(); }             // NOLINT
+  operator MatrixView<T>() && = delete;
 
  private:
   struct uninitialized_tag {};
@@ -139,6 +149,7 @@ class Matrix {
 
   static T* allocate(std::size_t n) {
     if (n == 0) return nullptr;
+    check_allocation("Matrix", n * sizeof(T));
     return static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{alignment}));
   }
 

@@ -15,6 +15,7 @@
 #include "posemb/learned_positional_embedding.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/matrix_view.hpp"
+#include "posemb/memory.hpp"
 #include "posemb/npy.hpp"
 #include "posemb/optimizers.hpp"
 #include "posemb/parallel.hpp"

@@ -34,7 +34,7 @@ ResizeMethod parse_resize_method(std::string_view name);
 // Options of the random method.
 struct ResizeOptions {
   std::string initializer = "normal";  // new rows: any Initializer::parse name
-  double std = 0.02;                   // its standard deviation (GPT-2's initializer range)
+  double stddev = 0.02;                // its standard deviation (GPT-2's initializer range)
   std::uint64_t seed = 0;              // same seed, same rows
 };
 

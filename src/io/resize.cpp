@@ -91,8 +91,8 @@ PositionTable resize_table(const PositionTable& table, std::size_t new_positions
   }
   if (method == ResizeMethod::random) {
     (void)Initializer::parse(options.initializer);  // throws, listing the valid names
-    if (!(options.std > 0.0) || !std::isfinite(options.std)) {
-      throw std::invalid_argument("resize_table: std " + fmt_double(options.std) +
+    if (!(options.stddev > 0.0) || !std::isfinite(options.stddev)) {
+      throw std::invalid_argument("resize_table: std " + fmt_double(options.stddev) +
                                   " must be positive and finite");
     }
   }
@@ -147,11 +147,11 @@ PositionTable resize_table(const PositionTable& table, std::size_t new_positions
       // `sinusoidal` gives the encoding of the new positions.
       Matrix<float> fresh(new_positions, dim);
       initialize_table(fresh.view(),
-                       Initializer::parse(options.initializer, options.std, options.seed));
+                       Initializer::parse(options.initializer, options.stddev, options.seed));
       for (std::size_t p = old_n; p < new_positions; ++p) {
         std::copy(fresh.row(p).begin(), fresh.row(p).end(), dst.row(reserved + p).begin());
       }
-      how += ", new rows " + options.initializer + "(std=" + fmt_double(options.std) +
+      how += ", new rows " + options.initializer + "(std=" + fmt_double(options.stddev) +
              ", seed=" + std::to_string(options.seed) + ")";
       break;
     }

@@ -88,6 +88,28 @@ void embed_backward(MatrixView<float> dwte, MatrixView<float> dwpe, MatrixView<c
   detail::scatter_add_rows({dwpe, pos.data(), nullptr, T, 0}, dout);
 }
 
+void embed_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
+                   MatrixView<const float> wte) {
+  constexpr const char* op = "embed_forward";
+  const std::size_t B = tokens.rows(), T = tokens.cols(), C = wte.cols();
+  check_batch(op, B, T, C);
+  expect_shape(op, "out", out.rows(), out.cols(), B * T, C);
+  check_token_ids(op, tokens, wte.rows());
+  Matrix<std::int64_t> none(B, T);
+  for (std::int64_t& p : none.flat()) p = -1;
+  detail::gather_add_rows(out, tokens, wte, none, {});
+}
+
+void embed_backward(MatrixView<float> dwte, MatrixView<const float> dout,
+                    MatrixView<const TokenId> tokens) {
+  constexpr const char* op = "embed_backward";
+  const std::size_t B = tokens.rows(), T = tokens.cols(), C = dwte.cols();
+  check_batch(op, B, T, C);
+  expect_shape(op, "dout", dout.rows(), dout.cols(), B * T, C);
+  check_token_ids(op, tokens, dwte.rows());
+  detail::scatter_add_rows({dwte, nullptr, tokens.data(), T, tokens.row_stride()}, dout);
+}
+
 void add_positions_forward(MatrixView<float> x, std::size_t batch, std::size_t seq_len,
                            const PositionSource& positions, MatrixView<const float> wpe,
                            MatrixView<const TokenId> tokens) {

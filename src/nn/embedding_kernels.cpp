@@ -154,10 +154,4 @@ void scatter_add_rows(const ScatterTarget& target, MatrixView<const float> src) 
   }
 }
 
-void mark_rows(const Matrix<std::int64_t>& pos, std::uint8_t* seen) {
-  for (const std::int64_t p : pos.flat()) {
-    if (p >= 0) seen[static_cast<std::size_t>(p)] = 1;
-  }
-}
-
 }  // namespace posemb::detail

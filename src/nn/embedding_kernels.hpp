@@ -35,7 +35,4 @@ struct ScatterTarget {
 // and the same rounding as the serial reference).
 void scatter_add_rows(const ScatterTarget& target, MatrixView<const float> src);
 
-// The rows of `pos` that are >= 0, marked in `seen` (size max_seq_len).
-void mark_rows(const Matrix<std::int64_t>& pos, std::uint8_t* seen);
-
 }  // namespace posemb::detail

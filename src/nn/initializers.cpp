@@ -36,9 +36,9 @@ void fill(MatrixView<float> table, F&& value) {
 
 }  // namespace
 
-Initializer Initializer::parse(std::string_view name, double std, std::uint64_t seed) {
+Initializer Initializer::parse(std::string_view name, double stddev, std::uint64_t seed) {
   for (const auto& nk : kKinds) {
-    if (name == nk.name) return Initializer{nk.kind, std, seed};
+    if (name == nk.name) return Initializer{nk.kind, stddev, seed};
   }
   std::string valid;
   for (const auto& nk : kKinds) valid += std::string(valid.empty() ? "" : ", ") + nk.name;
@@ -57,13 +57,13 @@ void initialize_table(MatrixView<float> table, const Initializer& init) {
   const std::uint64_t seed = init.seed;
   switch (init.kind) {
     case InitKind::normal: {
-      if (!std::isfinite(init.std) || init.std < 0.0) {
+      if (!std::isfinite(init.stddev) || init.stddev < 0.0) {
         throw std::invalid_argument(
             "initialize_table: normal initializer needs a finite std >= "
             "0, got " +
-            std::to_string(init.std));
+            std::to_string(init.stddev));
       }
-      const double s = init.std;
+      const double s = init.stddev;
       fill(table, [=](std::uint64_t k) { return s * counter_normal(seed, k); });
       break;
     }

@@ -1,5 +1,6 @@
 #include "posemb/layer.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
@@ -42,6 +43,29 @@ LearnedPositionalEmbedding::LearnedPositionalEmbedding(std::size_t max_seq_len,
   trained_.assign(max_seq_len, 0);
 }
 
+LearnedPositionalEmbedding::LearnedPositionalEmbedding(Matrix<float> table) {
+  if (table.rows() == 0 || table.cols() == 0) {
+    throw std::invalid_argument("LearnedPositionalEmbedding: the table is " +
+                                std::to_string(table.rows()) + " x " +
+                                std::to_string(table.cols()) +
+                                "; it needs at least one row and "
+                                "one column");
+  }
+  for (std::size_t r = 0; r < table.rows(); ++r) {
+    for (std::size_t c = 0; c < table.cols(); ++c) {
+      if (!std::isfinite(table(r, c))) {
+        throw std::invalid_argument("LearnedPositionalEmbedding: the table holds " +
+                                    std::to_string(table(r, c)) + " at row " + std::to_string(r) +
+                                    ", column " + std::to_string(c) +
+                                    "; a position table must be finite");
+      }
+    }
+  }
+  grad_ = Matrix<float>(table.rows(), table.cols());
+  trained_.assign(table.rows(), 0);
+  table_ = std::move(table);
+}
+
 MatrixView<const float> LearnedPositionalEmbedding::forward(std::size_t seq_len,
                                                             std::size_t start) const {
   return learned_positional_embedding(seq_len, table_, start);
@@ -65,17 +89,26 @@ void LearnedPositionalEmbedding::backward_add(MatrixView<const float> dx, std::s
       resolve_positions(positions, batch, seq_len, max_seq_len(), tokens, op);
   check_activation(op, dx, batch, seq_len, embed_dim());
   detail::scatter_add_rows({grad_.view(), pos.data(), nullptr, seq_len, 0}, dx);
-  detail::mark_rows(pos, trained_.data());
+}
+
+bool LearnedPositionalEmbedding::grad_row_nonzero(std::size_t r) const noexcept {
+  for (const float g : grad_.row(r)) {
+    if (g != 0.0f) return true;
+  }
+  return false;
 }
 
 void LearnedPositionalEmbedding::zero_grad() {
+  for (std::size_t r = 0; r < trained_.size(); ++r) {
+    if (trained_[r] == 0 && grad_row_nonzero(r)) trained_[r] = 1;
+  }
   for (float& g : grad_.flat()) g = 0.0f;
 }
 
 std::vector<std::size_t> LearnedPositionalEmbedding::untrained_rows() const {
   std::vector<std::size_t> rows;
   for (std::size_t r = 0; r < trained_.size(); ++r) {
-    if (trained_[r] == 0) rows.push_back(r);
+    if (!row_trained(r)) rows.push_back(r);
   }
   return rows;
 }
@@ -86,7 +119,7 @@ bool LearnedPositionalEmbedding::row_trained(std::size_t r) const {
                             " is outside the table of " + std::to_string(trained_.size()) +
                             " rows");
   }
-  return trained_[r] != 0;
+  return trained_[r] != 0 || grad_row_nonzero(r);
 }
 
 }  // namespace posemb

@@ -93,7 +93,7 @@ TEST(Resize, InterpolateMatchesScalarReferenceWithExactEndpoints) {
 TEST(Resize, RandomKeepsOldRowsBitExactAndIsSeeded) {
   const PositionTable t = make_table(2, 16, 32, 3);
   ResizeOptions o;
-  o.std = 0.05;
+  o.stddev = 0.05;
   o.seed = 42;
   const PositionTable a = resize_table(t, 4000, ResizeMethod::random, o);
   const PositionTable b = resize_table(t, 4000, ResizeMethod::random, o);
@@ -160,7 +160,7 @@ TEST(Resize, RefusesBadRequestsAndDamagedTables) {
   o.initializer = "uniform";
   EXPECT_THROW((void)resize_table(t, 16, ResizeMethod::random, o), std::invalid_argument);
   o = {};
-  o.std = -1;
+  o.stddev = -1;
   EXPECT_THROW((void)resize_table(t, 16, ResizeMethod::random, o), std::invalid_argument);
   EXPECT_THROW((void)parse_resize_method("stretch"), std::invalid_argument);
   EXPECT_EQ(parse_resize_method("interpolate"), ResizeMethod::interpolate);

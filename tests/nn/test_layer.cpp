@@ -82,7 +82,7 @@ TEST(Initializers, ParseAndName) {
     const auto init = Initializer::parse(n, 0.5, 7);
     EXPECT_EQ(init.name(), n);
     EXPECT_EQ(init.seed, 7u);
-    EXPECT_EQ(init.std, 0.5);
+    EXPECT_EQ(init.stddev, 0.5);
   }
   try {
     (void)Initializer::parse("xavier");

@@ -51,6 +51,10 @@ std::vector<unsigned char> bytes_of(MatrixView<const T> v) {
   return out;
 }
 template <class T>
+std::vector<unsigned char> bytes_of(MatrixView<T> v) {
+  return bytes_of(MatrixView<const T>(v));
+}
+template <class T>
 std::vector<unsigned char> bytes_of(const Matrix<T>& m) {
   return bytes_of(m.cview());
 }

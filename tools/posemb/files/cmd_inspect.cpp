@@ -43,7 +43,7 @@ void run_inspect(const InspectOptions& o) {
   const auto usable = t.usable();
   const RowNormStats s = row_norm_stats(usable);
   fmt::print("row norms:       min {:.6g}  mean {:.6g}  max {:.6g}  std {:.6g}\n", s.min, s.mean,
-             s.max, s.std);
+             s.max, s.stddev);
   const Matrix<float> unit = unit_rows(usable);
   fmt::print("mean cosine similarity of positions at distance d:\n");
   for (const auto& [d, c] : mean_cosine_by_distance(unit)) {

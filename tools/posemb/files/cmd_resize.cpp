@@ -64,7 +64,7 @@ void register_resize_command(CLI::App& app) {
       ->check(CLI::IsMember({"f32", "f64", "f16", "bf16"}));
   cmd->add_option("--initializer", o->resize.initializer, "random: distribution of new rows")
       ->check(CLI::IsMember({"normal", "scaled-normal", "glorot-uniform", "zeros", "sinusoidal"}));
-  cmd->add_option("--std", o->resize.std, "random: standard deviation of new rows")
+  cmd->add_option("--std", o->resize.stddev, "random: standard deviation of new rows")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->resize.seed, "random: seed of new rows");
   cmd->callback([o] { run_resize(*o); });

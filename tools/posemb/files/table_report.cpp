@@ -48,7 +48,7 @@ RowNormStats row_norm_stats(MatrixView<const float> table) {
   }
   const auto rows = static_cast<double>(table.rows());
   s.mean = sum / rows;
-  s.std = std::sqrt(std::max(0.0, sum2 / rows - s.mean * s.mean));
+  s.stddev = std::sqrt(std::max(0.0, sum2 / rows - s.mean * s.mean));
   return s;
 }
 

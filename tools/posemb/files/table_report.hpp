@@ -12,7 +12,7 @@
 namespace posemb::cli {
 
 struct RowNormStats {
-  double min = 0, mean = 0, max = 0, std = 0;
+  double min = 0, mean = 0, max = 0, stddev = 0;
 };
 
 // Euclidean norms of the rows of table (rows, dim): min, mean, max, standard deviation.

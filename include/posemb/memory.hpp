@@ -1,0 +1,53 @@
+// posemb/memory.hpp: the memory budget. Every large allocation posemb makes is estimated first
+// and refused, with the bytes needed and the limit, when it would exceed the budget: a bad
+// argument fails at once with a clear message instead of swapping the machine or ending in
+// std::bad_alloc.
+//
+//   posemb::set_memory_limit(8ull << 30);                 // 8 GiB for this process's posemb work
+//   posemb::check_allocation("resize_table", bytes);       // throws MemoryLimitExceeded
+//   posemb::Matrix<float> m(1u << 30, 1u << 10);          // also checked: 4 TiB is refused
+//
+// The budget is process-wide. By default it is 3/4 of the machine's physical memory; 0 restores
+// the default. Matrix checks every allocation against it; operations that allocate several
+// buffers check their total up front, naming themselves.
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace posemb {
+
+// An allocation that would exceed the memory budget. Derives from std::runtime_error.
+class MemoryLimitExceeded : public std::runtime_error {
+ public:
+  MemoryLimitExceeded(std::string_view operation, std::size_t bytes, std::size_t limit);
+  std::size_t bytes() const noexcept { return bytes_; }
+  std::size_t limit() const noexcept { return limit_; }
+
+ private:
+  std::size_t bytes_;
+  std::size_t limit_;
+};
+
+// 3/4 of physical memory (sysconf), or 1 GiB when it cannot be read.
+std::size_t default_memory_limit() noexcept;
+// The current budget in bytes.
+std::size_t memory_limit() noexcept;
+// Sets the budget (0: the default). Thread-safe.
+void set_memory_limit(std::size_t bytes) noexcept;
+// Throws MemoryLimitExceeded naming `operation` when `bytes` exceeds the budget.
+void check_allocation(std::string_view operation, std::size_t bytes);
+
+// a * b, or SIZE_MAX when the product overflows (estimates saturate; the check then refuses).
+constexpr std::size_t saturating_mul(std::size_t a, std::size_t b) noexcept {
+  if (a != 0 && b > static_cast<std::size_t>(-1) / a) return static_cast<std::size_t>(-1);
+  return a * b;
+}
+// a + b, or SIZE_MAX when the sum overflows.
+constexpr std::size_t saturating_add(std::size_t a, std::size_t b) noexcept {
+  return b > static_cast<std::size_t>(-1) - a ? static_cast<std::size_t>(-1) : a + b;
+}
+
+}  // namespace posemb
