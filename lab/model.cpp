@@ -106,7 +106,7 @@ void Model::reserve_positions(std::size_t positions) {
   if (cfg_.pe == PeKind::rope) rope_.ensure(positions);
   if (cfg_.pe == PeKind::sinusoidal && sin_table_.rows() < positions) {
     Matrix<float> table(std::max(positions, 2 * sin_table_.rows()), cfg_.d_model);
-    sinusoidal_positional_encoding_into(table.view(), 0, cfg_.sinusoidal_base);
+    sinusoidal_positional_encoding_into(table.view(), 0, {.base = cfg_.sinusoidal_base});
     sin_table_ = std::move(table);
   }
 }
