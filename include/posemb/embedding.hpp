@@ -6,6 +6,11 @@
 //   // ... dout = dLoss/dout ...
 //   posemb::embed_backward(dwte, dwpe, dout, tokens, posemb::PositionSource::contiguous());
 //
+// Argument order, the same in every function here and in the layer: outputs first (the
+// forward's activation, the backward's gradients), then the incoming gradient (backward), then
+// the batch (tokens, or batch and seq_len) and where its positions come from, then the tables
+// (forward). A named Matrix passes as an output; a temporary one does not compile.
+//
 // Every position and token id is validated before anything is written: on an exception the
 // outputs are untouched. The kernels run on OpenMP threads.
 //
@@ -52,17 +57,17 @@ void embed_backward(MatrixView<float> dwte,             // (V, C), added into
                     MatrixView<const float> dout,       // (B*T, C)
                     MatrixView<const TokenId> tokens);  // (B, T)
 
-// Position-only: x[b*T + t, :] += wpe[pos[b,t], :], in place. tokens are needed only for
-// PositionSource::packed (pass an empty view otherwise); batch * seq_len must equal x.rows().
+// Position-only, for an activation that already holds the token rows: x[b*T + t, :] +=
+// wpe[pos[b,t], :], in place (pads: nothing). batch * seq_len must equal x.rows(). Throws like
+// embed_forward.
 void add_positions_forward(MatrixView<float> x,  // (B*T, C), added into
                            std::size_t batch, std::size_t seq_len, const PositionSource& positions,
-                           MatrixView<const float> wpe,  // (max_seq_len, C)
-                           MatrixView<const TokenId> tokens = {});
+                           MatrixView<const float> wpe);  // (max_seq_len, C)
 
 // dwpe[pos[b,t], :] += dx[b*T + t, :]. ADDS into dwpe. Deterministic like embed_backward.
 void add_positions_backward(MatrixView<float> dwpe,      // (max_seq_len, C), added into
                             MatrixView<const float> dx,  // (B*T, C)
-                            std::size_t batch, std::size_t seq_len, const PositionSource& positions,
-                            MatrixView<const TokenId> tokens = {});
+                            std::size_t batch, std::size_t seq_len,
+                            const PositionSource& positions);
 
 }  // namespace posemb

@@ -24,8 +24,11 @@ class SequenceTooLong : public std::out_of_range {
  public:
   // operation: the public function that refused ("learned_positional_embedding").
   // detail: optional context appended to the message, such as "batch row 3, token 17".
+  // remedy: what to do instead, replacing the default advice (a longer table, resize_table, or
+  // an encoding computed at any position), for tables that are not learned (a RopeCache).
   SequenceTooLong(std::string_view operation, std::size_t seq_len, std::size_t start,
-                  std::size_t max_seq_len, std::string_view detail = {});
+                  std::size_t max_seq_len, std::string_view detail = {},
+                  std::string_view remedy = {});
 
   std::size_t seq_len() const noexcept { return seq_len_; }
   std::size_t start() const noexcept { return start_; }

@@ -8,13 +8,14 @@
 //   opt.step({pe.parameter()});  pe.zero_grad();
 //   pe.untrained_rows();                                          // rows 128..1023
 //
-//   // A pretrained table (loaded from a checkpoint): the layer takes it over.
+//   // A pretrained table (loaded from a checkpoint): the layer takes it over, without a copy.
 //   posemb::LearnedPositionalEmbedding gpt2(posemb::load_position_table("gpt2.safetensors")
 //                                               .values);
 //
 // The table, its gradient and the record of trained rows always have the same shape: the layer
 // hands out views (whose values may change, as an optimizer changes them) but never the
-// matrices themselves, so nothing can swap the table for one of another shape.
+// matrices themselves, so nothing can swap the table for one of another shape
+// (`pe.table() = other` does not compile). Views of a temporary layer do not compile either.
 #pragma once
 
 #include <cstddef>
@@ -42,26 +43,29 @@ class LearnedPositionalEmbedding {
 
   std::size_t max_seq_len() const noexcept { return table_.rows(); }
   std::size_t embed_dim() const noexcept { return table_.cols(); }
-  MatrixView<float> table() noexcept { return table_.view(); }  // (max_seq_len, C)
-  MatrixView<const float> table() const noexcept { return table_.cview(); }
-  MatrixView<float> grad() noexcept { return grad_.view(); }  // (max_seq_len, C)
-  MatrixView<const float> grad() const noexcept { return grad_.cview(); }
+  MatrixView<float> table() & noexcept { return table_.view(); }  // (max_seq_len, C)
+  MatrixView<const float> table() const& noexcept { return table_.cview(); }
+  MatrixView<float> grad() & noexcept { return grad_.view(); }  // (max_seq_len, C)
+  MatrixView<const float> grad() const& noexcept { return grad_.cview(); }
   // The table and its gradient, for an optimizer.
-  ParamRef parameter() noexcept { return {table_.view(), grad_.cview()}; }
+  ParamRef parameter() & noexcept { return {table_.view(), grad_.cview()}; }
+  // A view into a temporary layer would dangle at the end of the statement.
+  void table() && = delete;
+  void grad() && = delete;
+  void parameter() && = delete;
 
   // Rows [start, start + seq_len) of the table: the core operation, O(1), a view into the
   // table. Throws SequenceTooLong past the table.
-  MatrixView<const float> forward(std::size_t seq_len, std::size_t start = 0) const;
+  MatrixView<const float> forward(std::size_t seq_len, std::size_t start = 0) const&;
+  void forward(std::size_t seq_len, std::size_t start = 0) && = delete;
 
   // x[b*T + t, :] += table[pos[b,t], :] (see add_positions_forward).
   void forward_add(MatrixView<float> x,  // (B*T, C), added into
-                   std::size_t batch, std::size_t seq_len, const PositionSource& positions,
-                   MatrixView<const TokenId> tokens = {}) const;
+                   std::size_t batch, std::size_t seq_len, const PositionSource& positions) const;
 
   // grad[pos[b,t], :] += dx[b*T + t, :] (ADDS into grad(); see add_positions_backward).
   void backward_add(MatrixView<const float> dx,  // (B*T, C)
-                    std::size_t batch, std::size_t seq_len, const PositionSource& positions,
-                    MatrixView<const TokenId> tokens = {});
+                    std::size_t batch, std::size_t seq_len, const PositionSource& positions);
 
   // Sets grad() to zero. The rows whose gradient was non-zero are recorded as trained first.
   void zero_grad();

@@ -21,7 +21,8 @@ std::string exact_sum(std::size_t a, std::size_t b) {
 }
 
 std::string make_message(std::string_view operation, std::size_t seq_len, std::size_t start,
-                         std::size_t max_seq_len, std::string_view detail) {
+                         std::size_t max_seq_len, std::string_view detail,
+                         std::string_view remedy) {
   const std::string end = exact_sum(start, seq_len);
   std::string m(operation);
   m += ": seq_len = " + std::to_string(seq_len) +
@@ -33,17 +34,23 @@ std::string make_message(std::string_view operation, std::size_t seq_len, std::s
     m += detail;
     m += ")";
   }
-  m += ". Use a longer table (at least " + end +
-       " rows), extend this table (resize_table, `posemb resize`), or use an encoding that can "
-       "be computed at any position (sinusoidal_positional_encoding)";
+  m += ". ";
+  if (remedy.empty()) {
+    m += "Use a longer table (at least " + end +
+         " rows), extend this table (resize_table, `posemb resize`), or use an encoding that can "
+         "be computed at any position (sinusoidal_positional_encoding)";
+  } else {
+    m += remedy;
+  }
   return m;
 }
 
 }  // namespace
 
 SequenceTooLong::SequenceTooLong(std::string_view operation, std::size_t seq_len, std::size_t start,
-                                 std::size_t max_seq_len, std::string_view detail)
-    : std::out_of_range(make_message(operation, seq_len, start, max_seq_len, detail)),
+                                 std::size_t max_seq_len, std::string_view detail,
+                                 std::string_view remedy)
+    : std::out_of_range(make_message(operation, seq_len, start, max_seq_len, detail, remedy)),
       seq_len_(seq_len),
       start_(start),
       max_seq_len_(max_seq_len) {}

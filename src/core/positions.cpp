@@ -1,9 +1,11 @@
 #include "posemb/positions.hpp"
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "posemb/errors.hpp"
+#include "resolve_positions.hpp"
 
 namespace posemb {
 namespace {
@@ -27,12 +29,79 @@ void check_shape(const char* op, const char* what, std::size_t rows, std::size_t
   }
 }
 
+// Element (b, t) of a mask as an integer. A bool mask is read as its byte, so that a byte other
+// than 0 and 1 (not a valid bool) is reported instead of being undefined behaviour.
+template <class T>
+std::int64_t mask_value(MatrixView<const T> mask, std::size_t b, std::size_t t) {
+  if constexpr (std::is_same_v<T, bool>) {
+    static_assert(sizeof(bool) == 1);
+    unsigned char byte = 0;
+    std::memcpy(&byte, &mask(b, t), 1);
+    return byte;
+  } else {
+    return static_cast<std::int64_t>(mask(b, t));
+  }
+}
+
+template <class T>
+void resolve_explicit(Matrix<std::int64_t>& pos, MatrixView<const T> ids, std::size_t max_seq_len,
+                      const char* op, std::string_view remedy) {
+  check_shape(op, "position ids", ids.rows(), ids.cols(), pos.rows(), pos.cols());
+  for (std::size_t b = 0; b < pos.rows(); ++b) {
+    for (std::size_t t = 0; t < pos.cols(); ++t) {
+      const std::int64_t p = ids(b, t);
+      if (p < 0) {
+        throw std::out_of_range(std::string(op) + ": position id " + std::to_string(p) + " at " +
+                                where(b, t) + " is negative");
+      }
+      if (static_cast<std::uint64_t>(p) >= max_seq_len) {
+        throw SequenceTooLong(op, 1, static_cast<std::size_t>(p), max_seq_len,
+                              where(b, t) + ", explicit position id " + std::to_string(p), remedy);
+      }
+      pos(b, t) = p;
+    }
+  }
+}
+
+template <class T>
+void resolve_mask(Matrix<std::int64_t>& pos, MatrixView<const T> mask, std::size_t max_seq_len,
+                  const char* op, std::string_view remedy) {
+  check_shape(op, "padding mask", mask.rows(), mask.cols(), pos.rows(), pos.cols());
+  for (std::size_t b = 0; b < pos.rows(); ++b) {
+    std::size_t next = 0;
+    for (std::size_t t = 0; t < pos.cols(); ++t) {
+      const std::int64_t m = mask_value(mask, b, t);
+      if (m != 0 && m != 1) {
+        throw std::invalid_argument(std::string(op) + ": padding mask value " + std::to_string(m) +
+                                    " at " + where(b, t) +
+                                    " is neither 0 (pad) nor 1 (real token)");
+      }
+      if (m == 0) {
+        pos(b, t) = -1;
+        continue;
+      }
+      if (next >= max_seq_len) {
+        throw SequenceTooLong(op, 1, next, max_seq_len,
+                              where(b, t) + ", real token number " + std::to_string(next), remedy);
+      }
+      pos(b, t) = static_cast<std::int64_t>(next++);
+    }
+  }
+}
+
 }  // namespace
 
 PositionSource PositionSource::contiguous(std::size_t start) {
   PositionSource s;
   s.kind_ = Kind::contiguous;
   s.start_ = start;
+  return s;
+}
+
+PositionSource PositionSource::explicit_ids(MatrixView<const std::int32_t> ids) {
+  PositionSource s;
+  s.kind_ = Kind::explicit_ids;
+  s.ids_ = ids;
   return s;
 }
 
@@ -50,29 +119,54 @@ PositionSource PositionSource::padding_mask(MatrixView<const std::uint8_t> mask)
   return s;
 }
 
-PositionSource PositionSource::packed(TokenId separator) {
+PositionSource PositionSource::padding_mask(MatrixView<const bool> mask) {
+  PositionSource s;
+  s.kind_ = Kind::padding_mask;
+  s.mask_ = mask;
+  return s;
+}
+
+PositionSource PositionSource::padding_mask(MatrixView<const std::int32_t> mask) {
+  PositionSource s;
+  s.kind_ = Kind::padding_mask;
+  s.mask_ = mask;
+  return s;
+}
+
+PositionSource PositionSource::padding_mask(MatrixView<const std::int64_t> mask) {
+  PositionSource s;
+  s.kind_ = Kind::padding_mask;
+  s.mask_ = mask;
+  return s;
+}
+
+PositionSource PositionSource::packed(MatrixView<const TokenId> tokens, TokenId separator) {
   PositionSource s;
   s.kind_ = Kind::packed;
+  s.tokens_ = tokens;
   s.separator_ = separator;
   return s;
 }
 
 Matrix<std::int64_t> resolve_positions(const PositionSource& src, MatrixView<const TokenId> tokens,
                                        std::size_t max_seq_len) {
-  return resolve_positions(src, tokens.rows(), tokens.cols(), max_seq_len, tokens,
-                           "resolve_positions");
+  return detail::resolve_positions(src, tokens.rows(), tokens.cols(), max_seq_len,
+                                   "resolve_positions", {});
 }
 
 Matrix<std::int64_t> resolve_positions(const PositionSource& src, std::size_t batch,
                                        std::size_t seq_len, std::size_t max_seq_len,
-                                       MatrixView<const TokenId> tokens, const char* op) {
+                                       const char* operation) {
+  return detail::resolve_positions(src, batch, seq_len, max_seq_len, operation, {});
+}
+
+Matrix<std::int64_t> detail::resolve_positions(const PositionSource& src, std::size_t batch,
+                                               std::size_t seq_len, std::size_t max_seq_len,
+                                               const char* op, std::string_view remedy) {
   if (batch == 0 || seq_len == 0) {
     throw std::invalid_argument(std::string(op) + ": empty batch " + shape(batch, seq_len) +
                                 " (B, T); B and T must both be at least 1");
   }
-  const bool have_tokens = tokens.rows() != 0 || tokens.cols() != 0;
-  if (have_tokens || src.needs_tokens())
-    check_shape(op, "tokens", tokens.rows(), tokens.cols(), batch, seq_len);
   Matrix<std::int64_t> pos(batch, seq_len);
   switch (src.kind()) {
     case PositionSource::Kind::contiguous: {
@@ -81,7 +175,7 @@ Matrix<std::int64_t> resolve_positions(const PositionSource& src, std::size_t ba
         // The first token without a row: index max_seq_len - start (0 when start is past it).
         const std::size_t t = start >= max_seq_len ? 0 : max_seq_len - start;
         throw SequenceTooLong(op, seq_len, start, max_seq_len,
-                              where(0, t) + ", the first token without a row");
+                              where(0, t) + ", the first token without a row", remedy);
       }
       for (std::size_t b = 0; b < batch; ++b) {
         for (std::size_t t = 0; t < seq_len; ++t) {
@@ -90,51 +184,15 @@ Matrix<std::int64_t> resolve_positions(const PositionSource& src, std::size_t ba
       }
       break;
     }
-    case PositionSource::Kind::explicit_ids: {
-      const auto ids = src.ids();
-      check_shape(op, "position ids", ids.rows(), ids.cols(), batch, seq_len);
-      for (std::size_t b = 0; b < batch; ++b) {
-        for (std::size_t t = 0; t < seq_len; ++t) {
-          const std::int64_t p = ids(b, t);
-          if (p < 0) {
-            throw std::out_of_range(std::string(op) + ": position id " + std::to_string(p) +
-                                    " at " + where(b, t) + " is negative");
-          }
-          if (static_cast<std::uint64_t>(p) >= max_seq_len) {
-            throw SequenceTooLong(op, 1, static_cast<std::size_t>(p), max_seq_len,
-                                  where(b, t) + ", explicit position id " + std::to_string(p));
-          }
-          pos(b, t) = p;
-        }
-      }
+    case PositionSource::Kind::explicit_ids:
+      std::visit([&](auto ids) { resolve_explicit(pos, ids, max_seq_len, op, remedy); }, src.ids());
       break;
-    }
-    case PositionSource::Kind::padding_mask: {
-      const auto mask = src.mask();
-      check_shape(op, "padding mask", mask.rows(), mask.cols(), batch, seq_len);
-      for (std::size_t b = 0; b < batch; ++b) {
-        std::size_t next = 0;
-        for (std::size_t t = 0; t < seq_len; ++t) {
-          const std::uint8_t m = mask(b, t);
-          if (m > 1) {
-            throw std::invalid_argument(std::string(op) + ": padding mask value " +
-                                        std::to_string(m) + " at " + where(b, t) +
-                                        " is neither 0 (pad) nor 1 (real token)");
-          }
-          if (m == 0) {
-            pos(b, t) = -1;
-            continue;
-          }
-          if (next >= max_seq_len) {
-            throw SequenceTooLong(op, 1, next, max_seq_len,
-                                  where(b, t) + ", real token number " + std::to_string(next));
-          }
-          pos(b, t) = static_cast<std::int64_t>(next++);
-        }
-      }
+    case PositionSource::Kind::padding_mask:
+      std::visit([&](auto mask) { resolve_mask(pos, mask, max_seq_len, op, remedy); }, src.mask());
       break;
-    }
     case PositionSource::Kind::packed: {
+      const auto tokens = src.tokens();
+      check_shape(op, "packed tokens", tokens.rows(), tokens.cols(), batch, seq_len);
       const TokenId sep = src.separator();
       for (std::size_t b = 0; b < batch; ++b) {
         std::size_t next = 0;
@@ -142,7 +200,7 @@ Matrix<std::int64_t> resolve_positions(const PositionSource& src, std::size_t ba
           if (next >= max_seq_len) {
             throw SequenceTooLong(
                 op, 1, next, max_seq_len,
-                where(b, t) + ", packed document position " + std::to_string(next));
+                where(b, t) + ", packed document position " + std::to_string(next), remedy);
           }
           pos(b, t) = static_cast<std::int64_t>(next);
           next = tokens(b, t) == sep ? 0 : next + 1;

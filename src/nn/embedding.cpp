@@ -69,7 +69,7 @@ void embed_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
   expect_shape(op, "wpe", wpe.rows(), wpe.cols(), wpe.rows(), C);
   expect_shape(op, "out", out.rows(), out.cols(), B * T, C);
   check_token_ids(op, tokens, wte.rows());
-  const Matrix<std::int64_t> pos = resolve_positions(positions, B, T, wpe.rows(), tokens, op);
+  const Matrix<std::int64_t> pos = resolve_positions(positions, B, T, wpe.rows(), op);
   detail::gather_add_rows(out, tokens, wte, pos, wpe);
 }
 
@@ -81,7 +81,7 @@ void embed_backward(MatrixView<float> dwte, MatrixView<float> dwpe, MatrixView<c
   expect_shape(op, "dwpe", dwpe.rows(), dwpe.cols(), dwpe.rows(), C);
   expect_shape(op, "dout", dout.rows(), dout.cols(), B * T, C);
   check_token_ids(op, tokens, dwte.rows());
-  const Matrix<std::int64_t> pos = resolve_positions(positions, B, T, dwpe.rows(), tokens, op);
+  const Matrix<std::int64_t> pos = resolve_positions(positions, B, T, dwpe.rows(), op);
   // Token rows first, in ascending row order (ascending addresses stream far better than the
   // batch's random order), then position rows; each row is summed by one thread, in order.
   detail::scatter_add_rows({dwte, nullptr, tokens.data(), T, tokens.row_stride()}, dout);
@@ -111,24 +111,20 @@ void embed_backward(MatrixView<float> dwte, MatrixView<const float> dout,
 }
 
 void add_positions_forward(MatrixView<float> x, std::size_t batch, std::size_t seq_len,
-                           const PositionSource& positions, MatrixView<const float> wpe,
-                           MatrixView<const TokenId> tokens) {
+                           const PositionSource& positions, MatrixView<const float> wpe) {
   constexpr const char* op = "add_positions_forward";
   check_batch(op, batch, seq_len, wpe.cols());
   expect_shape(op, "x", x.rows(), x.cols(), batch * seq_len, wpe.cols());
-  const Matrix<std::int64_t> pos =
-      resolve_positions(positions, batch, seq_len, wpe.rows(), tokens, op);
+  const Matrix<std::int64_t> pos = resolve_positions(positions, batch, seq_len, wpe.rows(), op);
   detail::gather_add_rows(x, {}, {}, pos, wpe);
 }
 
 void add_positions_backward(MatrixView<float> dwpe, MatrixView<const float> dx, std::size_t batch,
-                            std::size_t seq_len, const PositionSource& positions,
-                            MatrixView<const TokenId> tokens) {
+                            std::size_t seq_len, const PositionSource& positions) {
   constexpr const char* op = "add_positions_backward";
   check_batch(op, batch, seq_len, dwpe.cols());
   expect_shape(op, "dx", dx.rows(), dx.cols(), batch * seq_len, dwpe.cols());
-  const Matrix<std::int64_t> pos =
-      resolve_positions(positions, batch, seq_len, dwpe.rows(), tokens, op);
+  const Matrix<std::int64_t> pos = resolve_positions(positions, batch, seq_len, dwpe.rows(), op);
   detail::scatter_add_rows({dwpe, pos.data(), nullptr, seq_len, 0}, dx);
 }
 

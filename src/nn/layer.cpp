@@ -67,26 +67,24 @@ LearnedPositionalEmbedding::LearnedPositionalEmbedding(Matrix<float> table) {
 }
 
 MatrixView<const float> LearnedPositionalEmbedding::forward(std::size_t seq_len,
-                                                            std::size_t start) const {
+                                                            std::size_t start) const& {
   return learned_positional_embedding(seq_len, table_, start);
 }
 
 void LearnedPositionalEmbedding::forward_add(MatrixView<float> x, std::size_t batch,
-                                             std::size_t seq_len, const PositionSource& positions,
-                                             MatrixView<const TokenId> tokens) const {
+                                             std::size_t seq_len,
+                                             const PositionSource& positions) const {
   constexpr const char* op = "LearnedPositionalEmbedding::forward_add";
-  const Matrix<std::int64_t> pos =
-      resolve_positions(positions, batch, seq_len, max_seq_len(), tokens, op);
+  const Matrix<std::int64_t> pos = resolve_positions(positions, batch, seq_len, max_seq_len(), op);
   check_activation(op, x, batch, seq_len, embed_dim());
   detail::gather_add_rows(x, {}, {}, pos, table_);
 }
 
 void LearnedPositionalEmbedding::backward_add(MatrixView<const float> dx, std::size_t batch,
-                                              std::size_t seq_len, const PositionSource& positions,
-                                              MatrixView<const TokenId> tokens) {
+                                              std::size_t seq_len,
+                                              const PositionSource& positions) {
   constexpr const char* op = "LearnedPositionalEmbedding::backward_add";
-  const Matrix<std::int64_t> pos =
-      resolve_positions(positions, batch, seq_len, max_seq_len(), tokens, op);
+  const Matrix<std::int64_t> pos = resolve_positions(positions, batch, seq_len, max_seq_len(), op);
   check_activation(op, dx, batch, seq_len, embed_dim());
   detail::scatter_add_rows({grad_.view(), pos.data(), nullptr, seq_len, 0}, dx);
 }

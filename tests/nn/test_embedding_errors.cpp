@@ -43,8 +43,8 @@ void expect_all_reject(const std::string& what, MatrixView<const TokenId> tokens
   const std::function<void()> ops[] = {
       [&] { embed_forward(buf.out.view(), tokens, src, wte, wpe); },
       [&] { embed_backward(buf.dwte.view(), buf.dwpe.view(), dout, tokens, src); },
-      [&] { add_positions_forward(buf.out.view(), batch, seq, src, wpe, tokens); },
-      [&] { add_positions_backward(buf.dwpe.view(), dout, batch, seq, src, tokens); }};
+      [&] { add_positions_forward(buf.out.view(), batch, seq, src, wpe); },
+      [&] { add_positions_backward(buf.dwpe.view(), dout, batch, seq, src); }};
   const char* names[] = {"embed_forward", "embed_backward", "add_positions_forward",
                          "add_positions_backward"};
   for (int i = 0; i < 4; ++i) {
@@ -93,7 +93,8 @@ TEST(BadInput, PositionsPastTheTable) {
   expect_all_reject<SequenceTooLong>("explicit max", tokens, PositionSource::explicit_ids(ids));
   Matrix<TokenId> long_doc(B, maxT + 1);  // no separator: one document longer than the table
   for (auto& t : long_doc.flat()) t = 1;
-  expect_all_reject<SequenceTooLong>("packed", long_doc, PositionSource::packed(0), B, maxT + 1);
+  expect_all_reject<SequenceTooLong>("packed", long_doc, PositionSource::packed(long_doc, 0), B,
+                                     maxT + 1);
 }
 
 TEST(BadInput, NegativePositionId) {
@@ -114,6 +115,17 @@ TEST(BadInput, MismatchedShapes) {
   bad_mask(1, 1) = 3;
   expect_all_reject<std::invalid_argument>("mask value", tokens,
                                            PositionSource::padding_mask(bad_mask));
+  Matrix<std::int64_t> hf_mask(B, T);  // HF's attention_mask: int64
+  for (auto& m : hf_mask.flat()) m = 1;
+  hf_mask(2, 0) = -1;
+  expect_all_reject<std::invalid_argument>("int64 mask value", tokens,
+                                           PositionSource::padding_mask(hf_mask));
+  const Matrix<std::int32_t> ids32(B + 1, T);
+  expect_all_reject<std::invalid_argument>("int32 ids shape", tokens,
+                                           PositionSource::explicit_ids(ids32));
+  const Matrix<TokenId> other_tokens(B, T + 1);
+  expect_all_reject<std::invalid_argument>("packed tokens shape", tokens,
+                                           PositionSource::packed(other_tokens, 0));
 
   // Output / table shapes that disagree with each other.
   const auto wte = random_matrix(V, C, 1), wpe_wide = random_matrix(maxT, C + 1, 2);

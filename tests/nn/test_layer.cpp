@@ -117,13 +117,13 @@ TEST(Layer, ForwardAddAndBackwardAddMatchTheReference) {
     const auto batch = testing::make_batch(kind, B, T, 5, maxT, 17);
     const auto pos = resolve_positions(batch.source(), batch.tokens, maxT);
     Matrix<float> x = testing::random_matrix(B * T, C, 1), xr = x;
-    layer.forward_add(x.view(), B, T, batch.source(), batch.tokens);
+    layer.forward_add(x.view(), B, T, batch.source());
     reference::add_positions_forward(xr.view(), pos.data(), layer.table());
     EXPECT_EQ(bytes_of(x), bytes_of(xr));
     const auto dx = testing::random_matrix(B * T, C, 2);
     Matrix<float> gr(maxT, C);
-    layer.backward_add(dx, B, T, batch.source(), batch.tokens);
-    layer.backward_add(dx, B, T, batch.source(), batch.tokens);
+    layer.backward_add(dx, B, T, batch.source());
+    layer.backward_add(dx, B, T, batch.source());
     reference::add_positions_backward(gr.view(), dx, pos.data());
     reference::add_positions_backward(gr.view(), dx, pos.data());
     EXPECT_EQ(bytes_of(layer.grad()), bytes_of(gr));

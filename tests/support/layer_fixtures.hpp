@@ -52,7 +52,7 @@ struct Batch {
       case SourceKind::right_padding:
         return PositionSource::padding_mask(mask);
       case SourceKind::packed:
-        return PositionSource::packed(0);
+        return PositionSource::packed(tokens, 0);
     }
     return PositionSource::contiguous();
   }
