@@ -5,9 +5,12 @@
 //   m(2, 3) = 1.0f;                                         // element reference
 //   std::span<float> r = m.row(2);                          // 8 elements
 //   posemb::MatrixView<const float> ro = m;                 // read-only, implicit
+//   auto right = m.subcols(4, 4);                           // columns [4, 8): (4, 4), stride 8
 //
 // Row r starts at data() + r * row_stride(); a row holds cols() contiguous elements. A view
 // never owns or frees memory: the caller keeps the storage alive for as long as the view is used.
+// A view variable can be re-pointed (v = other), but assigning to a temporary view (a function's
+// return value) does not compile: it would change nothing.
 #pragma once
 
 #include <cassert>
@@ -39,6 +42,12 @@ class MatrixView {
       : data_(data), rows_(rows), cols_(cols), stride_(row_stride) {
     validate();
   }
+
+  constexpr MatrixView(const MatrixView&) noexcept = default;
+  constexpr MatrixView(MatrixView&&) noexcept = default;
+  constexpr MatrixView& operator=(const MatrixView&) & noexcept = default;
+  constexpr MatrixView& operator=(MatrixView&&) & noexcept = default;
+  ~MatrixView() = default;
 
   // MatrixView<T> converts implicitly to MatrixView<const T>.
   template <class U>
@@ -98,6 +107,19 @@ class MatrixView {
       begin = data_ + (rows_ - 1) * stride_ + cols_;
     }
     return MatrixView(unchecked_tag{}, begin, count, cols_, stride_);
+  }
+
+  // Columns [first, first + count) of every row, as a view with the same row stride (q and k as
+  // column blocks of a fused qkv buffer). Throws std::out_of_range when the range does not fit
+  // (checked without overflow).
+  MatrixView subcols(std::size_t first, std::size_t count) const {
+    if (first > cols_ || count > cols_ - first) {
+      throw std::out_of_range("MatrixView::subcols: columns [" + std::to_string(first) + ", " +
+                              std::to_string(first) + " + " + std::to_string(count) +
+                              ") are outside a view of " + std::to_string(cols_) + " columns");
+    }
+    if (rows_ == 0 || count == 0) return MatrixView(unchecked_tag{}, data_, rows_, count, stride_);
+    return MatrixView(unchecked_tag{}, data_ + first, rows_, count, stride_);
   }
 
  private:

@@ -91,6 +91,56 @@ TYPED_TEST(MatrixTyped, SubrowsAreCheckedWithoutOverflow) {
   EXPECT_THROW((void)v.subrows(std::numeric_limits<std::size_t>::max(), 2), std::out_of_range);
 }
 
+TYPED_TEST(MatrixTyped, SubcolsAreAColumnBlockWithTheSameStride) {
+  using T = TypeParam;
+  std::vector<T> buf(3 * 7);
+  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<T>(i);
+  MatrixView<T> v(buf.data(), 3, 6, 7);  // a fused (rows, 3C) buffer with C = 2, one spare column
+  auto k = v.subcols(2, 2);
+  EXPECT_EQ(k.data(), buf.data() + 2);
+  EXPECT_EQ(k.rows(), 3u);
+  EXPECT_EQ(k.cols(), 2u);
+  EXPECT_EQ(k.row_stride(), 7u);
+  EXPECT_EQ(k(2, 1), static_cast<T>(2 * 7 + 3));
+  EXPECT_EQ(v.subcols(6, 0).cols(), 0u);
+  EXPECT_THROW((void)v.subcols(5, 2), std::out_of_range);
+  EXPECT_THROW((void)v.subcols(7, 0), std::out_of_range);
+  EXPECT_THROW((void)v.subcols(1, std::numeric_limits<std::size_t>::max()), std::out_of_range);
+  EXPECT_EQ(MatrixView<T>().subcols(0, 0).data(), nullptr);
+}
+
+// A view variable can be re-pointed; a temporary view cannot be assigned to (it would change
+// nothing, as `layer.table() = other` did not replace the table).
+TYPED_TEST(MatrixTyped, OnlyAViewVariableCanBeAssigned) {
+  using T = TypeParam;
+  static_assert(std::is_assignable_v<MatrixView<T>&, MatrixView<T>>);
+  static_assert(!std::is_assignable_v<MatrixView<T>, MatrixView<T>>);
+  static_assert(!std::is_assignable_v<MatrixView<T>, const Matrix<T>&>);
+  static_assert(!std::is_assignable_v<MatrixView<T>, Matrix<T>>);
+  static_assert(std::is_trivially_copyable_v<MatrixView<T>>);
+  std::vector<T> a(4), b(6);
+  MatrixView<T> v(a.data(), 2, 2);
+  v = MatrixView<T>(b.data(), 2, 3);
+  EXPECT_EQ(v.data(), b.data());
+  EXPECT_EQ(v.cols(), 3u);
+}
+
+// A named Matrix passes as an output (a mutable view); a temporary one does not compile, since
+// the view would dangle at the end of the statement. Read-only views come from either.
+TYPED_TEST(MatrixTyped, MatrixPassesAsAMutableViewOnlyWhenNamed) {
+  using T = TypeParam;
+  static_assert(std::is_convertible_v<Matrix<T>&, MatrixView<T>>);
+  static_assert(!std::is_convertible_v<Matrix<T>, MatrixView<T>>);
+  static_assert(!std::is_convertible_v<Matrix<T>&&, MatrixView<T>>);
+  static_assert(!std::is_convertible_v<const Matrix<T>&, MatrixView<T>>);
+  static_assert(std::is_convertible_v<const Matrix<T>&, MatrixView<const T>>);
+  static_assert(std::is_convertible_v<Matrix<T>, MatrixView<const T>>);
+  Matrix<T> m(2, 3);
+  const auto fill = [](MatrixView<T> out) { out(1, 2) = static_cast<T>(7); };
+  fill(m);
+  EXPECT_EQ(m(1, 2), static_cast<T>(7));
+}
+
 TYPED_TEST(MatrixTyped, MatrixIsZeroFilledAlignedAndContiguous) {
   using T = TypeParam;
   Matrix<T> m(7, 13);
