@@ -28,6 +28,7 @@ LAYER_OF = {
     "learned_positional_embedding.hpp": "core",
     "positions.hpp": "core",
     "sinusoidal.hpp": "core",
+    "rope.hpp": "core",
     "version.hpp": "core",
     "half.hpp": "core",
     "random.hpp": "core",

@@ -23,6 +23,7 @@
 #include "posemb/positions.hpp"
 #include "posemb/random.hpp"
 #include "posemb/resize.hpp"
+#include "posemb/rope.hpp"
 #include "posemb/safetensors.hpp"
 #include "posemb/sinusoidal.hpp"
 #include "posemb/tensor_file.hpp"

@@ -1,0 +1,220 @@
+#include "posemb/rope.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "angles.hpp"
+#include "posemb/parallel.hpp"
+#include "resolve_positions.hpp"
+
+namespace posemb {
+namespace {
+
+// Which columns of a row rotate: heads of head_dim columns, the first 2 * pairs of each.
+struct Geometry {
+  std::size_t heads;
+  std::size_t head_dim;
+  std::size_t pairs;
+  bool interleaved;
+};
+
+// Rotates every head of one row by the angles whose cos and sin are c[i], s[i] (i < pairs):
+// forward a' = a c - b s, b' = a s + b c; inverse (the transpose) a' = a c + b s, b' = b c - a s.
+template <bool Inverse>
+void rotate_row(float* row, const float* c, const float* s, const Geometry& g) {
+  const std::size_t step = g.interleaved ? 2 : 1;           // from pair i to pair i + 1
+  const std::size_t partner = g.interleaved ? 1 : g.pairs;  // from a to b within a pair
+  for (std::size_t h = 0; h < g.heads; ++h) {
+    float* x = row + h * g.head_dim;
+    for (std::size_t i = 0; i < g.pairs; ++i) {
+      float* pa = x + i * step;
+      float* pb = pa + partner;
+      const float a = *pa, b = *pb;
+      if constexpr (Inverse) {
+        *pa = a * c[i] + b * s[i];
+        *pb = b * c[i] - a * s[i];
+      } else {
+        *pa = a * c[i] - b * s[i];
+        *pb = a * s[i] + b * c[i];
+      }
+    }
+  }
+}
+
+std::string remedy_for_cache(std::size_t positions) {
+  return "The table is a RopeCache of " + std::to_string(positions) +
+         " positions: reserve() enough positions, or rotate with the Rope itself, which "
+         "computes any position";
+}
+
+constexpr std::size_t kMaxPosition =
+    static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+
+// Validates x against (heads, batch, seq_len) and the rope, then resolves the positions, all
+// before anything is written.
+Matrix<std::int64_t> prepare(const char* op, MatrixView<const float> x, std::size_t heads,
+                             std::size_t batch, std::size_t seq_len,
+                             const PositionSource& positions, const Rope& rope, std::size_t limit,
+                             const std::string& remedy) {
+  const std::size_t D = rope.head_dim();
+  if (heads == 0) throw std::invalid_argument(std::string(op) + ": heads is 0");
+  if (batch != 0 && seq_len != 0 && (x.rows() % seq_len != 0 || x.rows() / seq_len != batch)) {
+    throw std::invalid_argument(std::string(op) + ": x has " + std::to_string(x.rows()) +
+                                " rows, expected B*T = " + std::to_string(batch) + "*" +
+                                std::to_string(seq_len));
+  }
+  if (x.cols() % heads != 0 || x.cols() / heads != D) {
+    std::string why = x.cols() % heads != 0
+                          ? " are not divisible by " + std::to_string(heads) + " heads"
+                          : " are " + std::to_string(heads) + " heads of dimension " +
+                                std::to_string(x.cols() / heads);
+    throw std::invalid_argument(
+        std::string(op) + ": x has " + std::to_string(x.cols()) + " columns, which" + why +
+        ", but the rotation is for heads of "
+        "dimension D = " +
+        std::to_string(D) + " (x must be (B*T, H*D) = (" + std::to_string(batch) + "*" +
+        std::to_string(seq_len) + ", " + std::to_string(heads) + "*" + std::to_string(D) + "))");
+  }
+  return detail::resolve_positions(positions, batch, seq_len, limit, op, remedy);
+}
+
+Geometry geometry(const Rope& rope, std::size_t heads) {
+  return {heads, rope.head_dim(), rope.pairs(), rope.layout() == RopeLayout::interleaved};
+}
+
+template <bool Inverse>
+void rotate_cached(const char* op, MatrixView<float> x, std::size_t heads, std::size_t batch,
+                   std::size_t seq_len, const PositionSource& positions, const RopeCache& cache) {
+  const Matrix<std::int64_t> pos = prepare(op, x, heads, batch, seq_len, positions, cache.rope(),
+                                           cache.positions(), remedy_for_cache(cache.positions()));
+  const Geometry g = geometry(cache.rope(), heads);
+  const MatrixView<const float> cs = cache.cos(), sn = cache.sin();
+  const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(x.rows());
+#pragma omp parallel for schedule(static) if (worth_parallel(x.size()))
+  for (std::ptrdiff_t ri = 0; ri < rows; ++ri) {
+    const std::int64_t p = pos.data()[ri];
+    if (p < 0) continue;  // a pad: no position, no rotation
+    const auto up = static_cast<std::size_t>(p);
+    rotate_row<Inverse>(x.row(static_cast<std::size_t>(ri)).data(), cs.row(up).data(),
+                        sn.row(up).data(), g);
+  }
+}
+
+template <bool Inverse>
+void rotate_direct(const char* op, MatrixView<float> x, std::size_t heads, std::size_t batch,
+                   std::size_t seq_len, const PositionSource& positions, const Rope& rope) {
+  const Matrix<std::int64_t> pos =
+      prepare(op, x, heads, batch, seq_len, positions, rope, kMaxPosition,
+              "The rotary embedding takes positions below 2^63 - 1");
+  const Geometry g = geometry(rope, heads);
+  const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(x.rows());
+#pragma omp parallel if (worth_parallel(x.size()))
+  {
+    std::vector<float> c(g.pairs), s(g.pairs);
+#pragma omp for schedule(static)
+    for (std::ptrdiff_t ri = 0; ri < rows; ++ri) {
+      const std::int64_t p = pos.data()[ri];
+      if (p < 0) continue;
+      rope.angles(static_cast<std::size_t>(p), c, s);
+      rotate_row<Inverse>(x.row(static_cast<std::size_t>(ri)).data(), c.data(), s.data(), g);
+    }
+  }
+}
+
+}  // namespace
+
+Rope::Rope(std::size_t head_dim, RopeLayout layout, const RopeOptions& options)
+    : head_dim_(head_dim),
+      rotary_dim_(options.rotary_dim == 0 ? head_dim : options.rotary_dim),
+      layout_(layout),
+      base_(options.base) {
+  if (head_dim == 0 || head_dim % 2 != 0) {
+    throw std::invalid_argument("Rope: head_dim D = " + std::to_string(head_dim) +
+                                " must be even and at least 2 (columns rotate in pairs)");
+  }
+  if (rotary_dim_ % 2 != 0 || rotary_dim_ > head_dim) {
+    throw std::invalid_argument("Rope: rotary_dim R = " + std::to_string(options.rotary_dim) +
+                                " must be even and at most head_dim D = " +
+                                std::to_string(head_dim) + " (0: all D columns)");
+  }
+  if (!(std::isfinite(options.base) && options.base > 0.0)) {
+    throw std::invalid_argument("Rope: base must be finite and > 0, got " +
+                                std::to_string(options.base));
+  }
+  if (layout != RopeLayout::interleaved && layout != RopeLayout::half) {
+    throw std::invalid_argument("Rope: layout " + std::to_string(static_cast<int>(layout)) +
+                                " is neither interleaved nor half");
+  }
+  for (std::size_t i = 0; i < pairs(); ++i) {
+    const long double expo =
+        static_cast<long double>(2 * i) / static_cast<long double>(rotary_dim_);
+    const detail::InverseFrequency f = detail::inverse_frequency(base_, expo);
+    inv_freq_ld_.push_back(f.ld);
+    inv_freq_d_.push_back(f.d);
+  }
+}
+
+void Rope::angles(std::size_t position, std::span<float> cos, std::span<float> sin) const {
+  if (cos.size() != pairs() || sin.size() != pairs()) {
+    throw std::invalid_argument("Rope::angles: cos and sin need " + std::to_string(pairs()) +
+                                " values each, got " + std::to_string(cos.size()) + " and " +
+                                std::to_string(sin.size()));
+  }
+  for (std::size_t i = 0; i < pairs(); ++i) {
+    double s;
+    double c;
+    detail::sin_cos(position, {inv_freq_ld_[i], inv_freq_d_[i]}, s, c);
+    cos[i] = static_cast<float>(c);
+    sin[i] = static_cast<float>(s);
+  }
+}
+
+RopeCache::RopeCache(const Rope& rope, std::size_t positions) : rope_(rope) {
+  reserve(positions);
+}
+
+void RopeCache::reserve(std::size_t positions) {
+  const std::size_t have = cos_.rows();
+  if (positions <= have) return;
+  const std::size_t pairs = rope_.pairs();
+  Matrix<float> c(positions, pairs), s(positions, pairs);
+  if (have != 0) {
+    std::memcpy(c.data(), cos_.data(), have * pairs * sizeof(float));
+    std::memcpy(s.data(), sin_.data(), have * pairs * sizeof(float));
+  }
+  const std::ptrdiff_t first = static_cast<std::ptrdiff_t>(have);
+  const std::ptrdiff_t last = static_cast<std::ptrdiff_t>(positions);
+  const Rope& rope = rope_;
+#pragma omp parallel for schedule(static) if (worth_parallel((positions - have) * pairs))
+  for (std::ptrdiff_t p = first; p < last; ++p) {
+    const auto up = static_cast<std::size_t>(p);
+    rope.angles(up, c.row(up), s.row(up));
+  }
+  cos_ = std::move(c);
+  sin_ = std::move(s);
+}
+
+void rope_forward(MatrixView<float> x, std::size_t heads, std::size_t batch, std::size_t seq_len,
+                  const PositionSource& positions, const RopeCache& cache) {
+  rotate_cached<false>("rope_forward", x, heads, batch, seq_len, positions, cache);
+}
+
+void rope_forward(MatrixView<float> x, std::size_t heads, std::size_t batch, std::size_t seq_len,
+                  const PositionSource& positions, const Rope& rope) {
+  rotate_direct<false>("rope_forward", x, heads, batch, seq_len, positions, rope);
+}
+
+void rope_backward(MatrixView<float> dx, std::size_t heads, std::size_t batch, std::size_t seq_len,
+                   const PositionSource& positions, const RopeCache& cache) {
+  rotate_cached<true>("rope_backward", dx, heads, batch, seq_len, positions, cache);
+}
+
+void rope_backward(MatrixView<float> dx, std::size_t heads, std::size_t batch, std::size_t seq_len,
+                   const PositionSource& positions, const Rope& rope) {
+  rotate_direct<true>("rope_backward", dx, heads, batch, seq_len, positions, rope);
+}
+
+}  // namespace posemb
