@@ -1,8 +1,9 @@
 // posemb/optimizers.hpp: AdamW and SGD with momentum on any list of parameters.
 //
 //   posemb::AdamW opt({.lr = 3e-4f, .weight_decay = 0.1f});
-//   std::vector<posemb::ParamRef> params{{wpe.view(), dwpe}, {wte.view(), dwte}};
+//   std::vector<posemb::ParamRef> params{{wpe, dwpe}, {wte, dwte}};   // named matrices
 //   for (...) { /* forward, backward into dwpe, dwte */ opt.step(params); zero_grad(dwpe); ... }
+//   opt.step({layer.parameter(), {wte, dwte}});                        // a list in place works too
 //
 // Both follow PyTorch's update rules (torch.optim.AdamW and torch.optim.SGD with
 // dampening 0, nesterov off). Updates are elementwise, so the result does not depend on the
@@ -10,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <vector>
 
@@ -38,6 +40,8 @@ class AdamW {
   //   p *= 1 - lr*wd;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
   //   p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)
   void step(std::span<const ParamRef> params);
+  // The same for a list written in place: opt.step({pe.parameter(), {wte, dwte}}).
+  void step(std::initializer_list<ParamRef> params);
   std::int64_t steps() const noexcept { return steps_; }
   // State for checkpoints: first and second moments per parameter, in params order.
   std::vector<Matrix<float>>& first_moments() noexcept { return m_; }
@@ -64,6 +68,8 @@ class Sgd {
   explicit Sgd(SgdConfig cfg = {});
   // One step: g' = g + wd p;  buf = momentum buf + g';  p -= lr buf. Same list every call.
   void step(std::span<const ParamRef> params);
+  // The same for a list written in place: opt.step({{w, dw}}).
+  void step(std::initializer_list<ParamRef> params);
   std::int64_t steps() const noexcept { return steps_; }
   // Momentum buffers per parameter, in params order.
   std::vector<Matrix<float>>& velocities() noexcept { return velocity_; }

@@ -126,6 +126,14 @@ Sgd::Sgd(SgdConfig cfg) : cfg_(cfg) {
               " (need lr >= 0, momentum in [0, 1), weight_decay >= 0, all finite)");
 }
 
+void AdamW::step(std::initializer_list<ParamRef> params) {
+  step(std::span<const ParamRef>(params.begin(), params.size()));
+}
+
+void Sgd::step(std::initializer_list<ParamRef> params) {
+  step(std::span<const ParamRef>(params.begin(), params.size()));
+}
+
 void Sgd::step(std::span<const ParamRef> params) {
   check_params("Sgd::step", params, velocity_);
   if (velocity_.empty()) velocity_ = zeros_like(params);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "posemb/posemb.hpp"
 #include "test_support.hpp"
@@ -101,6 +102,39 @@ TEST(Optimizers, RejectADifferentParameterListAndWriteNothing) {
   EXPECT_THROW(AdamW({.eps = 0.0f}), std::invalid_argument);
   EXPECT_THROW(Sgd({.lr = -1.0f}), std::invalid_argument);
   EXPECT_THROW(adam.set_steps(-1), std::invalid_argument);
+}
+
+// opt.step({p}) and opt.step({p, q}) take a list written in place, and do exactly what the
+// span overload does.
+template <class Opt>
+concept StepsOnABracedList = requires(Opt& opt, ParamRef p) {
+  opt.step({p});
+  opt.step({p, p});
+};
+static_assert(StepsOnABracedList<AdamW> && StepsOnABracedList<Sgd>);
+
+template <class Opt>
+void expect_braced_list_equals_span() {
+  Matrix<float> a = testing::random_matrix(3, 4, 1), ga = testing::random_matrix(3, 4, 2);
+  Matrix<float> b = testing::random_matrix(2, 5, 3), gb = testing::random_matrix(2, 5, 4);
+  Matrix<float> a2 = a, b2 = b;
+  Opt listed, spanned;
+  LearnedPositionalEmbedding layer(4, 3);
+  for (int step = 0; step < 3; ++step) {
+    listed.step({{a, ga}, {b, gb}});
+    const std::vector<ParamRef> params{{a2, ga}, {b2, gb}};
+    spanned.step(params);
+  }
+  EXPECT_EQ(bytes_of(a), bytes_of(a2));
+  EXPECT_EQ(bytes_of(b), bytes_of(b2));
+  Opt one;
+  one.step({layer.parameter()});  // a single parameter, as layer.hpp's example writes it
+  EXPECT_EQ(one.steps(), 1);
+}
+
+TEST(Optimizers, StepTakesABracedListLikeASpan) {
+  expect_braced_list_equals_span<AdamW>();
+  expect_braced_list_equals_span<Sgd>();
 }
 
 TEST(Optimizers, ZeroGrad) {
