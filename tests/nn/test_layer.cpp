@@ -1,10 +1,14 @@
 // LearnedPositionalEmbedding and the initializers: statistics, determinism across thread
-// counts, the core view, forward/backward through the layer, row bookkeeping.
+// counts, the core view, forward/backward through the layer, row bookkeeping, the pretrained
+// table, and what must not compile (the table cannot be swapped; no view of a temporary).
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <cmath>
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "embed_reference.hpp"
 #include "layer_fixtures.hpp"
@@ -152,6 +156,116 @@ TEST(Layer, RecordsWhichRowsEverReceivedAGradient) {
   layer.forward_add(x.view(), 2, 3, PositionSource::contiguous(7));
   EXPECT_FALSE(layer.row_trained(8));
 }
+
+// --- the table cannot be swapped, and no view outlives the layer ---------------------------
+
+using Layer = LearnedPositionalEmbedding;
+// `layer.table() = Matrix<float>(32, 4)` replaced the table of a (1024, 768) layer while its
+// gradient kept the old shape: the next backward wrote past the end (heap corruption). Now
+// table() and grad() are views, and assigning to them does not compile.
+static_assert(!std::is_assignable_v<decltype(std::declval<Layer&>().table()), Matrix<float>>);
+static_assert(
+    !std::is_assignable_v<decltype(std::declval<Layer&>().table()), const Matrix<float>&>);
+static_assert(!std::is_assignable_v<decltype(std::declval<Layer&>().grad()), Matrix<float>>);
+static_assert(!std::is_assignable_v<decltype(std::declval<Layer&>().table()), MatrixView<float>>);
+// Views of a temporary layer would dangle at the end of the statement.
+template <class L>
+concept TableOf = requires(L&& l) {
+  std::forward<L>(l).table();
+};
+template <class L>
+concept ForwardOf = requires(L&& l) {
+  std::forward<L>(l).forward(1);
+};
+template <class L>
+concept ParameterOf = requires(L&& l) {
+  std::forward<L>(l).parameter();
+};
+static_assert(TableOf<Layer&> && TableOf<const Layer&> && !TableOf<Layer>);
+static_assert(ForwardOf<Layer&> && ForwardOf<const Layer&> && !ForwardOf<Layer>);
+static_assert(ParameterOf<Layer&> && !ParameterOf<Layer>);
+
+TEST(Layer, PretrainedTableIsTakenOverWithoutACopy) {
+  Matrix<float> t = testing::random_matrix(6, 3, 1);
+  const float* data = t.data();
+  const auto bytes = bytes_of(t);
+  LearnedPositionalEmbedding layer(std::move(t));
+  EXPECT_EQ(layer.table().data(), data);
+  EXPECT_EQ(bytes_of(layer.table()), bytes);
+  EXPECT_EQ(layer.max_seq_len(), 6u);
+  EXPECT_EQ(layer.embed_dim(), 3u);
+  EXPECT_EQ(bytes_of(layer.grad()), bytes_of(Matrix<float>(6, 3)));
+  EXPECT_EQ(layer.untrained_rows().size(), 6u);
+}
+
+TEST(Layer, PretrainedTableWithNaNOrInfinityOrNoElementsIsRefused) {
+  for (float bad : {NAN, INFINITY, -INFINITY}) {
+    Matrix<float> t = testing::random_matrix(6, 3, 2);
+    t(4, 1) = bad;
+    try {
+      LearnedPositionalEmbedding layer(std::move(t));
+      ADD_FAILURE() << "no exception for " << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("row 4, column 1"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(LearnedPositionalEmbedding(Matrix<float>(0, 3)), std::invalid_argument);
+  EXPECT_THROW(LearnedPositionalEmbedding(Matrix<float>(3, 0)), std::invalid_argument);
+  EXPECT_THROW(LearnedPositionalEmbedding(Matrix<float>()), std::invalid_argument);
+}
+
+// docs/layer.md: the gradient counts however it reached grad(), embed_backward included; it is
+// recorded at zero_grad() and seen at query time before that.
+TEST(Layer, RowsTrainedThroughEmbedBackwardAreSeenAtQueryAndAfterZeroGrad) {
+  const std::size_t B = 2, T = 3, C = 4, V = 5, maxT = 10;
+  LearnedPositionalEmbedding pe(maxT, C);
+  Matrix<float> dwte(V, C);
+  const auto tokens = testing::random_tokens(B, T, V, 3);
+  const auto dx = testing::random_matrix(B * T, C, 4);
+  embed_backward(dwte, pe.grad(), dx, tokens, PositionSource::contiguous(2));  // rows 2, 3, 4
+  // At query time, before any zero_grad:
+  EXPECT_TRUE(pe.row_trained(2));
+  EXPECT_TRUE(pe.row_trained(4));
+  EXPECT_FALSE(pe.row_trained(5));
+  const std::vector<std::size_t> untrained{0, 1, 5, 6, 7, 8, 9};
+  EXPECT_EQ(pe.untrained_rows(), untrained);
+  pe.zero_grad();
+  EXPECT_EQ(bytes_of(pe.grad()), bytes_of(Matrix<float>(maxT, C)));
+  EXPECT_EQ(pe.untrained_rows(), untrained);  // recorded by zero_grad
+  EXPECT_TRUE(pe.row_trained(3));
+}
+
+// A named Matrix passes wherever an output view is expected (embed_forward's out,
+// initialize_table's table), and the result is the same as through .view().
+TEST(Layer, NamedMatricesPassAsOutputs) {
+  const std::size_t B = 2, T = 3, C = 4, V = 5, maxT = 8;
+  Matrix<float> wpe(maxT, C), wpe_view(maxT, C);
+  initialize_table(wpe, {});
+  initialize_table(wpe_view.view(), Initializer{});
+  EXPECT_EQ(bytes_of(wpe), bytes_of(wpe_view));
+  EXPECT_NE(bytes_of(wpe), bytes_of(Matrix<float>(maxT, C)));
+  const auto wte = testing::random_matrix(V, C, 5);
+  const auto tokens = testing::random_tokens(B, T, V, 6);
+  Matrix<float> out(B * T, C), out_view(B * T, C);
+  embed_forward(out, tokens, PositionSource::contiguous(), wte, wpe);
+  embed_forward(out_view.view(), tokens, PositionSource::contiguous(), wte, wpe);
+  EXPECT_EQ(bytes_of(out), bytes_of(out_view));
+  EXPECT_NE(bytes_of(out), bytes_of(Matrix<float>(B * T, C)));
+}
+
+// A temporary Matrix cannot be an output: the result would be lost with it.
+template <class Out>
+concept EmbedForwardInto = requires(Out&& out, const Matrix<TokenId>& tokens,
+                                    const Matrix<float>& w) {
+  embed_forward(std::forward<Out>(out), tokens, PositionSource::contiguous(), w, w);
+};
+template <class Table>
+concept InitializeInto = requires(Table&& t) {
+  initialize_table(std::forward<Table>(t), Initializer{});
+};
+static_assert(EmbedForwardInto<Matrix<float>&> && EmbedForwardInto<MatrixView<float>>);
+static_assert(!EmbedForwardInto<Matrix<float>> && !EmbedForwardInto<const Matrix<float>&>);
+static_assert(InitializeInto<Matrix<float>&> && !InitializeInto<Matrix<float>>);
 
 }  // namespace
 }  // namespace posemb
