@@ -15,7 +15,27 @@ one_line "no subcommand"
 expect 2 "unknown flag" -- --no-such-flag
 one_line "unknown flag"
 contains err "usage error" "unknown flag says usage error"
+contains err "--no-such-flag" "unknown flag is named"
+contains err "see 'posemb --help'" "a top-level usage error points to posemb --help"
 expect 2 "unknown subcommand" -- no-such-command
+contains err "no-such-command" "unknown subcommand is named"
+# A usage error in a subcommand points to that subcommand's --help: CLI11's own errors (an
+# unknown flag, a value out of range) and the tool's (UsageError).
+expect 2 "unknown train flag" -- train --no-such-flag
+one_line "unknown train flag"
+contains err "--no-such-flag" "unknown train flag is named"
+contains err "see 'posemb train --help'" "train usage error points to posemb train --help"
+expect 2 "bad train value" -- train --steps banana
+contains err "see 'posemb train --help'" "bad train value points to posemb train --help"
+expect 2 "train flags that contradict" -- train --pe rope --d-model 12 --heads 4
+contains err "see 'posemb train --help'" "train UsageError points to posemb train --help"
+expect 2 "resize without its file" -- resize
+contains err "see 'posemb resize --help'" "resize usage error points to posemb resize --help"
+expect 2 "a flag demo does not have" -- demo --max-seq-len 8 --seq-len 9
+contains err "see 'posemb demo --help'" "demo usage error points to posemb demo --help"
+expect 1 "runtime failure: missing file" -- inspect no-such-file.safetensors
+one_line "runtime failure: missing file"
+contains err "posemb: error: " "runtime failure says error"
 expect 2 "bad demo value" -- demo --steps banana
 one_line "bad demo value"
 expect 2 "demo value out of range" -- demo --samples 0

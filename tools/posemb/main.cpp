@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "cli.hpp"
 #include "posemb/version.hpp"
@@ -19,6 +20,34 @@ std::string one_line(std::string s) {
   }
   while (!s.empty() && s.back() == ' ') s.pop_back();
   return s;
+}
+
+// The command that was being parsed, "posemb" or "posemb train": its --help is the one to read.
+std::string command_path(const CLI::App& app) {
+  std::string path = "posemb";
+  const CLI::App* cur = &app;
+  for (auto subs = cur->get_subcommands(); !subs.empty(); subs = cur->get_subcommands()) {
+    cur = subs.front();
+    path += " " + cur->get_name();
+  }
+  return path;
+}
+
+// A usage error's text. Without a subcommand CLI11 reports only that one is required; when the
+// line held something it did not recognize ("posemb --bogus", "posemb bogus"), name that.
+std::string usage_message(const CLI::App& app, const CLI::ParseError& e) {
+  const std::vector<std::string> rest = app.remaining();
+  if (app.get_subcommands().empty() && !rest.empty()) {
+    const std::string& first = rest.front();
+    if (!first.empty() && first[0] == '-') return "unknown option '" + first + "'";
+    return "unknown subcommand '" + first + "'";
+  }
+  return one_line(e.what());
+}
+
+int usage_error(const CLI::App& app, const std::string& message) {
+  fmt::print(stderr, "posemb: usage error: {} (see '{} --help')\n", message, command_path(app));
+  return posemb::cli::kExitUsage;
 }
 
 }  // namespace
@@ -49,11 +78,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "posemb: usage error: {} (see 'posemb --help')\n", one_line(e.what()));
-    return posemb::cli::kExitUsage;
+    return usage_error(app, usage_message(app, e));
   } catch (const posemb::cli::UsageError& e) {
-    fmt::print(stderr, "posemb: usage error: {} (see 'posemb --help')\n", one_line(e.what()));
-    return posemb::cli::kExitUsage;
+    return usage_error(app, one_line(e.what()));
   } catch (const std::exception& e) {
     fmt::print(stderr, "posemb: error: {}\n", one_line(e.what()));
     return posemb::cli::kExitFailure;
