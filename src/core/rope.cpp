@@ -45,8 +45,8 @@ void rotate_row(float* row, const float* c, const float* s, const Geometry& g) {
 }
 
 std::string remedy_for_cache(std::size_t positions) {
-  return "The table is a RopeCache of " + std::to_string(positions) +
-         " positions: reserve() enough positions, or rotate with the Rope itself, which "
+  return "The position table here is a RopeCache of " + std::to_string(positions) +
+         " positions: reserve() the rows named above, or rotate with the Rope itself, which "
          "computes any position";
 }
 
