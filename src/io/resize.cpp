@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "posemb/errors.hpp"
 #include "posemb/initializers.hpp"
 #include "posemb/memory.hpp"
 #include "table_checks.hpp"
@@ -46,8 +47,8 @@ ResizeMethod parse_resize_method(std::string_view name) {
                  ResizeMethod::truncate}) {
     if (resize_method_name(m) == name) return m;
   }
-  throw std::invalid_argument("parse_resize_method: unknown method '" + std::string(name) +
-                              "' (expected copy, interpolate, random or truncate)");
+  throw std::invalid_argument("parse_resize_method: unknown method " + quote_untrusted(name) +
+                              " (expected copy, interpolate, random or truncate)");
 }
 
 PositionTable resize_table(const PositionTable& table, std::size_t new_positions,
