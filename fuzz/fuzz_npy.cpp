@@ -12,8 +12,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const posemb::Tensor t = posemb::read_npy_bytes(bytes, "<fuzz>");
     const std::uint64_t n = t.element_count();
-    const std::size_t have = t.dtype == posemb::DType::F64 ? t.values_f64.size() : t.values.size();
-    if (have != n || n * posemb::dtype_size(t.dtype) > size) std::abort();
+    if (t.bytes().size() != n * posemb::dtype_size(t.dtype()) || t.bytes().size() > size) {
+      std::abort();
+    }
   } catch (const posemb::FileFormatError&) {
   }
   return 0;

@@ -307,7 +307,7 @@ RunConfig read_settings(const TensorFile& f, const std::string& path) {
 Matrix<float> tensor_matrix(const TensorFile& f, const std::string& name, const std::string& path) {
   const Tensor* t = f.find(name);
   if (t == nullptr) throw std::runtime_error("checkpoint: " + path + " has no tensor " + name);
-  return t->to_matrix_f32();
+  return t->to_matrix<float>();
 }
 
 void copy_into(MatrixView<float> dst, const Matrix<float>& src, const std::string& name,

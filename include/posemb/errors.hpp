@@ -44,4 +44,33 @@ class SequenceTooLong : public std::out_of_range {
   std::size_t max_seq_len_;
 };
 
+// A file that is not what its format promises (truncated, lying header, unknown dtype, not a
+// regular file, ...). what() is "'PATH': problem", the path quoted with quote_untrusted.
+// Derives from std::runtime_error. Thrown by the readers of posemb/safetensors.hpp,
+// posemb/npy.hpp and posemb/position_table_file.hpp.
+//
+//   try {
+//     auto f = posemb::read_safetensors("model.safetensors");
+//   } catch (const posemb::FileFormatError& e) {
+//     e.path();   // "model.safetensors"
+//   }
+class FileFormatError : public std::runtime_error {
+ public:
+  FileFormatError(std::string_view path, std::string_view problem);
+  // The path as given (not quoted).
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Bytes from outside (a tensor name, metadata, a file header, a path) made safe to put in a
+// message: single-quoted; backslash and quote escaped (\\, \'); control bytes (NUL included),
+// DEL, C1 controls and bytes that are not UTF-8 as \xNN; Unicode line separators and bidi
+// overrides as \uNNNN; other UTF-8 kept. At most max_bytes of input are shown, cut at a
+// character boundary, followed by "... (N bytes)" when text is longer.
+//
+//   posemb::quote_untrusted("wpe\x1b[2J")   // 'wpe\x1b[2J' (the escape byte written as text)
+std::string quote_untrusted(std::string_view text, std::size_t max_bytes = 200);
+
 }  // namespace posemb

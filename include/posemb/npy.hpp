@@ -1,13 +1,15 @@
-// posemb/npy.hpp: NumPy's .npy format (versions 1.0, 2.0 and 3.0), little-endian float32
-// ('<f4') and float64 ('<f8') in C order.
+// posemb/npy.hpp: NumPy's .npy format (versions 1.0, 2.0 and 3.0), little-endian, C order.
 //
 //   posemb::write_npy("wpe.npy", posemb::Tensor::from_matrix("", table));   // np.load reads it
-//   posemb::Tensor t = posemb::read_npy("wpe.npy");      // t.shape == {1024, 768}, DType::F32
+//   posemb::Tensor t = posemb::read_npy("wpe.npy");   // t.shape() == {1024, 768}, DType::F32
+//   posemb::Matrix<float> m = t.to_matrix<float>();
 //
-// Reading validates the magic, the version, the header (a Python dict literal with 'descr',
-// 'fortran_order' and 'shape' and nothing else), the dtype, the order (Fortran order is refused:
-// save with np.ascontiguousarray) and that the data is exactly shape-product x itemsize bytes,
-// before any element is read. Errors throw FileFormatError naming the file.
+// dtypes: '<f2' (F16), '<f4' (F32), '<f8' (F64), '|b1' (BOOL), '|i1' '|u1' (I8, U8), '<i2'
+// '<u2' '<i4' '<u4' '<i8' '<u8' (I16 ... U64). Reading validates the magic, the version, the
+// header (a Python dict literal with 'descr', 'fortran_order' and 'shape' and nothing else, at
+// most kNpyMaxHeaderBytes, shape of at most 64 dimensions), the dtype, the order (Fortran order
+// is refused: save with np.ascontiguousarray) and that the data is exactly shape-product x
+// itemsize bytes, before any element is read. Errors throw FileFormatError naming the file.
 #pragma once
 
 #include <cstddef>
@@ -22,14 +24,18 @@ namespace posemb {
 // Largest .npy header posemb accepts (numpy's own default limit for safe loading is 10 000).
 inline constexpr std::size_t kNpyMaxHeaderBytes = 1 << 20;
 
-// Reads a .npy file; the tensor's name is "" and its dtype F32 or F64.
+// Reads a .npy file (a regular file, opened once without blocking, mapped): the tensor, named
+// "", views the mapping, so nothing is copied. Throws FileFormatError for a malformed file or
+// one that is not a regular file, std::system_error when it cannot be opened or mapped.
 Tensor read_npy(const std::string& path);
 
-// The same from bytes in memory; source names the bytes in error messages.
+// The same from bytes in memory; the tensor owns a copy of its bytes. source names the bytes in
+// error messages.
 Tensor read_npy_bytes(std::span<const std::byte> bytes, std::string_view source);
 
-// Writes tensor (dtype F32 or F64, any shape) as .npy, format 1.0 (2.0 when the header needs
-// it), header padded to 64 bytes as numpy does. Atomic; validated first (dtype, value count).
+// Writes tensor (any dtype above: not BF16 or F8, which numpy lacks; any shape) as .npy with
+// write_file_atomically: format 1.0 (2.0 when the header needs it), header padded to 64 bytes
+// as numpy does. Throws std::invalid_argument for a dtype .npy cannot hold, before writing.
 void write_npy(const std::string& path, const Tensor& tensor);
 
 }  // namespace posemb

@@ -58,14 +58,19 @@ struct PositionTable {
   }
 };
 
-// Loads the position table of a .safetensors or .npy file (chosen by content, not extension).
-// Throws FileFormatError for a malformed file, for no match or several matches (listing them),
-// for a table that is not 2-D floats, or for posemb metadata that does not fit the table.
+// Loads the position table of a .safetensors or .npy file (chosen by content, not extension;
+// the file is opened once and only the table's bytes are read). The table must be 2-D floats
+// (F16, BF16, F32, F64; held as float, F64 rounded to nearest) with at least one column, and
+// every value finite. Throws FileFormatError naming the file for a malformed file, for no match
+// or several matches (listing them), for a table that is not 2-D floats, has no columns or
+// holds NaN or infinity (naming the tensor, row and column), and for posemb metadata that does
+// not fit the table; MemoryLimitExceeded when the table does not fit the memory budget.
 PositionTable load_position_table(const std::string& path,
                                   const std::optional<std::string>& tensor_name = std::nullopt);
 
 // The tensor name the lookup would choose in file (see load_position_table), with how_found
-// set to the reason. Throws FileFormatError naming path when there is no unique choice.
+// set to the reason. Only names are looked at, never values. Throws FileFormatError naming path
+// when there is no unique choice.
 std::string find_position_tensor(const TensorFile& file, const std::string& path,
                                  const std::optional<std::string>& tensor_name,
                                  std::string* how_found = nullptr);
@@ -76,8 +81,5 @@ std::string find_position_tensor(const TensorFile& file, const std::string& path
 // `dtype` (default: the table's dtype).
 void save_position_table(const std::string& path, const PositionTable& table,
                          std::optional<DType> dtype = std::nullopt);
-
-// True when path's content starts with the .npy magic (the file is read, at most 6 bytes).
-bool is_npy_file(const std::string& path);
 
 }  // namespace posemb

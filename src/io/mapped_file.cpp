@@ -8,41 +8,56 @@
 #include <cerrno>
 #include <system_error>
 
+#include "posemb/errors.hpp"
+
 namespace posemb::detail {
 namespace {
 
 std::system_error io_error(int err, std::string_view operation, std::string_view what,
                            const std::string& path) {
-  return std::system_error(err, std::generic_category(),
-                           std::string(operation) + ": " + std::string(what) + " '" + path + "'");
+  return std::system_error(
+      err, std::generic_category(),
+      std::string(operation) + ": " + std::string(what) + " " + quote_untrusted(path, 4096));
 }
+
+const char* file_type(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Closes fd on every path out of open().
+struct FdGuard {
+  int fd;
+  ~FdGuard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
 
 }  // namespace
 
-MappedFile::MappedFile(const std::string& path, std::string_view operation) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw io_error(errno, operation, "cannot open", path);
+std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path,
+                                                   std::string_view operation) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
+  FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};
+  if (fd.fd < 0) throw io_error(errno, operation, "cannot open", path);
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    throw io_error(err, operation, "cannot stat", path);
-  }
+  if (::fstat(fd.fd, &st) != 0) throw io_error(errno, operation, "cannot stat", path);
   if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw io_error(EINVAL, operation, "not a regular file:", path);
+    throw FileFormatError(path, std::string("not a regular file (") + file_type(st.st_mode) +
+                                    "); posemb reads tensors from regular files only");
   }
-  size_ = static_cast<std::size_t>(st.st_size);
-  if (size_ != 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      throw io_error(err, operation, "cannot map", path);
-    }
-    data_ = static_cast<const std::byte*>(p);
+  std::shared_ptr<MappedFile> f(new MappedFile());
+  f->size_ = static_cast<std::size_t>(st.st_size);
+  if (f->size_ != 0) {
+    void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+    if (p == MAP_FAILED) throw io_error(errno, operation, "cannot map", path);
+    f->data_ = static_cast<const std::byte*>(p);
   }
-  ::close(fd);  // the mapping stays valid
+  return f;  // the mapping stays valid after the descriptor is closed
 }
 
 MappedFile::~MappedFile() {

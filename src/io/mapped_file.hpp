@@ -1,21 +1,26 @@
-// src/io/mapped_file.hpp (internal): read-only file mapping. Writing goes through the public
+// src/io/mapped_file.hpp (internal): the one way posemb reads a file: a regular file, opened
+// once without blocking, mapped read-only. Writing goes through the public
 // posemb/atomic_file.hpp.
 #pragma once
 
 #include <cstddef>
-#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace posemb::detail {
 
-// A whole file mapped read-only (mmap). Throws std::system_error naming `operation` and the
-// path when the file cannot be opened or is not a regular file.
+// A whole file mapped read-only (mmap, MAP_PRIVATE); pages are read from disk only when
+// touched. Shared, so that tensors viewing the mapping keep it alive.
 class MappedFile {
  public:
-  MappedFile(const std::string& path, std::string_view operation);
+  // Opens path with O_NONBLOCK (a FIFO or a device cannot make the open hang), then refuses
+  // anything that is not a regular file with FileFormatError ("not a regular file: a FIFO").
+  // Throws std::system_error naming `operation` and the path when the file cannot be opened,
+  // stat'ed or mapped.
+  static std::shared_ptr<const MappedFile> open(const std::string& path,
+                                                std::string_view operation);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -23,6 +28,7 @@ class MappedFile {
   std::span<const std::byte> bytes() const noexcept { return {data_, size_}; }
 
  private:
+  MappedFile() = default;
   const std::byte* data_ = nullptr;
   std::size_t size_ = 0;
 };

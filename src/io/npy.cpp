@@ -1,5 +1,6 @@
 #include "posemb/npy.hpp"
 
+#include <array>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -7,11 +8,50 @@
 
 #include "mapped_file.hpp"
 #include "posemb/atomic_file.hpp"
+#include "readers.hpp"
 
 namespace posemb {
 namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";  // 6 bytes
+constexpr std::size_t kMaxRank = 64;
+
+// numpy's descr of each dtype .npy can hold (1-byte types have no byte order: '|').
+struct NpyType {
+  std::string_view descr;
+  DType dtype;
+};
+constexpr std::array<NpyType, 12> kNpyTypes = {{{"<f2", DType::F16},
+                                                {"<f4", DType::F32},
+                                                {"<f8", DType::F64},
+                                                {"|b1", DType::BOOL},
+                                                {"|i1", DType::I8},
+                                                {"|u1", DType::U8},
+                                                {"<i2", DType::I16},
+                                                {"<u2", DType::U16},
+                                                {"<i4", DType::I32},
+                                                {"<u4", DType::U32},
+                                                {"<i8", DType::I64},
+                                                {"<u8", DType::U64}}};
+
+std::optional<DType> dtype_of_descr(std::string_view descr) {
+  for (const auto& t : kNpyTypes) {
+    if (t.descr == descr) return t.dtype;
+    // '<' for a 1-byte type means the same as '|'.
+    if (t.descr[0] == '|' && descr.size() == 3 && descr[0] == '<' &&
+        descr.substr(1) == t.descr.substr(1)) {
+      return t.dtype;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string_view> descr_of_dtype(DType d) {
+  for (const auto& t : kNpyTypes) {
+    if (t.dtype == d) return t.descr;
+  }
+  return std::nullopt;
+}
 
 // A cursor over the header text: the Python dict literal numpy writes.
 class HeaderParser {
@@ -19,8 +59,8 @@ class HeaderParser {
   HeaderParser(std::string_view text, std::string_view source) : s_(text), source_(source) {}
 
   [[noreturn]] void fail(const std::string& problem) const {
-    throw FileFormatError(
-        source_, ".npy header " + problem + " (header: " + std::string(s_.substr(0, 200)) + ")");
+    throw FileFormatError(source_,
+                          ".npy header " + problem + " (header: " + quote_untrusted(s_, 120) + ")");
   }
   void ws() {
     while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r'))
@@ -81,7 +121,9 @@ class HeaderParser {
     expect('(');
     std::vector<std::uint64_t> v;
     while (!peek(')')) {
-      if (v.size() >= 64) fail("has a shape of more than 64 dimensions");
+      if (v.size() >= kMaxRank) {
+        fail("has a shape of more than " + std::to_string(kMaxRank) + " dimensions");
+      }
       v.push_back(integer());
       if (!peek(',')) break;
       ++i_;
@@ -108,7 +150,10 @@ std::uint32_t load_le(const std::byte* p, int n) {
 
 }  // namespace
 
-Tensor read_npy_bytes(std::span<const std::byte> bytes, std::string_view source) {
+namespace detail {
+
+Tensor parse_npy(std::span<const std::byte> bytes, std::string_view source,
+                 const std::shared_ptr<const void>& owner) {
   if (bytes.size() < 10 || std::memcmp(bytes.data(), kMagic, 6) != 0) {
     throw FileFormatError(source,
                           "not a .npy file (no \\x93NUMPY magic, or shorter than 10 bytes)");
@@ -150,7 +195,7 @@ Tensor read_npy_bytes(std::span<const std::byte> bytes, std::string_view source)
     } else if (key == "shape" && !shape) {
       shape = p.tuple();
     } else {
-      p.fail("has an unexpected or repeated key '" + key + "'");
+      p.fail("has an unexpected or repeated key " + quote_untrusted(key, 40));
     }
     if (!p.peek(',')) break;
     p.expect(',');
@@ -159,19 +204,16 @@ Tensor read_npy_bytes(std::span<const std::byte> bytes, std::string_view source)
   if (!p.at_end()) p.fail("has text after the dict");
   if (!descr || !fortran || !shape) p.fail("lacks one of 'descr', 'fortran_order', 'shape'");
 
-  Tensor t;
-  t.shape = *shape;
-  if (*descr == "<f4") {
-    t.dtype = DType::F32;
-  } else if (*descr == "<f8") {
-    t.dtype = DType::F64;
-  } else if (*descr == ">f4" || *descr == ">f8") {
-    throw FileFormatError(source, ".npy dtype '" + *descr +
-                                      "' is big-endian; posemb reads little-endian '<f4' and '<f8' "
-                                      "(convert with arr.astype('<f4'))");
-  } else {
-    throw FileFormatError(
-        source, ".npy dtype '" + *descr + "' is not supported (posemb reads '<f4' and '<f8')");
+  const std::optional<DType> dtype = dtype_of_descr(*descr);
+  if (!dtype) {
+    if (descr->size() == 3 && (*descr)[0] == '>' && dtype_of_descr("<" + descr->substr(1))) {
+      throw FileFormatError(source, ".npy dtype " + quote_untrusted(*descr) +
+                                        " is big-endian; posemb reads little-endian "
+                                        "(convert with arr.astype(arr.dtype.newbyteorder('<')))");
+    }
+    throw FileFormatError(source, ".npy dtype " + quote_untrusted(*descr, 40) +
+                                      " is not supported (posemb reads <f2 <f4 <f8, |b1, "
+                                      "|i1 |u1, <i2 <u2 <i4 <u4 <i8 <u8)");
   }
   if (*fortran) {
     throw FileFormatError(source,
@@ -179,56 +221,52 @@ Tensor read_npy_bytes(std::span<const std::byte> bytes, std::string_view source)
                           "read; save a C-order array (np.save(path, np.ascontiguousarray(a)))");
   }
   std::uint64_t count = 1;
-  for (std::uint64_t d : t.shape) {
+  for (std::uint64_t d : *shape) {
     if (d != 0 && count > std::numeric_limits<std::uint64_t>::max() / 8 / d) {
-      throw FileFormatError(source, ".npy shape overflows 64 bits");
+      throw FileFormatError(source, ".npy shape " + shape_string(*shape) + " overflows 64 bits");
     }
     count *= d;
   }
-  const std::uint64_t need = count * dtype_size(t.dtype);
+  const std::uint64_t need = count * dtype_size(*dtype);
   const std::uint64_t have = bytes.size() - prefix - hlen;
   if (need != have) {
     throw FileFormatError(source, ".npy header promises " + std::to_string(need) +
-                                      " bytes of data (shape and dtype) but the file holds " +
+                                      " bytes of data (shape " + shape_string(*shape) + ", " +
+                                      std::string(dtype_name(*dtype)) + ") but the file holds " +
                                       std::to_string(have));
   }
-  const std::byte* data = bytes.data() + prefix + hlen;
-  const auto n = static_cast<std::size_t>(count);
-  if (t.dtype == DType::F32) {
-    t.values.resize(n);
-    if (n != 0) std::memcpy(t.values.data(), data, n * 4);
-  } else {
-    t.values_f64.resize(n);
-    if (n != 0) std::memcpy(t.values_f64.data(), data, n * 8);
-  }
-  return t;
+  const std::span<const std::byte> data(bytes.data() + prefix + hlen,
+                                        static_cast<std::size_t>(need));
+  return file_tensor("", *dtype, std::move(*shape), data, owner);
+}
+
+}  // namespace detail
+
+Tensor read_npy_bytes(std::span<const std::byte> bytes, std::string_view source) {
+  return detail::parse_npy(bytes, source, nullptr);
 }
 
 Tensor read_npy(const std::string& path) {
-  const detail::MappedFile f(path, "read_npy");
-  return read_npy_bytes(f.bytes(), path);
+  const auto file = detail::MappedFile::open(path, "read_npy");
+  return detail::parse_npy(file->bytes(), path, file);
 }
 
 void write_npy(const std::string& path, const Tensor& tensor) {
-  const std::string op = "write_npy: '" + path + "': ";
-  if (tensor.dtype != DType::F32 && tensor.dtype != DType::F64) {
-    throw std::invalid_argument(op + "dtype " + std::string(dtype_name(tensor.dtype)) +
-                                " cannot be written as .npy (F32 or F64 only)");
-  }
-  const std::uint64_t count = tensor.element_count();
-  const std::size_t have =
-      tensor.dtype == DType::F64 ? tensor.values_f64.size() : tensor.values.size();
-  if (have != count) {
-    throw std::invalid_argument(op + "the shape has " + std::to_string(count) +
-                                " elements but the tensor holds " + std::to_string(have));
+  const std::optional<std::string_view> descr = descr_of_dtype(tensor.dtype());
+  if (!descr) {
+    throw std::invalid_argument("write_npy: " + quote_untrusted(path) + ": dtype " +
+                                std::string(dtype_name(tensor.dtype())) +
+                                " cannot be written as .npy (numpy has no such type; convert "
+                                "with Tensor::astype(DType::F32) first)");
   }
   std::string dict = "{'descr': '";
-  dict += tensor.dtype == DType::F32 ? "<f4" : "<f8";
+  dict += *descr;
   dict += "', 'fortran_order': False, 'shape': (";
-  for (std::size_t i = 0; i < tensor.shape.size(); ++i) {
-    dict += std::to_string(tensor.shape[i]);
-    if (tensor.shape.size() == 1 || i + 1 < tensor.shape.size()) dict += ",";
-    if (i + 1 < tensor.shape.size()) dict += " ";
+  const auto& shape = tensor.shape();
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    dict += std::to_string(shape[i]);
+    if (shape.size() == 1 || i + 1 < shape.size()) dict += ",";
+    if (i + 1 < shape.size()) dict += " ";
   }
   dict += "), }";
   std::size_t prefix = 10;
@@ -245,17 +283,13 @@ void write_npy(const std::string& path, const Tensor& tensor) {
     sink.write(kMagic, 6);
     const unsigned char ver[2] = {static_cast<unsigned char>(prefix == 10 ? 1 : 2), 0};
     sink.write(ver, 2);
-    unsigned char len[4] = {static_cast<unsigned char>(hlen & 0xff),
-                            static_cast<unsigned char>((hlen >> 8) & 0xff),
-                            static_cast<unsigned char>((hlen >> 16) & 0xff),
-                            static_cast<unsigned char>((hlen >> 24) & 0xff)};
+    const unsigned char len[4] = {static_cast<unsigned char>(hlen & 0xff),
+                                  static_cast<unsigned char>((hlen >> 8) & 0xff),
+                                  static_cast<unsigned char>((hlen >> 16) & 0xff),
+                                  static_cast<unsigned char>((hlen >> 24) & 0xff)};
     sink.write(len, prefix - 8);
     sink.write(dict.data(), dict.size());
-    if (tensor.dtype == DType::F32) {
-      sink.write(tensor.values.data(), tensor.values.size() * 4);
-    } else {
-      sink.write(tensor.values_f64.data(), tensor.values_f64.size() * 8);
-    }
+    sink.write(tensor.bytes().data(), tensor.bytes().size());
   });
 }
 

@@ -1,12 +1,11 @@
 #include "posemb/position_table_file.hpp"
 
-#include <cstring>
-#include <fstream>
 #include <stdexcept>
 #include <vector>
 
 #include "posemb/npy.hpp"
 #include "posemb/safetensors.hpp"
+#include "table_checks.hpp"
 
 namespace posemb {
 namespace {
@@ -21,19 +20,19 @@ bool matches(std::string_view name, std::string_view pattern) {
   return name == pattern;
 }
 
-std::string quoted_list(const std::vector<std::string>& names, std::size_t max = 20) {
+std::string quoted_list(const std::vector<std::string_view>& names, std::size_t max = 20) {
   std::string s;
   for (std::size_t i = 0; i < names.size() && i < max; ++i) {
-    s += (i != 0 ? ", '" : "'") + names[i] + "'";
+    s += (i != 0 ? ", " : "") + quote_untrusted(names[i]);
   }
   if (names.size() > max) s += ", ... (" + std::to_string(names.size()) + " in all)";
   return s.empty() ? "none" : s;
 }
 
-std::vector<std::string> two_d_float_names(const TensorFile& f) {
-  std::vector<std::string> v;
+std::vector<std::string_view> two_d_float_names(const TensorFile& f) {
+  std::vector<std::string_view> v;
   for (const auto& t : f.tensors) {
-    if (t.shape.size() == 2 && t.has_values()) v.push_back(t.name);
+    if (t.shape().size() == 2 && dtype_is_float(t.dtype())) v.push_back(t.name());
   }
   return v;
 }
@@ -41,26 +40,17 @@ std::vector<std::string> two_d_float_names(const TensorFile& f) {
 std::size_t parse_count(const Metadata& m, const std::string& key, const std::string& path) {
   const std::string& s = m.at(key);
   std::size_t v = 0;
-  if (s.empty() || s.size() > 18) {
-    throw FileFormatError(path, "metadata " + key + " = '" + s + "' is not a row count");
+  bool ok = !s.empty() && s.size() <= 18;
+  for (char c : s) ok = ok && c >= '0' && c <= '9';
+  if (!ok) {
+    throw FileFormatError(
+        path, "metadata " + key + " = " + quote_untrusted(s, 40) + " is not a row count");
   }
-  for (char c : s) {
-    if (c < '0' || c > '9') {
-      throw FileFormatError(path, "metadata " + key + " = '" + s + "' is not a row count");
-    }
-    v = v * 10 + static_cast<std::size_t>(c - '0');
-  }
+  for (char c : s) v = v * 10 + static_cast<std::size_t>(c - '0');
   return v;
 }
 
 }  // namespace
-
-bool is_npy_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[6] = {};
-  in.read(magic, 6);
-  return in.gcount() == 6 && std::memcmp(magic, "\x93NUMPY", 6) == 0;
-}
 
 std::string find_position_tensor(const TensorFile& file, const std::string& path,
                                  const std::optional<std::string>& tensor_name,
@@ -71,69 +61,73 @@ std::string find_position_tensor(const TensorFile& file, const std::string& path
   if (tensor_name) {
     if (file.find(*tensor_name) == nullptr) {
       throw FileFormatError(
-          path, "no tensor named '" + *tensor_name +
-                    "'; 2-D float tensors in the file: " + quoted_list(two_d_float_names(file)));
+          path, "no tensor named " + quote_untrusted(*tensor_name) +
+                    "; 2-D float tensors in the file: " + quoted_list(two_d_float_names(file)));
     }
-    set_how("named with --tensor");
+    set_how("named by the caller");
     return *tensor_name;
   }
   if (auto it = file.metadata.find("posemb.tensor"); it != file.metadata.end()) {
     if (file.find(it->second) == nullptr) {
-      throw FileFormatError(
-          path, "metadata posemb.tensor names '" + it->second + "', which is not in the file");
+      throw FileFormatError(path, "metadata posemb.tensor names " + quote_untrusted(it->second) +
+                                      ", which is not in the file");
     }
     set_how("named by the file's posemb.tensor metadata");
     return it->second;
   }
   for (std::string_view pattern : kCommonTableNames) {
-    std::vector<std::string> hits;
+    std::vector<std::string_view> hits;
     for (const auto& t : file.tensors) {
-      if (matches(t.name, pattern)) hits.push_back(t.name);
+      if (matches(t.name(), pattern)) hits.push_back(t.name());
     }
     if (hits.size() == 1) {
       set_how("common name '" + std::string(pattern) + "'");
-      return hits.front();
+      return std::string(hits.front());
     }
     if (hits.size() > 1) {
       throw FileFormatError(path, "several tensors match the common name '" + std::string(pattern) +
-                                      "': " + quoted_list(hits) +
-                                      "; choose one with --tensor NAME");
+                                      "': " + quoted_list(hits) + "; name the one to use");
     }
   }
   std::string tried;
   for (std::string_view p : kCommonTableNames)
     tried += (tried.empty() ? "'" : ", '") + std::string(p) + "'";
-  throw FileFormatError(
-      path, "no position table found (tried " + tried + "); 2-D float tensors in the file: " +
-                quoted_list(two_d_float_names(file)) + "; choose one with --tensor NAME");
+  throw FileFormatError(path, "no position table found (tried " + tried +
+                                  "); 2-D float tensors in the file: " +
+                                  quoted_list(two_d_float_names(file)) + "; name the one to use");
 }
 
 PositionTable load_position_table(const std::string& path,
                                   const std::optional<std::string>& tensor_name) {
-  TensorFile file;
+  const TensorFile file = read_tensor_file(path);
   std::string name;
   PositionTable t;
-  if (is_npy_file(path)) {
-    file.tensors.push_back(read_npy(path));
+  if (file.format == TensorFileFormat::npy) {
     if (tensor_name && !tensor_name->empty()) {
-      throw FileFormatError(path, "a .npy file holds one unnamed array; --tensor '" + *tensor_name +
-                                      "' does not apply");
+      throw FileFormatError(path, "a .npy file holds one unnamed array; the tensor name " +
+                                      quote_untrusted(*tensor_name) + " does not apply");
     }
     t.how_found = "the only array of a .npy file";
   } else {
-    file = read_safetensors(path);
     name = find_position_tensor(file, path, tensor_name, &t.how_found);
   }
   const Tensor& tensor = *file.find(name);
-  if (tensor.shape.size() != 2 || !tensor.has_values()) {
-    std::string shape;
-    for (auto d : tensor.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-    throw FileFormatError(path, "tensor '" + name + "' (" + std::string(dtype_name(tensor.dtype)) +
-                                    ", shape [" + shape +
-                                    "]) is not a 2-D float table (positions, dim)");
+  const std::string what = tensor.name().empty() ? "the array" : "tensor " + quote_untrusted(name);
+  if (tensor.shape().size() != 2 || !dtype_is_float(tensor.dtype())) {
+    throw FileFormatError(path, what + " (" + std::string(dtype_name(tensor.dtype())) + ", shape " +
+                                    shape_string(tensor.shape()) +
+                                    ") is not a 2-D float table (positions, dim)");
   }
-  t.values = tensor.to_matrix_f32();
-  t.dtype = tensor.dtype;
+  if (tensor.shape()[1] == 0) {
+    throw FileFormatError(path, what + " has shape " + shape_string(tensor.shape()) +
+                                    ": a position table needs at least one column");
+  }
+  t.values = tensor.to_matrix<float>();
+  if (const std::string bad = detail::non_finite_description(t.values); !bad.empty()) {
+    throw FileFormatError(path,
+                          what + " holds " + bad + "; posemb refuses tables with NaN or infinity");
+  }
+  t.dtype = tensor.dtype();
   t.source_file = path;
   t.source_tensor = name;
   const Metadata& m = file.metadata;
@@ -156,23 +150,27 @@ PositionTable load_position_table(const std::string& path,
 void save_position_table(const std::string& path, const PositionTable& table,
                          std::optional<DType> dtype) {
   const DType out = dtype.value_or(table.dtype);
+  const std::string op = "save_position_table: " + quote_untrusted(path) + ": ";
   if (table.reserved_rows > table.values.rows()) {
-    throw std::invalid_argument("save_position_table: reserved_rows " +
-                                std::to_string(table.reserved_rows) + " exceeds the table's " +
-                                std::to_string(table.values.rows()) + " rows");
+    throw std::invalid_argument(op + "reserved_rows " + std::to_string(table.reserved_rows) +
+                                " exceeds the table's " + std::to_string(table.values.rows()) +
+                                " rows");
+  }
+  if (!dtype_is_float(out)) {
+    throw std::invalid_argument(op + "dtype " + std::string(dtype_name(out)) +
+                                " is not a float dtype (F16, BF16, F32, F64)");
   }
   const bool npy = path.size() >= 4 && path.substr(path.size() - 4) == ".npy";
   if (npy) {
     if (table.reserved_rows != 0) {
-      throw std::invalid_argument("save_position_table: '" + path + "': .npy cannot record the " +
+      throw std::invalid_argument(op + ".npy cannot record the " +
                                   std::to_string(table.reserved_rows) +
                                   " reserved rows; save as .safetensors");
     }
-    if (out != DType::F32 && out != DType::F64) {
-      throw std::invalid_argument("save_position_table: '" + path +
-                                  "': .npy holds F32 or F64, not " + std::string(dtype_name(out)));
+    if (out == DType::BF16) {
+      throw std::invalid_argument(op + ".npy cannot hold BF16 (numpy has no bfloat16)");
     }
-    write_npy(path, Tensor::from_matrix("", table.values.cview(), out));
+    write_npy(path, Tensor::from_matrix("", table.values).astype(out));
     return;
   }
   const std::string name =
@@ -183,8 +181,7 @@ void save_position_table(const std::string& path, const PositionTable& table,
   if (table.training_length) m["posemb.training_length"] = std::to_string(*table.training_length);
   if (!table.initializer.empty()) m["posemb.initializer"] = table.initializer;
   if (!table.provenance.empty()) m["posemb.provenance"] = table.provenance;
-  Tensor t = Tensor::from_matrix(name, table.values.cview(), DType::F32);
-  write_safetensors(path, {t}, m, out);
+  write_safetensors(path, {Tensor::from_matrix(name, table.values)}, m, out);
 }
 
 }  // namespace posemb

@@ -1,12 +1,15 @@
 #include "posemb/resize.hpp"
 
-#include "posemb/initializers.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-
+#include <limits>
 #include <stdexcept>
+
+#include "posemb/errors.hpp"
+#include "posemb/initializers.hpp"
+#include "posemb/memory.hpp"
+#include "table_checks.hpp"
 
 namespace posemb {
 namespace {
@@ -17,22 +20,10 @@ std::string fmt_double(double v) {
   return buf;
 }
 
-void check_finite(const PositionTable& t) {
-  const auto& v = t.values;
-  for (std::size_t r = 0; r < v.rows(); ++r) {
-    for (std::size_t c = 0; c < v.cols(); ++c) {
-      if (!std::isfinite(v(r, c))) {
-        throw std::invalid_argument(
-            "resize_table: the table" +
-            (t.source_file.empty()
-                 ? std::string()
-                 : " from '" + t.source_file + "' (tensor '" + t.source_tensor + "')") +
-            " holds " + (std::isnan(v(r, c)) ? "NaN" : "infinity") + " at row " +
-            std::to_string(r) + ", column " + std::to_string(c) +
-            "; refusing to resize a damaged table");
-      }
-    }
-  }
+std::string table_label(const PositionTable& t) {
+  if (t.source_file.empty()) return "the table";
+  return "the table from " + quote_untrusted(t.source_file) + " (tensor " +
+         quote_untrusted(t.source_tensor) + ")";
 }
 
 }  // namespace
@@ -56,8 +47,8 @@ ResizeMethod parse_resize_method(std::string_view name) {
                  ResizeMethod::truncate}) {
     if (resize_method_name(m) == name) return m;
   }
-  throw std::invalid_argument("parse_resize_method: unknown method '" + std::string(name) +
-                              "' (expected copy, interpolate, random or truncate)");
+  throw std::invalid_argument("parse_resize_method: unknown method " + quote_untrusted(name) +
+                              " (expected copy, interpolate, random or truncate)");
 }
 
 PositionTable resize_table(const PositionTable& table, std::size_t new_positions,
@@ -69,6 +60,11 @@ PositionTable resize_table(const PositionTable& table, std::size_t new_positions
   if (reserved > rows) {
     throw std::invalid_argument("resize_table: reserved_rows " + std::to_string(reserved) +
                                 " exceeds the table's " + std::to_string(rows) + " rows");
+  }
+  if (dim == 0) {
+    throw std::invalid_argument("resize_table: " + table_label(table) + " has " +
+                                std::to_string(rows) + " rows of 0 columns; a position table " +
+                                "needs at least one column");
   }
   const std::size_t old_n = rows - reserved;
   if (new_positions == 0) throw std::invalid_argument("resize_table: new_positions is 0");
@@ -91,12 +87,27 @@ PositionTable resize_table(const PositionTable& table, std::size_t new_positions
   }
   if (method == ResizeMethod::random) {
     (void)Initializer::parse(options.initializer);  // throws, listing the valid names
-    if (!(options.stddev > 0.0) || !std::isfinite(options.stddev)) {
-      throw std::invalid_argument("resize_table: std " + fmt_double(options.stddev) +
-                                  " must be positive and finite");
+    // The rows are floats: the standard deviation must be a positive finite float too.
+    const auto s = static_cast<float>(options.stddev);
+    if (!(options.stddev > 0.0) || !std::isfinite(s) || s == 0.0f) {
+      throw std::invalid_argument("resize_table: stddev " + fmt_double(options.stddev) +
+                                  " is not a positive finite float (at most " +
+                                  fmt_double(std::numeric_limits<float>::max()) + ", at least " +
+                                  fmt_double(std::numeric_limits<float>::denorm_min()) + ")");
     }
   }
-  check_finite(table);
+  if (const std::string bad = detail::non_finite_description(table.values); !bad.empty()) {
+    throw std::invalid_argument("resize_table: " + table_label(table) + " holds " + bad +
+                                "; refusing to resize a damaged table");
+  }
+  // The result, and for `random` the freshly drawn table, before any allocation.
+  const std::size_t row_bytes = saturating_mul(dim, sizeof(float));
+  const std::size_t result_rows = saturating_add(reserved, new_positions);
+  check_allocation(
+      "resize_table",
+      saturating_mul(
+          saturating_add(result_rows, method == ResizeMethod::random ? new_positions : 0),
+          row_bytes));
 
   PositionTable out;
   out.values = Matrix<float>(reserved + new_positions, dim);  // (reserved + new_positions, dim)
@@ -148,6 +159,13 @@ PositionTable resize_table(const PositionTable& table, std::size_t new_positions
       Matrix<float> fresh(new_positions, dim);
       initialize_table(fresh.view(),
                        Initializer::parse(options.initializer, options.stddev, options.seed));
+      const std::string bad =
+          detail::non_finite_description(fresh.cview().subrows(old_n, new_positions - old_n));
+      if (!bad.empty()) {
+        throw std::invalid_argument("resize_table: the " + options.initializer +
+                                    " initializer with stddev " + fmt_double(options.stddev) +
+                                    " drew " + bad + " of the new rows; use a smaller stddev");
+      }
       for (std::size_t p = old_n; p < new_positions; ++p) {
         std::copy(fresh.row(p).begin(), fresh.row(p).end(), dst.row(reserved + p).begin());
       }

@@ -60,7 +60,7 @@ b = open('heat.png', 'rb').read()
 assert b[:8] == b'\x89PNG\r\n\x1a\n'
 w, h, depth, ctype = struct.unpack('>IIBB', b[16:26])
 assert (w, h, depth, ctype) == (1024, 1024, 8, 2), (w, h, depth, ctype)"
-[ -z "$(ls -A "$tmp" | grep '\.tmp-')" ] || { fail "temporary files left"; }
+[ -z "$(ls -A "$tmp" | grep '^\.posemb-')" ] || { fail "temporary files left"; }
 
 # resize: RoBERTa with 2 reserved rows, 512 -> 2048 positions by copy.
 expect 0 "resize copy" -- resize "$tmp/roberta.safetensors" --reserved-rows 2 --to 2048 --method copy -o "$tmp/long.safetensors"
@@ -69,7 +69,7 @@ contains out "common name" "resize reports how the table was found"
 expect 0 "inspect the result" -- inspect "$tmp/long.safetensors"
 contains out "reserved rows:   2" "reserved rows recorded in metadata"
 contains out "2050 x 16" "result shape"
-contains out "provenance:      resize: copy 512 -> 2048" "provenance recorded"
+contains out "provenance:      'resize: copy 512 -> 2048" "provenance recorded"
 expect 0 "resize to npy after truncate" -- resize "$tmp/long.safetensors" --to 512 --method truncate --reserved-rows 0 -o "$tmp/t.npy"
 expect 0 "resize interpolate to npy" -- resize "$tmp/roberta.npy" --to 1000 --method interpolate -o "$tmp/i.npy"
 expect 0 "resize random" -- resize "$tmp/roberta.npy" --to 600 --method random --seed 5 --std 0.1 -o "$tmp/r1.safetensors"
@@ -119,15 +119,126 @@ a = np.zeros((4, 3), dtype="<f4"); a[2, 1] = np.nan
 b = a.tobytes()
 h = json.dumps({"model.encoder.embed_positions.weight": {"dtype": "F32", "shape": [4, 3], "data_offsets": [0, 48]},
                 "model.decoder.embed_positions.weight": {"dtype": "F32", "shape": [4, 3], "data_offsets": [48, 96]}}).encode()
-open(os.path.join(d, "bart.safetensors"), "wb").write(struct.pack("<Q", len(h)) + h + b + b)
+open(os.path.join(d, "bart.safetensors"), "wb").write(struct.pack("<Q", len(h)) + h + b + np.ones((4, 3), "<f4").tobytes())
 PY
 expect 1 "ambiguous table" -- inspect "$tmp/bart.safetensors"
 contains err "model.encoder.embed_positions.weight" "candidates listed"
-contains err "--tensor" "ambiguity suggests --tensor"
+contains err "name the one to use" "ambiguity says what to do"
 expect 0 "--tensor resolves" -- inspect "$tmp/bart.safetensors" --tensor model.decoder.embed_positions.weight
-expect 1 "NaN in a table being resized" -- resize "$tmp/bart.safetensors" --tensor model.decoder.embed_positions.weight --to 8 --method copy -o "$tmp/n.safetensors"
+expect 1 "NaN in a table being resized" -- resize "$tmp/bart.safetensors" --tensor model.encoder.embed_positions.weight --to 8 --method copy -o "$tmp/n.safetensors"
 contains err "NaN at row 2, column 1" "NaN located"
 contains err "bart.safetensors" "NaN error names the file"
 [ ! -e "$tmp/n.safetensors" ] || { fail "a refused resize wrote its output"; }
+expect 1 "NaN in a table being inspected" -- inspect "$tmp/bart.safetensors" --tensor model.encoder.embed_positions.weight
+contains err "NaN at row 2, column 1" "NaN located at load"
+one_line "NaN in a table being inspected"
+expect 1 "random resize with a standard deviation beyond float" -- resize "$tmp/roberta.npy" --to 600 --method random --std 1e300 -o "$tmp/x.npy"
+contains err "not a positive finite float" "std 1e300 refused"
+[ ! -e "$tmp/x.npy" ] || { fail "a refused resize wrote its output"; }
+
+# Hostile inputs: not a tensor file, a FIFO (no hang), a table of 2^40 empty rows (no hang).
+expect 1 "bad .npy magic" -- inspect "$data/malformed/bad_magic.npy"
+contains err "neither a .npy nor a safetensors file" "format detected once, by content"
+mkfifo "$tmp/fifo"
+fifo_case() {  # fifo_case ARGS...: posemb ARGS on the FIFO must refuse it at once, exit 1
+  timeout 20 "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  [ "$got" -eq 1 ] || fail "posemb $1 on a FIFO exited $got, expected 1 (124: it hung)"
+  contains err "not a regular file (a FIFO)" "FIFO input refused by $1"
+}
+fifo_case inspect "$tmp/fifo"
+fifo_case resize "$tmp/fifo" --to 8 --method copy -o "$tmp/x.npy"
+fifo_case convert "$tmp/fifo" "$tmp/x.npy"
+"$py" - "$tmp" <<'PY'
+import sys, os, json, struct
+import numpy as np
+d = sys.argv[1]
+h = json.dumps({"wpe.weight": {"dtype": "F32", "shape": [1 << 40, 0], "data_offsets": [0, 0]}}).encode()
+open(os.path.join(d, "tall.safetensors"), "wb").write(struct.pack("<Q", len(h)) + h)
+with open(os.path.join(d, "tall.npy"), "wb") as f:
+    np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": (1 << 40, 0)})
+np.save(os.path.join(d, "nan.npy"), np.array([[0.0, np.inf], [1.0, 2.0]], dtype="<f4"))
+# A valid table whose name and metadata hold terminal escapes.
+t = np.ones((4, 2), "<f4").tobytes()
+h = json.dumps({"__metadata__": {"posemb.tensor": "wpe\x1b[31m", "posemb.provenance": "made \x1b]0;pwned\x07 here"},
+                "wpe\x1b[31m": {"dtype": "F32", "shape": [4, 2], "data_offsets": [0, 32]}}).encode()
+open(os.path.join(d, "escape.safetensors"), "wb").write(struct.pack("<Q", len(h)) + h + t)
+PY
+for f in tall.safetensors tall.npy; do
+  timeout 20 "$bin" inspect "$tmp/$f" >"$tmp/out" 2>"$tmp/err"
+  got=$?
+  [ "$got" -eq 1 ] || fail "inspect of a [2^40, 0] table exited $got, expected 1 (124: it hung)"
+  contains err "needs at least one column" "[2^40, 0] refused"
+  timeout 20 "$bin" resize "$tmp/$f" --to 5 --method truncate -o "$tmp/x.npy" >"$tmp/out" 2>"$tmp/err"
+  got=$?
+  [ "$got" -eq 1 ] || fail "resize --method truncate of a [2^40, 0] table exited $got, expected 1"
+done
+expect 1 "infinity in a .npy table" -- inspect "$tmp/nan.npy"
+contains err "+infinity at row 0, column 1" "infinity located"
+expect 0 "inspect a table named with escapes" -- inspect "$tmp/escape.safetensors"
+contains out "'wpe\x1b[31m'" "the name is shown escaped"
+contains out "made \x1b]0;pwned\x07 here" "the provenance is shown escaped"
+if LC_ALL=C grep -q "$(printf '\033')" "$tmp/out"; then fail "a raw escape byte reached stdout"; fi
+
+# Outputs: only regular files are replaced; long names; modes.
+for out in /dev/null /dev/full /dev/stdout "$tmp/fifo"; do
+  expect 1 "convert to $out" -- convert "$data/valid/v1.npy" "$out"
+  one_line "convert to $out"
+  contains err "posemb replaces only regular files" "output $out refused"
+done
+[ -c /dev/full ] && [ -c /dev/null ] || fail "a device node was replaced"
+[ -p "$tmp/fifo" ] || fail "the FIFO was replaced"
+long="$tmp/$(printf 'n%.0s' $(seq 1 250))"
+expect 0 "a 250-character output name" -- convert "$data/valid/v1.npy" "$long"
+[ -f "$long" ] || fail "the 250-character output was not written"
+(umask 077 && "$bin" convert "$data/valid/v1.npy" "$tmp/private.safetensors" >/dev/null)
+[ "$(stat -c %a "$tmp/private.safetensors")" = 600 ] || fail "umask 077 not respected"
+chmod 640 "$tmp/private.safetensors"
+expect 0 "replace a 0640 file" -- convert "$data/valid/v1.npy" "$tmp/private.safetensors"
+[ "$(stat -c %a "$tmp/private.safetensors")" = 640 ] || fail "a replaced file lost its mode"
+
+# convert passes non-float tensors through: BERT's I64 position_ids survive an F32 conversion.
+expect 0 "convert a BERT-like checkpoint to f32" -- convert "$data/valid/bert_like_f16.safetensors" "$tmp/bert32.safetensors" --dtype f32
+check_py "integer tensors pass through, float tensors converted exactly" "
+import json, struct
+import numpy as np
+def load(p):
+    raw = open(p, 'rb').read(); n = struct.unpack('<Q', raw[:8])[0]; h = json.loads(raw[8:8+n])
+    return h, raw[8+n:]
+hi, di = load('$data/valid/bert_like_f16.safetensors'); ho, do = load('bert32.safetensors')
+k = 'bert.embeddings.position_ids'
+assert ho[k]['dtype'] == 'I64' and ho[k]['shape'] == hi[k]['shape']
+assert do[slice(*ho[k]['data_offsets'])] == di[slice(*hi[k]['data_offsets'])]
+k = 'bert.embeddings.position_embeddings.weight'
+a = np.frombuffer(di[slice(*hi[k]['data_offsets'])], '<f2').astype('<f4')
+assert ho[k]['dtype'] == 'F32' and np.frombuffer(do[slice(*ho[k]['data_offsets'])], '<f4').tobytes() == a.tobytes()"
+
+# SIGTERM during a large write: the handler removes the temporary, the old output stays.
+"$py" -c "import numpy as np; np.save('$tmp/wide.npy', np.ones((512, 64), '<f4'))"
+mkdir "$tmp/sig"
+printf 'old output' >"$tmp/sig/out.safetensors"
+"$bin" resize "$tmp/wide.npy" --to 2000000 --method copy -o "$tmp/sig/out.safetensors" >/dev/null 2>&1 &
+pid=$!
+caught=0
+for _ in $(seq 1 6000); do
+  if ls -A "$tmp/sig" | grep -q '^\.posemb-'; then
+    kill -STOP "$pid"
+    if ls -A "$tmp/sig" | grep -q '^\.posemb-'; then
+      kill -TERM "$pid"
+      kill -CONT "$pid"
+      caught=1
+      break
+    fi
+    kill -CONT "$pid"
+  fi
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.005
+done
+wait "$pid"
+status=$?
+[ "$caught" -eq 1 ] || fail "the 512 MB write ended before SIGTERM could be sent during it"
+[ "$status" -eq 143 ] || fail "posemb resize ended with status $status after SIGTERM, expected 143"
+[ -z "$(ls -A "$tmp/sig" | grep '^\.posemb-')" ] || fail "a partial temporary survived SIGTERM"
+[ "$(cat "$tmp/sig/out.safetensors")" = "old output" ] || fail "the old output was not kept"
 
 finish "files cli"

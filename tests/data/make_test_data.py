@@ -135,7 +135,24 @@ bad("unknown_field.safetensors",
     "unknown field 'x'")
 bad("entry_not_object.safetensors", st_bytes({"a": 7}, b""), "is not a JSON object")
 bad("deep_nesting.safetensors", st_bytes(b'{"a":' + b"[" * 100 + b"]" * 100 + b"}", b""),
-    "nests deeper")
+    "is not a JSON object")
+bad("deep_metadata.safetensors", st_bytes(b'{"__metadata__":{"k":' + b"[" * 100 + b"]" * 100 + b"}}", b""),
+    "not a string")
+bad("rank_65.safetensors",
+    st_bytes({"a": {"dtype": "U8", "shape": [1] * 65, "data_offsets": [0, 1]}}, bytes(1)),
+    "more than 64 dimensions")
+bad("long_name.safetensors",
+    st_bytes({"n" * 1025: {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}}, bytes(1)),
+    "longer than the limit of 1024 bytes")
+bad("duplicate_field.safetensors",
+    st_bytes(b'{"a":{"dtype":"U8","shape":[1],"shape":[1],"data_offsets":[0,1]}}', bytes(1)),
+    "field 'shape' twice")
+bad("duplicate_metadata_key.safetensors",
+    st_bytes(b'{"__metadata__":{"k":"1","k":"2"}}', b""), "key 'k' twice")
+bad("control_bytes_in_name.safetensors",
+    st_bytes({"evil\x1b[2J\x00": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}, bytes(4)),
+    "'evil\\x1b[2J\\x00'")
+bad("not_a_tensor_file.safetensors", b"hello, world: not a tensor file", "header length")
 bad("offsets_not_pair.safetensors",
     st_bytes({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4, 8]}}, bytes(4)),
     "data_offsets is not an array [begin, end]")
@@ -147,8 +164,16 @@ bad("fortran_order.npy", npy_bytes("{'descr': '<f4', 'fortran_order': True, 'sha
     "Fortran")
 bad("big_endian.npy", npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", data),
     "big-endian")
-bad("int64.npy", npy_bytes("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", data),
+bad("complex64.npy", npy_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (3,), }", data),
     "not supported")
+bad("big_endian_int.npy", npy_bytes("{'descr': '>i4', 'fortran_order': False, 'shape': (6,), }", data),
+    "big-endian")
+bad("rank_65.npy",
+    npy_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (" + "1, " * 65 + "), }", bytes(1)),
+    "more than 64 dimensions")
+bad("control_bytes_in_header.npy",
+    npy_bytes("{'descr': '<f4\x1b[31m', 'fortran_order': False, 'shape': (6,), }", data),
+    "'<f4\\x1b[31m'")
 bad("bad_magic.npy", b"\x93NUMPX" + npy_bytes(hdr, data)[6:], "not a .npy file")
 bad("short.npy", b"\x93NUMPY\x01", "not a .npy file")
 bad("version_9.npy", b"\x93NUMPY\x09\x00" + npy_bytes(hdr, data)[8:], "version 9.0")

@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cmath>
+#include <random>
 #include <string>
 
 #include "file_test_util.hpp"
@@ -16,6 +17,10 @@ namespace {
 
 using test::same_bits;
 using test::TempDir;
+
+std::string bytes_of(const Tensor& t) {
+  return std::string(reinterpret_cast<const char*>(t.bytes().data()), t.bytes().size());
+}
 
 template <class T>
 std::vector<T> raw_as(const std::string& path) {
@@ -66,17 +71,12 @@ open(os.path.join(d, "all.safetensors"), "wb").write(struct.pack("<Q", len(h)) +
   EXPECT_EQ(st.metadata.at("who"), "numpy");
   for (const char* name : {"a", "b", "c", "d", "e"}) {
     const Tensor t = read_npy(dir.file(std::string(name) + ".npy"));
-    const std::string bin = dir.file(std::string(name) + ".bin");
-    if (t.dtype == DType::F32) {
-      EXPECT_TRUE(same_bits(t.values, raw_as<float>(bin))) << name;
-      EXPECT_TRUE(same_bits(st.at(name).values, t.values)) << name;
-    } else {
-      EXPECT_TRUE(same_bits(t.values_f64, raw_as<double>(bin))) << name;
-      EXPECT_TRUE(same_bits(st.at(name).values_f64, t.values_f64)) << name;
-    }
-    EXPECT_EQ(st.at(name).shape, t.shape) << name;
+    const std::string bin = test::read_all(dir.file(std::string(name) + ".bin"));
+    EXPECT_EQ(bytes_of(t), bin) << name;
+    EXPECT_EQ(bytes_of(st.at(name)), bin) << name;
+    EXPECT_EQ(st.at(name).shape(), t.shape()) << name;
   }
-  EXPECT_EQ(read_npy(dir.file("a.npy")).shape, (std::vector<std::uint64_t>{33, 17}));
+  EXPECT_EQ(read_npy(dir.file("a.npy")).shape(), (std::vector<std::uint64_t>{33, 17}));
 }
 
 TEST(NumpyInterop, NumpyReadsWhatPosembWrites) {
@@ -84,22 +84,11 @@ TEST(NumpyInterop, NumpyReadsWhatPosembWrites) {
   std::vector<Tensor> ts;
   const std::vector<std::vector<std::uint64_t>> shapes = {{33, 17}, {1024}, {2, 3, 4}, {0, 5}, {}};
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    Tensor t;
-    t.name = std::string("t").append(std::to_string(i));
-    t.shape = shapes[i];
-    t.dtype = i % 2 == 0 ? DType::F32 : DType::F64;
-    if (t.dtype == DType::F32) {
-      t.values = test::random_values<float>(t.element_count(), i);
-      test::write_all(
-          dir.file(t.name + ".bin"),
-          std::string(reinterpret_cast<const char*>(t.values.data()), t.values.size() * 4));
-    } else {
-      t.values_f64 = test::random_values<double>(t.element_count(), i);
-      test::write_all(
-          dir.file(t.name + ".bin"),
-          std::string(reinterpret_cast<const char*>(t.values_f64.data()), t.values_f64.size() * 8));
-    }
-    write_npy(dir.file(t.name + ".npy"), t);
+    const std::string name = std::string("t").append(std::to_string(i));
+    const Tensor t = i % 2 == 0 ? test::random_tensor<float>(name, shapes[i], i)
+                                : test::random_tensor<double>(name, shapes[i], i);
+    test::write_all(dir.file(name + ".bin"), bytes_of(t));
+    write_npy(dir.file(name + ".npy"), t);
     ts.push_back(t);
   }
   write_safetensors(dir.file("all.safetensors"), ts, {{"k", "v"}});
@@ -136,11 +125,7 @@ TEST(NumpyInterop, Float16BothWaysMatchesNumpy) {
   // numpy -> posemb: all 65536 float16 patterns.
   // posemb -> numpy: awkward floats written as F16, compared with numpy's astype(float16).
   const std::vector<float> src = awkward_floats(200000);
-  Tensor t;
-  t.name = "x";
-  t.dtype = DType::F32;
-  t.shape = {src.size()};
-  t.values = src;
+  const Tensor t = test::tensor_of<float>("x", {src.size()}, src);
   write_safetensors(dir.file("ours_f16.safetensors"), {t}, {}, DType::F16);
   test::write_all(dir.file("src_f32.bin"),
                   std::string(reinterpret_cast<const char*>(src.data()), src.size() * 4));
@@ -166,12 +151,13 @@ if len(bad):
   ASSERT_EQ(rc, 0);
   const Tensor all = read_safetensors(dir.file("all_f16.safetensors")).at("all");
   const std::vector<float> ref = raw_as<float>(dir.file("all_f16_as_f32.bin"));
-  ASSERT_EQ(all.values.size(), 65536u);
+  const std::vector<float> got = test::values_of<float>(all.astype(DType::F32));
+  ASSERT_EQ(got.size(), 65536u);
   for (std::size_t i = 0; i < 65536; ++i) {
     if (std::isnan(ref[i])) {
-      EXPECT_TRUE(std::isnan(all.values[i])) << i;
+      EXPECT_TRUE(std::isnan(got[i])) << i;
     } else {
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(all.values[i]), std::bit_cast<std::uint32_t>(ref[i]))
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(ref[i]))
           << "float16 pattern " << i;
     }
   }
@@ -180,10 +166,7 @@ if len(bad):
 TEST(NumpyInterop, BFloat16BothWaysMatchesTorch) {
   TempDir dir;
   const std::vector<float> src = awkward_floats(200000);
-  Tensor t;
-  t.name = "x";
-  t.shape = {src.size()};
-  t.values = src;
+  const Tensor t = test::tensor_of<float>("x", {src.size()}, src);
   write_safetensors(dir.file("ours_bf16.safetensors"), {t}, {}, DType::BF16);
   test::write_all(dir.file("src_f32.bin"),
                   std::string(reinterpret_cast<const char*>(src.data()), src.size() * 4));
@@ -213,9 +196,87 @@ open(os.path.join(d, "all_bf16_as_f32.bin"), "wb").write(b.to(torch.float32).num
   ASSERT_EQ(rc, 0);
   const Tensor all = read_safetensors(dir.file("all_bf16.safetensors")).at("all");
   const std::vector<float> ref = raw_as<float>(dir.file("all_bf16_as_f32.bin"));
-  ASSERT_EQ(all.values.size(), ref.size());
+  const std::vector<float> got = test::values_of<float>(all.astype(DType::F32));
+  ASSERT_EQ(got.size(), ref.size());
   ASSERT_GT(ref.size(), 65000u);
-  EXPECT_TRUE(same_bits(all.values, ref));
+  EXPECT_TRUE(same_bits(got, ref));
+}
+
+// Every dtype .npy holds besides f4/f8: numpy writes, posemb reads the same bytes; posemb
+// writes, numpy loads the same array.
+TEST(NumpyInterop, IntegerBoolAndFloat16NpyBothWays) {
+  TempDir dir;
+  const int rc = test::run_python(dir, R"(
+import sys, os
+import numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(3)
+for dt in ["<f2", "|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8"]:
+    a = np.frombuffer(rng.bytes(7 * 5 * np.dtype(dt).itemsize), dtype=dt).reshape(7, 5).copy()
+    if dt == "|b1":
+        a = rng.integers(0, 2, size=(7, 5)).astype(dt)
+    name = dt[1:]
+    np.save(os.path.join(d, "np_" + name + ".npy"), a)
+    open(os.path.join(d, "np_" + name + ".bin"), "wb").write(a.tobytes())
+)");
+  ASSERT_EQ(rc, 0);
+  const std::vector<std::pair<std::string, DType>> types = {
+      {"f2", DType::F16}, {"b1", DType::BOOL}, {"i1", DType::I8},  {"u1", DType::U8},
+      {"i2", DType::I16}, {"u2", DType::U16},  {"i4", DType::I32}, {"u4", DType::U32},
+      {"i8", DType::I64}, {"u8", DType::U64}};
+  for (const auto& [name, dtype] : types) {
+    const Tensor t = read_npy(dir.file("np_" + name + ".npy"));
+    EXPECT_EQ(t.dtype(), dtype) << name;
+    EXPECT_EQ(t.shape(), (std::vector<std::uint64_t>{7, 5})) << name;
+    EXPECT_EQ(bytes_of(t), test::read_all(dir.file("np_" + name + ".bin"))) << name;
+    write_npy(dir.file("ours_" + name + ".npy"), t);
+  }
+  const int back = test::run_python(dir, R"(
+import sys, os
+import numpy as np
+d = sys.argv[1]
+for dt in ["<f2", "|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8"]:
+    name = dt[1:]
+    a = np.load(os.path.join(d, "ours_" + name + ".npy"))
+    b = np.load(os.path.join(d, "np_" + name + ".npy"))
+    assert a.dtype == b.dtype and a.shape == b.shape, (name, a.dtype, a.shape)
+    assert a.tobytes() == b.tobytes(), name
+print("numpy reads posemb's integer, bool and float16 .npy files")
+)");
+  EXPECT_EQ(back, 0);
+}
+
+// float64 -> float16 in one rounding, as numpy's astype does (never through float32 first).
+TEST(NumpyInterop, Float64ToFloat16MatchesNumpy) {
+  TempDir dir;
+  std::mt19937_64 rng(5);
+  std::vector<double> v;
+  while (v.size() < 100000) {
+    const double base = std::ldexp(1.0 + static_cast<double>(rng() % 1024) / 1024.0,
+                                   static_cast<int>(rng() % 50) - 30);
+    const double mid = base + std::ldexp(1.0, std::ilogb(base) - 11);  // a float16 midpoint
+    v.push_back(std::nextafter(mid, rng() % 2 ? 0.0 : 1e308) * (rng() % 2 ? 1 : -1));
+    v.push_back(std::bit_cast<double>(rng()));
+  }
+  const Tensor t = test::tensor_of<double>("x", {v.size()}, v);
+  test::write_all(dir.file("src_f64.bin"), bytes_of(t));
+  test::write_all(dir.file("ours_f16.bin"), bytes_of(t.astype(DType::F16)));
+  const int rc = test::run_python(dir, R"(
+import sys, os
+import numpy as np
+d = sys.argv[1]
+src = np.fromfile(os.path.join(d, "src_f64.bin"), dtype="<f8")
+ours = np.fromfile(os.path.join(d, "ours_f16.bin"), dtype="<u2")
+with np.errstate(over="ignore", invalid="ignore"):
+    ref = src.astype("<f2").view("<u2")
+nan = np.isnan(src)
+bad = np.nonzero((ours != ref) & ~nan)[0]
+assert np.isnan(ours[nan].view("<f2")).all()
+if len(bad):
+    print("f64 -> f16 mismatches:", len(bad), [(float(src[i]), hex(ours[i]), hex(ref[i])) for i in bad[:5]])
+    sys.exit(1)
+)");
+  EXPECT_EQ(rc, 0);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Finding the position table in a checkpoint, posemb's metadata, save/load round trips.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "file_test_util.hpp"
@@ -48,7 +49,7 @@ TEST(FindTable, EachCommonNameIsFoundAndReported) {
     EXPECT_NE(t.how_found.find(pattern), std::string::npos) << t.how_found;
     EXPECT_EQ(t.values.rows(), 8u);
     EXPECT_TRUE(test::same_bits(std::vector<float>(t.values.flat().begin(), t.values.flat().end()),
-                                table_tensor(name, 8, 4, 2).values));
+                                test::values_of<float>(table_tensor(name, 8, 4, 2))));
   }
 }
 
@@ -60,12 +61,13 @@ TEST(FindTable, SeveralMatchesAreRefusedWithTheCandidates) {
   const std::string msg = message_of([&] { (void)load_position_table(path); });
   EXPECT_NE(msg.find("model.encoder.embed_positions.weight"), std::string::npos) << msg;
   EXPECT_NE(msg.find("model.decoder.embed_positions.weight"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("--tensor"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("name the one to use"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("--"), std::string::npos) << "library messages name no CLI flags: " << msg;
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
   // --tensor resolves it.
   const PositionTable t = load_position_table(path, "model.decoder.embed_positions.weight");
   EXPECT_EQ(t.source_tensor, "model.decoder.embed_positions.weight");
-  EXPECT_EQ(t.how_found, "named with --tensor");
+  EXPECT_EQ(t.how_found, "named by the caller");
 }
 
 TEST(FindTable, NoMatchListsTheTablesAndNamesWorkWithTensor) {
@@ -83,11 +85,7 @@ TEST(FindTable, NoMatchListsTheTablesAndNamesWorkWithTensor) {
 TEST(FindTable, NonTableTensorsAreRefused) {
   TempDir dir;
   const std::string path = dir.file("x.safetensors");
-  Tensor v;
-  v.name = "wpe.weight";
-  v.shape = {5};
-  v.values = {1, 2, 3, 4, 5};
-  write_safetensors(path, {v});
+  write_safetensors(path, {test::tensor_of<float>("wpe.weight", {5}, {1, 2, 3, 4, 5})});
   EXPECT_NE(message_of([&] { (void)load_position_table(path); }).find("not a 2-D float table"),
             std::string::npos);
   // The I64 position_ids buffer of a BERT checkpoint is skipped over by the name lookup.
@@ -95,6 +93,10 @@ TEST(FindTable, NonTableTensorsAreRefused) {
       load_position_table(std::string(POSEMB_TEST_DATA_DIR) + "/valid/bert_like_f16.safetensors");
   EXPECT_EQ(bert.source_tensor, "bert.embeddings.position_embeddings.weight");
   EXPECT_EQ(bert.dtype, DType::F16);
+  EXPECT_EQ(bert.values,
+            read_safetensors(std::string(POSEMB_TEST_DATA_DIR) + "/valid/bert_like_f16.safetensors")
+                .at("bert.embeddings.position_embeddings.weight")
+                .to_matrix<float>());
   EXPECT_THROW((void)load_position_table(
                    std::string(POSEMB_TEST_DATA_DIR) + "/valid/bert_like_f16.safetensors",
                    "bert.embeddings.position_ids"),
@@ -104,7 +106,7 @@ TEST(FindTable, NonTableTensorsAreRefused) {
 TEST(PositionTableFile, SaveLoadKeepsMetadataAndReservedRows) {
   TempDir dir;
   PositionTable t;
-  t.values = table_tensor("x", 514, 8, 5).to_matrix_f32();
+  t.values = table_tensor("x", 514, 8, 5).to_matrix<float>();
   t.reserved_rows = 2;
   t.training_length = 512;
   t.initializer = "normal(std=0.02, seed=3)";
@@ -157,24 +159,71 @@ TEST(PositionTableFile, F32AndF64RoundTripThroughAllFormatsBitExact) {
   write_safetensors(dir.file("a.safetensors"), {f32});
   PositionTable t = load_position_table(dir.file("a.safetensors"));
   save_position_table(dir.file("a.npy"), t);
-  EXPECT_TRUE(test::same_bits(read_npy(dir.file("a.npy")).values, f32.values));
+  EXPECT_TRUE(test::same_bits(test::values_of<float>(read_npy(dir.file("a.npy"))),
+                              test::values_of<float>(f32)));
   const PositionTable back = load_position_table(dir.file("a.npy"));
   save_position_table(dir.file("b.safetensors"), back);
-  EXPECT_TRUE(
-      test::same_bits(read_safetensors(dir.file("b.safetensors")).tensors[0].values, f32.values));
+  EXPECT_TRUE(test::same_bits(
+      test::values_of<float>(read_safetensors(dir.file("b.safetensors")).tensors[0]),
+      test::values_of<float>(f32)));
   // F64 through the tensor API: safetensors -> npy -> safetensors.
   Matrix<double> m(5, 3);
   const auto v = test::random_values<double>(15, 4);
   std::copy(v.begin(), v.end(), m.flat().begin());
-  write_safetensors(dir.file("d.safetensors"), {Tensor::from_matrix("wpe.weight", m.cview())});
+  write_safetensors(dir.file("d.safetensors"), {Tensor::from_matrix("wpe.weight", m)});
   Tensor d = read_safetensors(dir.file("d.safetensors")).at("wpe.weight");
   write_npy(dir.file("d.npy"), d);
   Tensor dn = read_npy(dir.file("d.npy"));
-  dn.name = "wpe.weight";
+  dn.set_name("wpe.weight");
   write_safetensors(dir.file("e.safetensors"), {dn});
-  EXPECT_TRUE(
-      test::same_bits(read_safetensors(dir.file("e.safetensors")).at("wpe.weight").values_f64, v));
-  EXPECT_EQ(read_safetensors(dir.file("e.safetensors")).at("wpe.weight").to_matrix_f64(), m);
+  EXPECT_TRUE(test::same_bits(
+      test::values_of<double>(read_safetensors(dir.file("e.safetensors")).at("wpe.weight")), v));
+  EXPECT_EQ(read_safetensors(dir.file("e.safetensors")).at("wpe.weight").to_matrix<double>(), m);
+}
+
+// Every table that enters a computation is finite: NaN and infinity are refused at load, naming
+// the file, the tensor, the row and the column.
+TEST(PositionTableFile, NonFiniteTablesAreRefusedAtLoad) {
+  TempDir dir;
+  for (float bad : {NAN, INFINITY, -INFINITY}) {
+    Matrix<float> m(6, 4);
+    m(3, 2) = bad;
+    const std::string path = dir.file("bad.safetensors");
+    write_safetensors(path, {Tensor::from_matrix("wpe.weight", m)});
+    const std::string msg = message_of([&] { (void)load_position_table(path); });
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'wpe.weight'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("row 3, column 2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::isnan(bad) ? "NaN" : "infinity"), std::string::npos) << msg;
+    write_npy(dir.file("bad.npy"), Tensor::from_matrix("", m));
+    EXPECT_NE(
+        message_of([&] { (void)load_position_table(dir.file("bad.npy")); }).find("row 3, column 2"),
+        std::string::npos);
+  }
+  // Stored as F16, a value beyond 65504 is infinity already in the file.
+  Matrix<float> big(2, 2);
+  big(1, 1) = 1e6f;
+  write_safetensors(dir.file("f16.safetensors"), {Tensor::from_matrix("wpe.weight", big)}, {},
+                    DType::F16);
+  EXPECT_NE(message_of([&] {
+              (void)load_position_table(dir.file("f16.safetensors"));
+            }).find("+infinity at row 1, column 1"),
+            std::string::npos);
+}
+
+// A table with no columns is refused at once, however many rows it claims (no loop over 2^40
+// empty rows).
+TEST(PositionTableFile, TablesWithoutColumnsAreRefused) {
+  TempDir dir;
+  const Tensor tall = Tensor::from_bytes("wpe.weight", DType::F32, {1ull << 40, 0}, {});
+  write_safetensors(dir.file("tall.safetensors"), {tall});
+  tall.name();
+  write_npy(dir.file("tall.npy"), Tensor::from_bytes("", DType::F32, {1ull << 40, 0}, {}));
+  for (const char* f : {"tall.safetensors", "tall.npy"}) {
+    const std::string msg = message_of([&] { (void)load_position_table(dir.file(f)); });
+    EXPECT_NE(msg.find("[1099511627776, 0]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("needs at least one column"), std::string::npos) << msg;
+  }
 }
 
 }  // namespace

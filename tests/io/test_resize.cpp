@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "file_test_util.hpp"
+#include "posemb/memory.hpp"
 #include "posemb/resize.hpp"
 #include "posemb/sinusoidal.hpp"
 
@@ -176,6 +178,63 @@ TEST(Resize, RefusesBadRequestsAndDamagedTables) {
       EXPECT_NE(m.find("row 5, column 1"), std::string::npos) << m;
       EXPECT_NE(m.find(std::isnan(bad) ? "NaN" : "infinity"), std::string::npos) << m;
     }
+  }
+}
+
+// The rows are floats: a standard deviation that is not a positive finite float is refused, and
+// one whose draws overflow float is refused after the draw, before anything is returned.
+TEST(Resize, RandomRefusesStandardDeviationsThatAreNotFiniteFloats) {
+  const PositionTable t = make_table(0, 8, 4, 1);
+  ResizeOptions o;
+  for (double s : {1e300, 1e39, 1e-300, -0.0, 0.0, static_cast<double>(NAN),
+                   std::numeric_limits<double>::infinity()}) {
+    o.stddev = s;
+    try {
+      (void)resize_table(t, 16, ResizeMethod::random, o);
+      ADD_FAILURE() << "stddev " << s << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("not a positive finite float"), std::string::npos)
+          << e.what();
+    }
+  }
+  o.stddev = 3e38;  // a float, but N(0, 3e38) draws overflow to infinity
+  try {
+    (void)resize_table(t, 4096, ResizeMethod::random, o);
+    FAIL() << "infinite rows returned";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("infinity"), std::string::npos) << e.what();
+  }
+  o.stddev = 1e30;  // large but its draws are finite
+  const PositionTable r = resize_table(t, 64, ResizeMethod::random, o);
+  for (float v : r.values.flat()) ASSERT_TRUE(std::isfinite(v));
+}
+
+TEST(Resize, TablesWithoutColumnsAndHugeResultsAreRefusedBeforeAllocating) {
+  PositionTable empty;
+  empty.values = Matrix<float>(1ull << 40, 0);
+  for (ResizeMethod m : {ResizeMethod::truncate, ResizeMethod::copy}) {
+    try {
+      (void)resize_table(empty, m == ResizeMethod::copy ? (1ull << 41) : 5, m);
+      FAIL();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("at least one column"), std::string::npos) << e.what();
+    }
+  }
+  // 2^32 positions of 768 floats: 12 TiB, refused with the need and the limit.
+  const PositionTable t = make_table(0, 4, 768, 1);
+  try {
+    (void)resize_table(t, 1ull << 32, ResizeMethod::copy);
+    FAIL();
+  } catch (const MemoryLimitExceeded& e) {
+    EXPECT_EQ(e.bytes(), (1ull << 32) * 768 * 4);
+    EXPECT_NE(std::string(e.what()).find("resize_table"), std::string::npos) << e.what();
+  }
+  // With random the freshly drawn table counts too.
+  try {
+    (void)resize_table(t, 1ull << 31, ResizeMethod::random);
+    FAIL();
+  } catch (const MemoryLimitExceeded& e) {
+    EXPECT_EQ(e.bytes(), 2 * (1ull << 31) * 768 * 4);
   }
 }
 

@@ -1,4 +1,5 @@
-// safetensors and .npy: round trips, metadata, dtypes, atomic writes, the malformed-file folder.
+// safetensors and .npy: round trips of every dtype, metadata, conversions, lazy views of the
+// mapped file, the malformed-file folder.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,7 +8,6 @@
 #include <string>
 
 #include "file_test_util.hpp"
-#include "posemb/atomic_file.hpp"
 #include "posemb/half.hpp"
 #include "posemb/npy.hpp"
 #include "posemb/position_table_file.hpp"
@@ -16,57 +16,68 @@
 namespace posemb {
 namespace {
 
-using test::random_values;
+using test::random_tensor;
 using test::same_bits;
 using test::TempDir;
+using test::tensor_of;
+using test::values_of;
 
-Tensor make_f32(const std::string& name, std::vector<std::uint64_t> shape, std::uint64_t seed) {
-  Tensor t;
-  t.name = name;
-  t.dtype = DType::F32;
-  t.shape = std::move(shape);
-  t.values = random_values<float>(t.element_count(), seed);
-  return t;
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.bytes().size() == b.bytes().size() &&
+         (a.bytes().empty() ||
+          std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0);
 }
 
-Tensor make_f64(const std::string& name, std::vector<std::uint64_t> shape, std::uint64_t seed) {
-  Tensor t;
-  t.name = name;
-  t.dtype = DType::F64;
-  t.shape = std::move(shape);
-  t.values_f64 = random_values<double>(t.element_count(), seed);
-  return t;
+// One tensor of every safetensors dtype, with awkward shapes.
+std::vector<Tensor> one_of_each_dtype() {
+  std::vector<Tensor> ts = {random_tensor<float>("wpe.weight", {17, 5}, 1),
+                            random_tensor<double>("opt.m", {3, 7}, 2),
+                            random_tensor<float>("scalar", {}, 3),
+                            random_tensor<float>("empty", {0, 4}, 4),
+                            random_tensor<double>("cube", {2, 3, 4}, 6),
+                            tensor_of<std::int64_t>("position_ids", {1, 4}, {0, 1, -2, INT64_MAX}),
+                            tensor_of<std::uint8_t>("u8", {3}, {0, 7, 255}),
+                            tensor_of<std::int8_t>("i8", {2}, {-128, 127}),
+                            tensor_of<std::int16_t>("i16", {2}, {-3, 30000}),
+                            tensor_of<std::uint16_t>("u16", {1}, {65535}),
+                            tensor_of<std::int32_t>("i32", {2}, {INT32_MIN, 5}),
+                            tensor_of<std::uint32_t>("u32", {1}, {UINT32_MAX}),
+                            tensor_of<std::uint64_t>("u64", {1}, {UINT64_MAX})};
+  const std::vector<std::uint8_t> raw = {0, 1, 1, 0};
+  const auto raw_bytes =
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(raw.data()), raw.size());
+  ts.push_back(Tensor::from_bytes("mask", DType::BOOL, {2, 2}, raw_bytes));
+  ts.push_back(Tensor::from_bytes("f8a", DType::F8_E4M3, {4}, raw_bytes));
+  ts.push_back(Tensor::from_bytes("f8b", DType::F8_E5M2, {4}, raw_bytes));
+  ts.push_back(random_tensor<float>("h", {6, 2}, 9).astype(DType::F16));
+  ts.push_back(random_tensor<float>("b", {6, 2}, 10).astype(DType::BF16));
+  return ts;
 }
 
-TEST(Safetensors, RoundTripManyTensorsAndMetadataBitExact) {
+TEST(Safetensors, RoundTripOfEveryDtypeAndMetadataBitExact) {
   TempDir dir;
-  std::vector<Tensor> ts = {make_f32("wpe.weight", {17, 5}, 1),
-                            make_f64("opt.m", {3, 7}, 2),
-                            make_f32("scalar", {}, 3),
-                            make_f32("empty", {0, 4}, 4),
-                            make_f32("vec", {9}, 5),
-                            make_f64("cube", {2, 3, 4}, 6)};
+  const std::vector<Tensor> ts = one_of_each_dtype();
   const Metadata meta = {{"step", "1000"}, {"posemb.training_length", "17"}, {"note", "é ü"}};
   write_safetensors(dir.file("a.safetensors"), ts, meta);
   const TensorFile f = read_safetensors(dir.file("a.safetensors"));
   EXPECT_EQ(f.metadata, meta);
   ASSERT_EQ(f.tensors.size(), ts.size());
-  for (const Tensor& t : ts) {
-    const Tensor& r = f.at(t.name);
-    EXPECT_EQ(r.dtype, t.dtype) << t.name;
-    EXPECT_EQ(r.shape, t.shape) << t.name;
-    EXPECT_TRUE(same_bits(r.values, t.values)) << t.name;
-    EXPECT_TRUE(same_bits(r.values_f64, t.values_f64)) << t.name;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    const Tensor& r = f.tensors[i];
+    EXPECT_EQ(r.name(), ts[i].name()) << "file order is the written order";
+    EXPECT_EQ(r.dtype(), ts[i].dtype()) << ts[i].name();
+    EXPECT_EQ(r.shape(), ts[i].shape()) << ts[i].name();
+    EXPECT_TRUE(same_bytes(r, ts[i])) << ts[i].name();
+    EXPECT_TRUE(r.is_view()) << "read_safetensors decodes nothing";
   }
-  // File order is the written order (data offsets increase).
-  for (std::size_t i = 0; i < ts.size(); ++i) EXPECT_EQ(f.tensors[i].name, ts[i].name);
   EXPECT_THROW((void)f.at("nope"), std::out_of_range);
 }
 
 TEST(Safetensors, HeaderIsPaddedToEightBytes) {
   TempDir dir;
   for (std::size_t len = 1; len < 12; ++len) {
-    write_safetensors(dir.file("p.safetensors"), {make_f32(std::string(len, 'x'), {1}, len)});
+    write_safetensors(dir.file("p.safetensors"),
+                      {random_tensor<float>(std::string(len, 'x'), {1}, len)});
     const std::string bytes = test::read_all(dir.file("p.safetensors"));
     std::uint64_t n = 0;
     std::memcpy(&n, bytes.data(), 8);
@@ -75,21 +86,46 @@ TEST(Safetensors, HeaderIsPaddedToEightBytes) {
   }
 }
 
-TEST(Safetensors, WritesRequestedDtypesRoundedToNearestEven) {
+TEST(Safetensors, ConvertsFloatTensorsRoundedToNearestEvenAndPassesOthersThrough) {
   TempDir dir;
-  const Tensor t = make_f32("t", {64, 3}, 7);
+  const Tensor t = random_tensor<float>("t", {64, 3}, 7);
+  const Tensor ids = tensor_of<std::int64_t>("ids", {1, 3}, {0, 1, 2});
+  const std::vector<float> src = values_of<float>(t);
   for (DType d : {DType::F16, DType::BF16, DType::F64, DType::F32}) {
-    write_safetensors(dir.file("d.safetensors"), {t}, {}, d);
-    const Tensor r = read_safetensors(dir.file("d.safetensors")).at("t");
-    ASSERT_EQ(r.dtype, d);
-    for (std::size_t i = 0; i < t.values.size(); ++i) {
-      const float v = t.values[i];
-      float want = v;
-      if (d == DType::F16) want = detail::f16_to_f32(detail::f32_to_f16(v));
-      if (d == DType::BF16) want = detail::bf16_to_f32(detail::f32_to_bf16(v));
-      const double got = d == DType::F64 ? r.values_f64[i] : r.values[i];
-      EXPECT_EQ(got, static_cast<double>(want)) << dtype_name(d) << " element " << i;
+    write_safetensors(dir.file("d.safetensors"), {t, ids}, {}, d);
+    const TensorFile f = read_safetensors(dir.file("d.safetensors"));
+    const Tensor& r = f.at("t");
+    ASSERT_EQ(r.dtype(), d);
+    EXPECT_EQ(f.at("ids").dtype(), DType::I64) << "non-float tensors are not converted";
+    EXPECT_TRUE(same_bytes(f.at("ids"), ids));
+    const Matrix<double> got = r.to_matrix<double>();  // exact from every float dtype
+    for (std::size_t i = 0; i < src.size(); ++i) {
+      float want = src[i];
+      if (d == DType::F16) want = float16(src[i]);
+      if (d == DType::BF16) want = bfloat16(src[i]);
+      EXPECT_EQ(got.flat()[i], static_cast<double>(want)) << dtype_name(d) << " element " << i;
     }
+  }
+  EXPECT_THROW(write_safetensors(dir.file("x.safetensors"), {t}, {}, DType::I64),
+               std::invalid_argument);
+}
+
+// A BERT checkpoint's I64 position_ids buffer survives a rewrite (and a float conversion).
+TEST(Safetensors, BertLikeFileRewrittenWithItsIntegerTensor) {
+  TempDir dir;
+  const TensorFile in =
+      read_safetensors(std::string(POSEMB_TEST_DATA_DIR) + "/valid/bert_like_f16.safetensors");
+  write_safetensors(dir.file("out.safetensors"), in.tensors, in.metadata, DType::F32);
+  const TensorFile out = read_safetensors(dir.file("out.safetensors"));
+  ASSERT_EQ(out.tensors.size(), in.tensors.size());
+  const Tensor& ids = out.at("bert.embeddings.position_ids");
+  EXPECT_EQ(ids.dtype(), DType::I64);
+  EXPECT_TRUE(same_bytes(ids, in.at("bert.embeddings.position_ids")));
+  EXPECT_EQ(ids.to_matrix<std::int64_t>()(0, 5), 5);
+  for (const char* name : {"bert.embeddings.position_embeddings.weight",
+                           "bert.embeddings.token_type_embeddings.weight"}) {
+    EXPECT_EQ(out.at(name).dtype(), DType::F32);
+    EXPECT_EQ(out.at(name).to_matrix<float>(), in.at(name).to_matrix<float>()) << "exact";
   }
 }
 
@@ -97,61 +133,95 @@ TEST(Safetensors, WriterValidatesBeforeTouchingTheFile) {
   TempDir dir;
   const std::string path = dir.file("keep.safetensors");
   test::write_all(path, "old content");
-  Tensor bad_count = make_f32("a", {2, 2}, 1);
-  bad_count.values.pop_back();
-  Tensor f64_missing = make_f64("b", {2}, 2);
-  f64_missing.values_f64.clear();
-  Tensor int_tensor = make_f32("c", {1}, 3);
-  int_tensor.dtype = DType::I64;
+  const auto t = [](const std::string& name) { return random_tensor<float>(name, {1}, 1); };
+  std::vector<Tensor> too_many(kSafetensorsMaxTensors + 1);
+  for (std::size_t i = 0; i < too_many.size(); ++i) too_many[i].set_name("t" + std::to_string(i));
+  const std::vector<std::uint8_t> one = {1};
+  const auto one_byte =
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(one.data()), 1);
   const std::vector<std::vector<Tensor>> cases = {
-      {bad_count},
-      {f64_missing},
-      {int_tensor},
-      {make_f32("dup", {1}, 1), make_f32("dup", {1}, 2)},
-      {make_f32("__metadata__", {1}, 1)},
-      {make_f32("", {1}, 1)},
-      {make_f32(std::string("\xff\xfe"), {1}, 1)}};
+      {t("dup"), t("dup")},
+      {t("__metadata__")},
+      {t("")},
+      {t(std::string("\xff\xfe"))},
+      {t(std::string(kSafetensorsMaxNameBytes + 1, 'n'))},
+      {Tensor::from_bytes("rank65", DType::U8, std::vector<std::uint64_t>(65, 1), one_byte)},
+      too_many};
   for (const auto& c : cases) {
-    EXPECT_THROW(write_safetensors(path, c), std::invalid_argument);
+    EXPECT_THROW(write_safetensors(path, c), std::invalid_argument) << c.front().name();
     EXPECT_EQ(test::read_all(path), "old content");
   }
-  EXPECT_THROW(write_safetensors(path, {make_f32("a", {1}, 1)}, {}, DType::I64),
+  EXPECT_THROW(write_safetensors(path, {t("a")}, {{"k", std::string("\xc3")}}),
                std::invalid_argument);
   EXPECT_EQ(test::read_all(path), "old content");
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"keep.safetensors"});
+  // The limits themselves are accepted.
+  write_safetensors(
+      dir.file("ok.safetensors"),
+      {t(std::string(kSafetensorsMaxNameBytes, 'n')),
+       Tensor::from_bytes("rank64", DType::U8, std::vector<std::uint64_t>(64, 1), one_byte)});
+  EXPECT_EQ(read_safetensors(dir.file("ok.safetensors")).at("rank64").shape().size(), 64u);
 }
 
-TEST(Safetensors, UndecodedDtypesAreListedNotDecoded) {
-  const TensorFile f =
-      read_safetensors(std::string(POSEMB_TEST_DATA_DIR) + "/valid/bert_like_f16.safetensors");
-  const Tensor& ids = f.at("bert.embeddings.position_ids");
-  EXPECT_EQ(ids.dtype, DType::I64);
-  EXPECT_FALSE(ids.has_values());
-  EXPECT_TRUE(ids.values.empty());
-  EXPECT_THROW((void)ids.to_matrix_f32(), std::invalid_argument);
-  EXPECT_EQ(f.at("bert.embeddings.position_embeddings.weight").dtype, DType::F16);
-  EXPECT_EQ(f.at("bert.embeddings.token_type_embeddings.weight").dtype, DType::BF16);
-}
-
-TEST(Npy, RoundTripBitExactF32F64AnyRank) {
+// Tensors read from a file view its mapping and keep it alive: they outlive the TensorFile
+// and the file's name.
+TEST(Safetensors, TensorsViewTheMappingAndOutliveTheFile) {
   TempDir dir;
-  const std::vector<Tensor> ts = {make_f32("", {5, 3}, 1), make_f64("", {4, 2}, 2),
-                                  make_f32("", {7}, 3),    make_f64("", {}, 4),
-                                  make_f32("", {0, 3}, 5), make_f64("", {2, 1, 3}, 6)};
+  const Tensor src = random_tensor<float>("wpe.weight", {33, 7}, 5);
+  write_safetensors(dir.file("m.safetensors"), {src});
+  Tensor kept;
+  {
+    const TensorFile f = read_safetensors(dir.file("m.safetensors"));
+    kept = f.at("wpe.weight");
+    EXPECT_TRUE(kept.is_view());
+  }
+  std::filesystem::remove(dir.file("m.safetensors"));
+  EXPECT_TRUE(same_bytes(kept, src));
+  EXPECT_EQ(kept.to_matrix<float>(), src.to_matrix<float>());
+  // From bytes in memory, the tensors own copies.
+  const std::string raw =
+      test::read_all(std::string(POSEMB_TEST_DATA_DIR) + "/valid/gpt2_like.safetensors");
+  const TensorFile m = read_safetensors_bytes(
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(raw.data()), raw.size()),
+      "<memory>");
+  EXPECT_FALSE(m.at("wpe.weight").is_view());
+  EXPECT_NE(m.at("wpe.weight").bytes().data(), reinterpret_cast<const std::byte*>(raw.data()) + 8);
+}
+
+TEST(Npy, RoundTripBitExactEveryNumpyDtypeAnyRank) {
+  TempDir dir;
+  std::vector<Tensor> ts = {random_tensor<float>("", {5, 3}, 1),
+                            random_tensor<double>("", {4, 2}, 2),
+                            random_tensor<float>("", {7}, 3),
+                            random_tensor<double>("", {}, 4),
+                            random_tensor<float>("", {0, 3}, 5),
+                            random_tensor<double>("", {2, 1, 3}, 6),
+                            random_tensor<float>("", {3, 3}, 7).astype(DType::F16)};
+  for (const Tensor& t : one_of_each_dtype()) {
+    if (!dtype_is_float(t.dtype()) && t.dtype() != DType::F8_E4M3 && t.dtype() != DType::F8_E5M2) {
+      ts.push_back(t);
+    }
+  }
   for (const Tensor& t : ts) {
     write_npy(dir.file("x.npy"), t);
     const std::string bytes = test::read_all(dir.file("x.npy"));
-    const std::size_t data = bytes.size() - t.element_count() * dtype_size(t.dtype);
-    EXPECT_EQ(data % 64, 0u) << "data starts 64-byte aligned";
+    EXPECT_EQ((bytes.size() - t.bytes().size()) % 64, 0u) << "data starts 64-byte aligned";
     const Tensor r = read_npy(dir.file("x.npy"));
-    EXPECT_EQ(r.dtype, t.dtype);
-    EXPECT_EQ(r.shape, t.shape);
-    EXPECT_TRUE(same_bits(r.values, t.values));
-    EXPECT_TRUE(same_bits(r.values_f64, t.values_f64));
+    EXPECT_EQ(r.dtype(), t.dtype());
+    EXPECT_EQ(r.shape(), t.shape());
+    EXPECT_TRUE(same_bytes(r, t)) << dtype_name(t.dtype());
+    EXPECT_TRUE(r.is_view());
+    EXPECT_EQ(r.name(), "");
   }
-  Tensor h = make_f32("", {2}, 1);
-  h.dtype = DType::F16;
-  EXPECT_THROW(write_npy(dir.file("h.npy"), h), std::invalid_argument);
+  for (DType d : {DType::BF16, DType::F8_E4M3}) {
+    const std::vector<std::uint8_t> z(4);
+    const Tensor h =
+        Tensor::from_bytes("", d, {2},
+                           std::span<const std::byte>(reinterpret_cast<const std::byte*>(z.data()),
+                                                      2 * dtype_size(d)));
+    EXPECT_THROW(write_npy(dir.file("h.npy"), h), std::invalid_argument);
+    EXPECT_FALSE(std::filesystem::exists(dir.file("h.npy")));
+  }
 }
 
 TEST(Npy, ReadsVersions1To3WrittenByNumpy) {
@@ -159,13 +229,40 @@ TEST(Npy, ReadsVersions1To3WrittenByNumpy) {
   const Tensor v1 = read_npy(d + "v1.npy");
   for (const char* name : {"v2.npy", "v3.npy"}) {
     const Tensor v = read_npy(d + name);
-    EXPECT_EQ(v.shape, (std::vector<std::uint64_t>{6, 4})) << name;
-    EXPECT_TRUE(same_bits(v.values, v1.values)) << name;
+    EXPECT_EQ(v.shape(), (std::vector<std::uint64_t>{6, 4})) << name;
+    EXPECT_TRUE(same_bytes(v, v1)) << name;
   }
   // The same values as the safetensors file made from the same array.
   const TensorFile st = read_safetensors(d + "gpt2_like.safetensors");
-  EXPECT_TRUE(same_bits(st.at("wpe.weight").values, v1.values));
-  EXPECT_EQ(read_npy(d + "f64_1d.npy").values_f64, st.at("h.0.attn.bias").values_f64);
+  EXPECT_TRUE(same_bytes(st.at("wpe.weight"), v1));
+  EXPECT_TRUE(same_bytes(read_npy(d + "f64_1d.npy"), st.at("h.0.attn.bias")));
+}
+
+TEST(TensorFiles, ReadTensorFileTellsTheFormatByContent) {
+  TempDir dir;
+  const std::string d = std::string(POSEMB_TEST_DATA_DIR) + "/valid/";
+  std::filesystem::copy_file(d + "v1.npy", dir.file("really_npy.safetensors"));
+  std::filesystem::copy_file(d + "gpt2_like.safetensors", dir.file("really_st.npy"));
+  const TensorFile a = read_tensor_file(dir.file("really_npy.safetensors"));
+  EXPECT_EQ(a.format, TensorFileFormat::npy);
+  ASSERT_EQ(a.tensors.size(), 1u);
+  EXPECT_EQ(a.tensors[0].shape(), (std::vector<std::uint64_t>{6, 4}));
+  const TensorFile b = read_tensor_file(dir.file("really_st.npy"));
+  EXPECT_EQ(b.format, TensorFileFormat::safetensors);
+  EXPECT_EQ(b.tensors.size(), 2u);
+  for (const std::string& junk :
+       {std::string(""), std::string("hello world, not a tensor file"),
+        test::read_all(std::string(POSEMB_TEST_DATA_DIR) + "/malformed/bad_magic.npy")}) {
+    test::write_all(dir.file("junk"), junk);
+    try {
+      (void)read_tensor_file(dir.file("junk"));
+      ADD_FAILURE() << "junk read";
+    } catch (const FileFormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("neither a .npy nor a safetensors file"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 // Every file in tests/data/malformed is refused with a FileFormatError naming the file and the
@@ -203,8 +300,11 @@ TEST(Malformed, EveryFileGivesAClearError) {
       EXPECT_NE(what.find(expected[name]), std::string::npos)
           << name << ": '" << what << "' lacks '" << expected[name] << "'";
       EXPECT_EQ(err.path(), path);
+      EXPECT_EQ(what.find('\n'), std::string::npos) << "one line: " << what;
+      EXPECT_LT(what.size(), 1000u) << what;
     }
     EXPECT_THROW((void)load_position_table(path), FileFormatError) << name;
+    EXPECT_THROW((void)read_tensor_file(path), FileFormatError) << name;
   }
   EXPECT_EQ(files, expected.size());
 }
@@ -220,51 +320,16 @@ TEST(Malformed, InMemoryReadersNameTheSource) {
   EXPECT_THROW((void)read_npy_bytes(junk, "<memory>"), FileFormatError);
 }
 
-TEST(Files, MissingFileAndDirectoryAreSystemErrors) {
+TEST(Files, MissingFileIsASystemErrorADirectoryIsNotAFile) {
   TempDir dir;
   EXPECT_THROW((void)read_safetensors(dir.file("absent.safetensors")), std::system_error);
-  EXPECT_THROW((void)read_npy(dir.path().string()), std::system_error);
-}
-
-TEST(AtomicWrite, FailureInTheMiddleLeavesTheOldFileAndNoTemporary) {
-  TempDir dir;
-  const std::string path = dir.file("ckpt.safetensors");
-  write_safetensors(path, {make_f32("a", {3, 3}, 1)});
-  const std::string before = test::read_all(path);
-  EXPECT_THROW(write_file_atomically(path, "test",
-                                     [](FileSink& s) {
-                                       const std::string half(5000, 'x');
-                                       s.write(half.data(), half.size());
-                                       s.flush();
-                                       throw std::runtime_error("interrupted");
-                                     }),
-               std::runtime_error);
-  EXPECT_EQ(test::read_all(path), before);
-  EXPECT_EQ(dir.entries(), std::vector<std::string>{"ckpt.safetensors"});
-}
-
-TEST(AtomicWrite, RenameFailureLeavesNoTemporary) {
-  TempDir dir;
-  // The target is a non-empty directory: the rename onto it fails after the data is written.
-  std::filesystem::create_directories(dir.path() / "target.npy" / "inside");
   try {
-    write_npy(dir.file("target.npy"), make_f32("", {4}, 1));
-    FAIL() << "rename onto a directory succeeded";
-  } catch (const std::system_error& e) {
-    EXPECT_NE(std::string(e.what()).find("target.npy"), std::string::npos) << e.what();
+    (void)read_npy(dir.path().string());
+    FAIL();
+  } catch (const FileFormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file (a directory)"), std::string::npos)
+        << e.what();
   }
-  EXPECT_EQ(dir.entries(), std::vector<std::string>{"target.npy"});
-  EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "target.npy" / "inside"));
-}
-
-TEST(AtomicWrite, ReplacesAnExistingFileWhole) {
-  TempDir dir;
-  const std::string path = dir.file("t.npy");
-  write_npy(path, make_f32("", {1000}, 1));
-  write_npy(path, make_f32("", {2}, 2));
-  EXPECT_EQ(read_npy(path).shape, (std::vector<std::uint64_t>{2}));
-  EXPECT_EQ(dir.entries(), std::vector<std::string>{"t.npy"});
-  EXPECT_THROW(write_npy(dir.file("no/such/dir/t.npy"), make_f32("", {2}, 2)), std::system_error);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "posemb/tensor_file.hpp"
 #include "temp_dir.hpp"
 
 namespace posemb::test {
@@ -55,6 +56,37 @@ template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+// The elements of t as a vector of T (T's size must be the dtype's).
+template <class T>
+std::vector<T> values_of(const Tensor& t) {
+  std::vector<T> v(t.bytes().size() / sizeof(T));
+  if (!v.empty()) std::memcpy(v.data(), t.bytes().data(), v.size() * sizeof(T));
+  return v;
+}
+
+// A tensor of dtype_of<T> holding random_values<T> (T float or double).
+template <class T>
+Tensor random_tensor(const std::string& name, std::vector<std::uint64_t> shape,
+                     std::uint64_t seed) {
+  std::uint64_t n = 1;
+  for (auto d : shape) n *= d;
+  const std::vector<T> v = random_values<T>(n, seed);
+  return Tensor::from_bytes(name, dtype_of<T>, std::move(shape),
+                            std::span<const std::byte>(reinterpret_cast<const std::byte*>(v.data()),
+                                                       v.size() * sizeof(T)));
+}
+
+// A tensor of dtype_of<T> holding values (any TensorElement T).
+template <class T>
+Tensor tensor_of(const std::string& name, std::vector<std::uint64_t> shape,
+                 const std::vector<T>& values) {
+  static_assert(!std::is_same_v<T, bool>, "use std::uint8_t bytes and DType::BOOL");
+  return Tensor::from_bytes(
+      name, dtype_of<T>, std::move(shape),
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(values.data()),
+                                 values.size() * sizeof(T)));
 }
 
 }  // namespace posemb::test

@@ -3,12 +3,14 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
+#include "posemb/atomic_file.hpp"
 #include "posemb/version.hpp"
 
 namespace {
@@ -50,9 +52,29 @@ int usage_error(const CLI::App& app, const std::string& message) {
   return posemb::cli::kExitUsage;
 }
 
+// SIGINT, SIGTERM, SIGHUP: remove the temporary files of writes in progress
+// (posemb::remove_partial_files is async-signal-safe), then die of the signal as if unhandled.
+void on_terminating_signal(int sig) {
+  posemb::remove_partial_files();
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void install_cleanup_handlers() {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;  // nohup, &
+    struct sigaction sa {};
+    sa.sa_handler = on_terminating_signal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  install_cleanup_handlers();
   CLI::App app{
       "posemb: learned positional embeddings for transformers, and the trade-off between a "
       "learned position table and an encoding computed at any position."};

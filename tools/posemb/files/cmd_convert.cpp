@@ -6,9 +6,11 @@
 #include <string>
 
 #include "cli.hpp"
+#include "posemb/errors.hpp"
 #include "posemb/npy.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/safetensors.hpp"
+#include "posemb/tensor_file.hpp"
 
 namespace posemb::cli {
 namespace {
@@ -28,54 +30,38 @@ bool ends_with_npy(const std::string& p) {
 void run_convert(const ConvertOptions& o) {
   std::optional<DType> dtype;
   if (!o.dtype.empty()) dtype = parse_float_dtype(o.dtype);
-  TensorFile file;
+  TensorFile file = read_tensor_file(o.in);  // the format by content; nothing decoded yet
   std::string chosen;
   std::string how;
-  if (is_npy_file(o.in)) {
+  if (file.format == TensorFileFormat::npy) {
     if (!o.tensor.empty()) throw UsageError("convert: --tensor does not apply to a .npy input");
-    Tensor t = read_npy(o.in);
-    t.name = o.name;
-    file.tensors.push_back(std::move(t));
+    file.tensors.front().set_name(o.name);
     chosen = o.name;
     how = "the only array of a .npy file";
-  } else {
-    file = read_safetensors(o.in);
-    if (ends_with_npy(o.out)) {
-      chosen = find_position_tensor(
-          file, o.in, o.tensor.empty() ? std::nullopt : std::optional<std::string>(o.tensor), &how);
-    }
+  } else if (ends_with_npy(o.out)) {
+    chosen = find_position_tensor(
+        file, o.in, o.tensor.empty() ? std::nullopt : std::optional<std::string>(o.tensor), &how);
   }
   if (ends_with_npy(o.out)) {
     Tensor t = *file.find(chosen);
-    if (!t.has_values()) {
-      throw std::runtime_error("convert: tensor '" + chosen + "' has dtype " +
-                               std::string(dtype_name(t.dtype)) +
-                               ", which .npy output cannot hold");
-    }
-    const DType out = dtype.value_or(t.dtype == DType::F64 ? DType::F64 : DType::F32);
-    if (out != DType::F32 && out != DType::F64) {
-      throw UsageError("convert: .npy output holds f32 or f64, not " + o.dtype);
-    }
-    if (out != t.dtype) {  // F16/BF16 -> F32 is exact; F32 <-> F64 converts each value
-      if (out == DType::F64) {
-        t.values_f64.assign(t.values.begin(), t.values.end());
-        t.values.clear();
-      } else if (t.dtype == DType::F64) {
-        t.values.assign(t.values_f64.begin(), t.values_f64.end());
-        t.values_f64.clear();
-      }
-      t.dtype = out;
+    if (dtype) {
+      if (*dtype == DType::BF16) throw UsageError("convert: .npy output cannot hold bf16");
+      t = t.astype(*dtype);
+    } else if (t.dtype() == DType::BF16) {
+      t = t.astype(DType::F32);  // numpy has no bfloat16; F32 holds every value exactly
     }
     write_npy(o.out, t);
-    fmt::print("tensor '{}' ({}) -> {} ({})\n", chosen, how, o.out, dtype_name(out));
+    fmt::print("tensor {} ({}) -> {} ({})\n", quote_untrusted(chosen), how, o.out,
+               dtype_name(t.dtype()));
     return;
   }
   if (!chosen.empty() && file.metadata.count("posemb.tensor") == 0) {
     file.metadata["posemb.tensor"] = chosen;  // so that posemb finds the table again
   }
+  // Float tensors are converted to --dtype when given; the others pass through unchanged.
   write_safetensors(o.out, file.tensors, file.metadata, dtype);
   fmt::print("{} tensor(s) -> {}{}\n", file.tensors.size(), o.out,
-             dtype ? " (" + std::string(dtype_name(*dtype)) + ")" : std::string());
+             dtype ? " (float tensors as " + std::string(dtype_name(*dtype)) + ")" : std::string());
 }
 
 }  // namespace

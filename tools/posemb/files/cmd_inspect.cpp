@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli.hpp"
+#include "posemb/errors.hpp"
 #include "posemb/position_table_file.hpp"
 #include "table_report.hpp"
 
@@ -31,15 +32,18 @@ void run_inspect(const InspectOptions& o) {
     t.reserved_rows = *o.reserved_rows;
   }
   fmt::print("file:            {}\n", o.file);
-  fmt::print("tensor:          '{}' ({})\n", t.source_tensor, t.how_found);
+  fmt::print("tensor:          {} ({})\n", quote_untrusted(t.source_tensor), t.how_found);
   fmt::print("shape:           {} x {} (rows x dim), dtype {}\n", t.values.rows(), t.values.cols(),
              dtype_name(t.dtype));
   fmt::print("reserved rows:   {} (position p is row {} + p; {} positions)\n", t.reserved_rows,
              t.reserved_rows, t.positions());
   fmt::print("training length: {}\n",
              t.training_length ? std::to_string(*t.training_length) : std::string("unknown"));
-  fmt::print("initializer:     {}\n", t.initializer.empty() ? "unknown" : t.initializer);
-  if (!t.provenance.empty()) fmt::print("provenance:      {}\n", t.provenance);
+  // Metadata comes from the file: shown quoted, control bytes escaped.
+  fmt::print("initializer:     {}\n",
+             t.initializer.empty() ? "unknown" : quote_untrusted(t.initializer, 1024));
+  if (!t.provenance.empty())
+    fmt::print("provenance:      {}\n", quote_untrusted(t.provenance, 4096));
   const auto usable = t.usable();
   const RowNormStats s = row_norm_stats(usable);
   fmt::print("row norms:       min {:.6g}  mean {:.6g}  max {:.6g}  std {:.6g}\n", s.min, s.mean,

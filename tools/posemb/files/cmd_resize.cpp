@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli.hpp"
+#include "posemb/errors.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/resize.hpp"
 
@@ -38,9 +39,9 @@ void run_resize(const ResizeCliOptions& o) {
   const PositionTable r = resize_table(t, o.to, method, o.resize);
   save_position_table(o.out, r, dtype);
   fmt::print(
-      "tensor '{}' ({}): {} -> {} positions by {} ({} reserved rows kept); wrote {} ({} x {})\n",
-      t.source_tensor, t.how_found, t.positions(), r.positions(), o.method, r.reserved_rows, o.out,
-      r.values.rows(), r.values.cols());
+      "tensor {} ({}): {} -> {} positions by {} ({} reserved rows kept); wrote {} ({} x {})\n",
+      quote_untrusted(t.source_tensor), t.how_found, t.positions(), r.positions(), o.method,
+      r.reserved_rows, o.out, r.values.rows(), r.values.cols());
 }
 
 }  // namespace

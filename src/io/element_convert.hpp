@@ -1,0 +1,40 @@
+// src/io/element_convert.hpp (internal): conversions among the float dtypes (F16, BF16, F32,
+// F64), the one place they are done (Tensor::to_matrix, Tensor::astype, write_safetensors).
+// Widening is exact; narrowing rounds to nearest even in a single rounding (F64 -> F16 / BF16
+// goes through a float rounded to odd, which makes the second rounding exact).
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "posemb/half.hpp"
+#include "posemb/tensor_file.hpp"
+
+namespace posemb::detail {
+
+// d rounded to a float "to odd": truncated toward zero, with the last bit set when inexact.
+// Rounding that float to a format with at most 22 significant bits gives the nearest-even
+// rounding of d itself (Boldo and Melquiond, "Emulation of FMA and correctly rounded sums:
+// proved algorithms using rounding to odd", 2008). NaN stays NaN; beyond FLT_MAX gives FLT_MAX
+// (odd), which rounds on to infinity.
+inline float round_to_odd_float(double d) noexcept {
+  float f = static_cast<float>(d);
+  if (std::isnan(d) || static_cast<double>(f) == d) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) | 1u);
+}
+
+// True for the element types the float conversions produce.
+template <class T>
+inline constexpr bool is_float_element_v =
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, float16> ||
+    std::is_same_v<T, bfloat16>;
+
+// Converts n elements of float dtype `from` (at src, any alignment) to Dst (float, double,
+// float16, bfloat16), written over dst[0, n).
+template <class Dst>
+void convert_floats(DType from, const std::byte* src, Dst* dst, std::size_t n);
+
+}  // namespace posemb::detail
