@@ -1,5 +1,5 @@
 // lab/attention.hpp: causal multi-head self-attention (the part between the qkv and output
-// projections) and rotary position embedding, forward and backward.
+// projections), forward and backward, and one cached decoding step.
 //
 // Layout: qkv is (B*T, 3C), row b*T + t holding [q | k | v] of token t of sequence b; head h
 // uses columns [h*hd, (h+1)*hd) of each of q, k, v (hd = C / H). Scores are scaled by
@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <span>
 
-#include "posemb/matrix.hpp"
 #include "posemb/matrix_view.hpp"
 
 namespace posemb::lab {
@@ -32,31 +31,5 @@ void attention_backward(MatrixView<float> dqkv, std::span<float> scratch,
 // scratch: at least B*H*(t+1) floats.
 void attention_step(MatrixView<float> y, std::span<float> scratch, MatrixView<const float> qkv,
                     std::size_t batch, std::size_t cap, std::size_t t, std::size_t heads);
-
-// cos and sin of position p times base^(-2i/hd) for pairs i < hd/2, computed in double; grows
-// on demand (rows 0..positions-1). Pairs are interleaved: (x[2i], x[2i+1]) rotate together.
-class RopeTable {
- public:
-  RopeTable() = default;
-  RopeTable(std::size_t head_dim, double base) : head_dim_(head_dim), base_(base) {}
-  // Makes rows [0, positions) available (recomputing only when it has to grow).
-  void ensure(std::size_t positions);
-  std::size_t head_dim() const { return head_dim_; }
-  const float* cos_row(std::size_t p) const { return cos_.data() + p * cos_.cols(); }
-  const float* sin_row(std::size_t p) const { return sin_.data() + p * sin_.cols(); }
-
- private:
-  std::size_t head_dim_ = 0;
-  double base_ = 10000.0;
-  Matrix<float> cos_, sin_;  // (positions, hd/2)
-};
-
-// Rotates q and k of every head of every row of qkv (rows, 3C) in place by the angles of
-// position pos[r] (the table must cover max(pos) + 1 rows).
-void rope_forward(MatrixView<float> qkv, std::span<const std::int64_t> pos, const RopeTable& table,
-                  std::size_t heads);
-// The inverse rotation applied to dq and dk in dqkv (rows, 3C), in place.
-void rope_backward(MatrixView<float> dqkv, std::span<const std::int64_t> pos,
-                   const RopeTable& table, std::size_t heads);
 
 }  // namespace posemb::lab

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "lab/kernels.hpp"
+#include "posemb/errors.hpp"
 
 namespace posemb::lab {
 
@@ -16,20 +17,21 @@ LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalCon
   LengthResult res;
   res.length = n;
   res.samples = cfg.samples;
+  const std::size_t B = cfg.samples, len = input_len(n);
   Batch batch;
   try {
     make_eval_batch(batch, task, n, cfg.samples, cfg.seed, mode, mc.max_seq_len);
-    if (has_table(mc.pe)) {
-      // The layer's own check: every position must be a row of the table.
-      (void)resolve_positions(PositionSource::explicit_ids(batch.positions), batch.tokens,
-                              mc.max_seq_len);
-    }
+    // The encoding's own check (a learned table: the layer's position check).
+    const MatrixView<const std::int64_t> ids = batch.positions.cview();
+    model.encoding().check_positions(mode == PositionMode::contiguous
+                                         ? PositionSource::contiguous()
+                                         : PositionSource::explicit_ids(ids),
+                                     B, len);
   } catch (const SequenceTooLong& e) {
     res.beyond_table = true;
     res.detail = e.what();
     return res;
   }
-  const std::size_t B = cfg.samples, len = input_len(n);
   Decoder dec(model, B, len);
   std::vector<TokenId> tok(B), pred(B);
   std::vector<std::int64_t> pos(B);
@@ -40,7 +42,7 @@ LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalCon
       tok[b] = t <= n + 1 ? batch.tokens(b, t) : pred[b];
       pos[b] = batch.positions(b, t);
     }
-    const auto logits = dec.step(tok, pos);
+    const auto logits = mode == PositionMode::contiguous ? dec.step(tok) : dec.step(tok, pos);
     if (t < n + 1) continue;
     for (std::size_t b = 0; b < B; ++b) {
       pred[b] = static_cast<TokenId>(argmax(logits.row(b)));
@@ -62,14 +64,12 @@ LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalCon
 
 std::vector<LengthResult> evaluate(Model& model, const TaskConfig& task, const EvalConfig& cfg,
                                    const std::function<void(std::size_t, std::size_t)>& progress) {
-  if (cfg.min_len < 1 || cfg.max_len < cfg.min_len) {
-    throw std::invalid_argument("evaluate: lengths " + std::to_string(cfg.min_len) + ":" +
-                                std::to_string(cfg.max_len) + " are not a range A:B, 1 <= A <= B");
-  }
-  if (cfg.samples == 0) throw std::invalid_argument("evaluate: samples must be >= 1");
+  cfg.validate();
+  task.validate();
   const auto& mc = model.config();
-  const PositionMode mode =
-      mc.pe == PeKind::learned_randomized ? cfg.randomized_eval : PositionMode::contiguous;
+  const PositionMode mode = model.encoding_spec().train_positions == PositionMode::randomized
+                                ? cfg.randomized_eval
+                                : PositionMode::contiguous;
   // Lengths run in parallel (one per thread at a time; the kernels inside run serially), each
   // with its own batch and decoder: a length's result does not depend on the thread count.
   const std::size_t total = cfg.max_len - cfg.min_len + 1;

@@ -17,20 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "lab/config.hpp"
 #include "lab/model.hpp"
 #include "lab/task.hpp"
 
 namespace posemb::lab {
-
-struct EvalConfig {
-  std::size_t min_len = 1, max_len = 32;
-  std::size_t samples = 100;
-  std::uint64_t seed = 1234;
-  // learned-randomized: positions at evaluation. randomized (default; Ruoss et al.): a sorted
-  // random sample from [0, table rows), as in training; contiguous: 0..len-1. Other encodings
-  // always use contiguous positions.
-  PositionMode randomized_eval = PositionMode::randomized;
-};
 
 struct LengthResult {
   std::size_t length = 0;
@@ -40,7 +31,8 @@ struct LengthResult {
   std::string detail;  // the SequenceTooLong message for beyond_table
 };
 
-// progress(done, total) is called after each length (may be empty).
+// Throws ConfigError for an unusable cfg. progress(done, total) is called after each length
+// (may be empty).
 std::vector<LengthResult> evaluate(
     Model& model, const TaskConfig& task, const EvalConfig& cfg,
     const std::function<void(std::size_t, std::size_t)>& progress = {});

@@ -4,8 +4,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "lab/attention.hpp"
 #include "lab/kernels.hpp"
-#include "posemb/sinusoidal.hpp"
+#include "posemb/initializers.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -17,6 +18,12 @@ MatrixView<T> head_rows(Matrix<T>& m, std::size_t n) {
 }
 MatrixView<const float> chead(const Matrix<float>& m, std::size_t n) {
   return m.cview().subrows(0, n);
+}
+
+std::size_t top_position(std::span<const std::int64_t> pos) {
+  std::int64_t top = 0;
+  for (auto p : pos) top = std::max(top, p);
+  return static_cast<std::size_t>(top);
 }
 
 }  // namespace
@@ -60,14 +67,64 @@ Activations::Activations(const ModelConfig& cfg, std::size_t mb, std::size_t ms)
   targets.resize(n);
 }
 
-Model::Model(const ModelConfig& cfg) : cfg_(cfg), params_(cfg) {
+Model::Model(const ModelConfig& cfg)
+    : cfg_(cfg), spec_(&find_encoding(cfg.pe)), params_(cfg), enc_(spec_->make(cfg)) {
   blas_single_threaded();
-  if (cfg_.pe == PeKind::rope) rope_ = RopeTable(cfg_.head_dim(), cfg_.rope_base);
 }
 
-const RopeTable& Model::rope_table(std::size_t positions) {
-  rope_.ensure(positions);
-  return rope_;
+std::vector<TensorSlot> Model::tensors() {
+  auto& P = params_;
+  std::vector<TensorSlot> out;
+  out.push_back({P.info(P.wte).name, P.value(P.wte), P.grad(P.wte)});
+  for (auto& s : enc_->tensors()) out.push_back(std::move(s));
+  for (std::size_t i = 0; i < P.count(); ++i) {
+    if (i != P.wte) out.push_back({P.info(i).name, P.value(i), P.grad(i)});
+  }
+  return out;
+}
+
+std::vector<ParamRef> Model::param_refs() {
+  std::vector<ParamRef> refs;
+  for (const auto& s : tensors()) refs.push_back({s.value, s.grad});
+  return refs;
+}
+
+std::size_t Model::total_elements() {
+  std::size_t n = 0;
+  for (const auto& s : tensors()) n += s.value.size();
+  return n;
+}
+
+void Model::initialize(std::uint64_t seed) {
+  const auto slots = tensors();
+  for (std::size_t k = 0; k < slots.size(); ++k) {
+    const auto& s = slots[k];
+    if (s.value.rows() == 1) {  // biases and LayerNorm weights
+      for (float& x : s.value.row(0)) x = is_layernorm_weight(s.name) ? 1.0f : 0.0f;
+      continue;
+    }
+    Initializer init;
+    init.kind = InitKind::normal;
+    init.stddev = s.name == "wte.weight" ? cfg_.embed_init_std : cfg_.init_std;
+    init.seed = seed * 1000003ull + k;
+    initialize_table(s.value, init);
+  }
+}
+
+void Model::zero_grad() {
+  params_.zero_grad();
+  enc_->zero_grad();
+}
+
+Gradients Model::make_gradients() {
+  Gradients g;
+  g.arena = Matrix<float>(1, params_.arena_size());
+  for (const auto& s : enc_->tensors()) g.encoding.emplace_back(s.grad.rows(), s.grad.cols());
+  return g;
+}
+
+void Model::reserve_positions(std::size_t positions) {
+  enc_->reserve(positions);
 }
 
 void Model::check_inputs(MatrixView<const TokenId> tokens, MatrixView<const std::int64_t> positions,
@@ -86,13 +143,6 @@ void Model::check_inputs(MatrixView<const TokenId> tokens, MatrixView<const std:
   }
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t t = 0; t < T; ++t) {
-      const TokenId id = tokens(b, t);
-      if (id < 0 || static_cast<std::size_t>(id) >= cfg_.vocab_size) {
-        throw std::invalid_argument("Model::forward: token id " + std::to_string(id) +
-                                    " at batch row " + std::to_string(b) + ", token " +
-                                    std::to_string(t) + " is outside the vocabulary of " +
-                                    std::to_string(cfg_.vocab_size));
-      }
       if (positions(b, t) < 0) {
         throw std::invalid_argument("Model::forward: negative position " +
                                     std::to_string(positions(b, t)) + " at batch row " +
@@ -102,41 +152,11 @@ void Model::check_inputs(MatrixView<const TokenId> tokens, MatrixView<const std:
   }
 }
 
-void Model::reserve_positions(std::size_t positions) {
-  if (cfg_.pe == PeKind::rope) rope_.ensure(positions);
-  if (cfg_.pe == PeKind::sinusoidal && sin_table_.rows() < positions) {
-    Matrix<float> table(std::max(positions, 2 * sin_table_.rows()), cfg_.d_model);
-    sinusoidal_positional_encoding_into(table.view(), 0, {.base = cfg_.sinusoidal_base});
-    sin_table_ = std::move(table);
-  }
-}
-
-void Model::add_positions(MatrixView<float> x, MatrixView<const std::int64_t> positions) {
-  const std::size_t B = positions.rows(), T = positions.cols(), C = cfg_.d_model;
-  if (has_table(cfg_.pe)) {
-    add_positions_forward(x, B, T, PositionSource::explicit_ids(positions),
-                          params_.value(params_.wpe));
-  } else if (cfg_.pe == PeKind::sinusoidal) {
-    std::int64_t top = 0;
-    for (std::size_t b = 0; b < B; ++b) {
-      for (std::size_t t = 0; t < T; ++t) top = std::max(top, positions(b, t));
-    }
-    reserve_positions(static_cast<std::size_t>(top) + 1);
-    for (std::size_t b = 0; b < B; ++b) {
-      for (std::size_t t = 0; t < T; ++t) {
-        const float* pe = sin_table_.data() + static_cast<std::size_t>(positions(b, t)) * C;
-        float* xr = x.row(b * T + t).data();
-        for (std::size_t c = 0; c < C; ++c) xr[c] += pe[c];
-      }
-    }
-  }
-}
-
 double Model::forward(Activations& a, MatrixView<const TokenId> tokens,
                       MatrixView<const std::int64_t> positions,
                       MatrixView<const std::int32_t> targets, std::size_t normalizer) {
   check_inputs(tokens, positions, a.max_batch, a.max_seq);
-  const std::size_t B = tokens.rows(), T = tokens.cols(), n = B * T, C = cfg_.d_model;
+  const std::size_t B = tokens.rows(), T = tokens.cols(), n = B * T;
   const std::size_t H = cfg_.n_heads;
   if (targets.rows() != B || targets.cols() != T) {
     throw std::invalid_argument("Model::forward: targets are " + std::to_string(targets.rows()) +
@@ -166,14 +186,12 @@ double Model::forward(Activations& a, MatrixView<const TokenId> tokens,
   a.batch = B;
   a.seq_len = T;
   auto& P = params_;
-  // Embeddings: token rows, then the positional encoding (validates positions first).
+  const std::span<const std::int64_t> pos_flat(pos.data(), n);
+  enc_->reserve(top_position(pos_flat) + 1);
+  // The input layer (the library's fused kernel; validates token ids and positions first).
   auto x0 = head_rows(a.x0, n);
-  const auto wte = P.value(P.wte);
-  for (std::size_t r = 0; r < n; ++r) {
-    std::copy_n(wte.row(static_cast<std::size_t>(tok.data()[r])).data(), C, x0.row(r).data());
-  }
-  add_positions(x0, pos);
-  std::span<const std::int64_t> pos_flat(pos.data(), n);
+  const MatrixView<const std::int64_t> cpos = pos;
+  enc_->embed_forward(x0, tok, PositionSource::explicit_ids(cpos), P.value(P.wte));
   MatrixView<const float> x = x0;
   for (std::size_t l = 0; l < cfg_.n_layers; ++l) {
     auto& blk = a.blocks[l];
@@ -181,12 +199,7 @@ double Model::forward(Activations& a, MatrixView<const TokenId> tokens,
     layernorm_forward(head_rows(blk.ln1, n), blk.ln1_mean, blk.ln1_rstd, x, P.value(pb.ln1_w),
                       P.value(pb.ln1_b));
     linear_forward(head_rows(blk.qkv, n), chead(blk.ln1, n), P.value(pb.qkv_w), P.value(pb.qkv_b));
-    if (cfg_.pe == PeKind::rope) {
-      std::int64_t top = 0;
-      for (auto p : pos_flat) top = std::max(top, p);
-      rope_forward(head_rows(blk.qkv, n), pos_flat, rope_table(static_cast<std::size_t>(top) + 1),
-                   H);
-    }
+    enc_->rotate_qk_forward(head_rows(blk.qkv, n), pos_flat, H);
     attention_forward(head_rows(blk.att, n), blk.probs, chead(blk.qkv, n), B, T, H);
     linear_forward(head_rows(blk.res1, n), chead(blk.att, n), P.value(pb.o_w), P.value(pb.o_b));
     add_into(head_rows(blk.res1, n), x);
@@ -206,11 +219,11 @@ double Model::forward(Activations& a, MatrixView<const TokenId> tokens,
                                chead(a.logits, n), tg, normalizer);
 }
 
-void Model::backward(Activations& a, std::span<float> arena) {
+void Model::backward(Activations& a, Gradients* into) {
   const std::size_t B = a.batch, T = a.seq_len, n = B * T, C = cfg_.d_model, H = cfg_.n_heads;
   if (n == 0) throw std::logic_error("Model::backward: no forward to differentiate");
   const auto& P = params_;
-  if (arena.empty()) arena = params_.grad_arena();
+  const std::span<float> arena = into != nullptr ? into->arena.flat() : params_.grad_arena();
   auto G = [&](std::size_t i) { return P.grad_in(arena, i); };
   auto dres = head_rows(a.dres, n);
   auto dtmp = head_rows(a.dtmp, n);
@@ -220,7 +233,8 @@ void Model::backward(Activations& a, std::span<float> arena) {
   std::fill(dres.data(), dres.data() + n * C, 0.0f);
   layernorm_backward(dres, G(P.lnf_w), G(P.lnf_b), dtmp, chead(last.res2, n), a.lnf_mean,
                      a.lnf_rstd, P.value(P.lnf_w));
-  std::span<const std::int64_t> pos_flat(a.positions.data(), n);
+  const MatrixView<const std::int64_t> pos(a.positions.data(), B, T);
+  const std::span<const std::int64_t> pos_flat(pos.data(), n);
   for (std::size_t li = cfg_.n_layers; li-- > 0;) {
     auto& blk = a.blocks[li];
     const auto& pb = P.blocks[li];
@@ -237,29 +251,21 @@ void Model::backward(Activations& a, std::span<float> arena) {
     auto dqkv = head_rows(a.dqkv, n);
     linear_backward(datt, G(pb.o_w), G(pb.o_b), dres, chead(blk.att, n), P.value(pb.o_w));
     attention_backward(dqkv, a.att_scratch, datt, blk.probs, chead(blk.qkv, n), B, T, H);
-    if (cfg_.pe == PeKind::rope) rope_backward(dqkv, pos_flat, rope_, H);
+    enc_->rotate_qk_backward(dqkv, pos_flat, H);
     linear_backward(dtmp, G(pb.qkv_w), G(pb.qkv_b), dqkv, chead(blk.ln1, n), P.value(pb.qkv_w));
     layernorm_backward(dres, G(pb.ln1_w), G(pb.ln1_b), dtmp, x_in, blk.ln1_mean, blk.ln1_rstd,
                        P.value(pb.ln1_w));
   }
-  // Embeddings: dres = d(loss)/d(x0). Token rows by column tiles, rows in order (deterministic).
-  auto dwte = G(P.wte);
-  const TokenId* tok = a.tokens.data();
-  const auto tiles = static_cast<std::int64_t>((C + 31) / 32);
-#pragma omp parallel for schedule(static)
-  for (std::int64_t ti = 0; ti < tiles; ++ti) {
-    const std::size_t c0 = static_cast<std::size_t>(ti) * 32, c1 = std::min(C, c0 + 32);
-    for (std::size_t r = 0; r < n; ++r) {
-      float* g = dwte.row(static_cast<std::size_t>(tok[r])).data();
-      const float* d = dres.row(r).data();
-      for (std::size_t c = c0; c < c1; ++c) g[c] += d[c];
-    }
+  // The input layer: dres = d(loss)/d(x0), into the token table's and the encoding's gradients
+  // (the library's fused backward: deterministic, rows summed in (b, t) order).
+  std::vector<MatrixView<float>> enc_grads;
+  if (into != nullptr) {
+    for (auto& g : into->encoding) enc_grads.push_back(g.view());
+  } else {
+    for (const auto& s : enc_->tensors()) enc_grads.push_back(s.grad);
   }
-  if (has_table(cfg_.pe)) {
-    add_positions_backward(
-        G(P.wpe), dres, B, T,
-        PositionSource::explicit_ids(MatrixView<const std::int64_t>(a.positions.data(), B, T)));
-  }
+  const MatrixView<const TokenId> tok(a.tokens.data(), B, T);
+  enc_->embed_backward(G(P.wte), enc_grads, dres, tok, PositionSource::explicit_ids(pos));
 }
 
 Decoder::Decoder(Model& model, std::size_t batch, std::size_t capacity)
@@ -281,59 +287,68 @@ Decoder::Decoder(Model& model, std::size_t batch, std::size_t capacity)
   tok_ = Matrix<TokenId>(batch, 1);
 }
 
+MatrixView<const float> Decoder::step(std::span<const TokenId> tokens) {
+  for (std::size_t b = 0; b < batch_; ++b) pos_(b, 0) = static_cast<std::int64_t>(t_);
+  return run(tokens, PositionSource::contiguous(t_));
+}
+
 MatrixView<const float> Decoder::step(std::span<const TokenId> tokens,
                                       std::span<const std::int64_t> positions) {
+  if (positions.size() != batch_) {
+    throw std::invalid_argument("Decoder::step: " + std::to_string(positions.size()) +
+                                " positions for a batch of " + std::to_string(batch_));
+  }
+  for (std::size_t b = 0; b < batch_; ++b) {
+    if (positions[b] < 0) {
+      throw std::invalid_argument("Decoder::step: negative position " +
+                                  std::to_string(positions[b]) + " at batch row " +
+                                  std::to_string(b));
+    }
+  }
+  std::copy(positions.begin(), positions.end(), pos_.data());
+  const MatrixView<const std::int64_t> ids = pos_.cview();
+  return run(tokens, PositionSource::explicit_ids(ids));
+}
+
+MatrixView<const float> Decoder::run(std::span<const TokenId> tokens,
+                                     const PositionSource& source) {
   const auto& cfg = model_.config();
   auto& P = model_.params();
+  auto& enc = model_.encoding();
   const std::size_t B = batch_, C = cfg.d_model, H = cfg.n_heads;
-  if (tokens.size() != B || positions.size() != B) {
-    throw std::invalid_argument("Decoder::step: " + std::to_string(tokens.size()) + " tokens and " +
-                                std::to_string(positions.size()) + " positions for a batch of " +
-                                std::to_string(B));
+  if (tokens.size() != B) {
+    throw std::invalid_argument("Decoder::step: " + std::to_string(tokens.size()) +
+                                " tokens for a batch of " + std::to_string(B));
   }
   if (t_ >= cap_) {
     throw std::out_of_range("Decoder::step: position " + std::to_string(t_) +
                             " is past the capacity of " + std::to_string(cap_) + " tokens");
   }
-  for (std::size_t b = 0; b < B; ++b) {
-    if (tokens[b] < 0 || static_cast<std::size_t>(tokens[b]) >= cfg.vocab_size) {
-      throw std::invalid_argument(
-          "Decoder::step: token id " + std::to_string(tokens[b]) + " at batch row " +
-          std::to_string(b) + " is outside the vocabulary of " + std::to_string(cfg.vocab_size));
-    }
-    if (positions[b] < 0) throw std::invalid_argument("Decoder::step: negative position");
-    pos_(b, 0) = positions[b];
-    tok_(b, 0) = tokens[b];
-  }
-  const auto wte = P.value(P.wte);
-  for (std::size_t b = 0; b < B; ++b) {
-    std::copy_n(wte.row(static_cast<std::size_t>(tokens[b])).data(), C, x_.row(b).data());
-  }
-  model_.add_positions(x_.view(), pos_.cview());
+  std::copy(tokens.begin(), tokens.end(), tok_.data());
+  const std::span<const std::int64_t> pos(pos_.data(), B);
+  enc.reserve(top_position(pos) + 1);
+  // The input layer at this step's positions (validates token ids and positions first).
+  enc.embed_forward(x_, tok_, source, P.value(P.wte));
   const std::size_t t = t_;
   for (std::size_t l = 0; l < cfg.n_layers; ++l) {
     const auto& pb = P.blocks[l];
-    layernorm_forward(ln_.view(), mean_, rstd_, x_, P.value(pb.ln1_w), P.value(pb.ln1_b));
-    linear_forward(qkv_.view(), ln_, P.value(pb.qkv_w), P.value(pb.qkv_b));
-    if (cfg.pe == PeKind::rope) {
-      std::int64_t top = 0;
-      for (auto p : positions) top = std::max(top, p);
-      rope_forward(qkv_.view(), positions, model_.rope_table(static_cast<std::size_t>(top) + 1), H);
-    }
+    layernorm_forward(ln_, mean_, rstd_, x_, P.value(pb.ln1_w), P.value(pb.ln1_b));
+    linear_forward(qkv_, ln_, P.value(pb.qkv_w), P.value(pb.qkv_b));
+    enc.rotate_qk_forward(qkv_, pos, H);
     for (std::size_t b = 0; b < B; ++b) {
       std::copy_n(qkv_.row(b).data(), 3 * C, cache_[l].row(b * cap_ + t).data());
     }
-    attention_step(att_.view(), scratch_, cache_[l], B, cap_, t, H);
-    linear_forward(tmp_.view(), att_, P.value(pb.o_w), P.value(pb.o_b));
-    add_into(x_.view(), tmp_);
-    layernorm_forward(ln_.view(), mean_, rstd_, x_, P.value(pb.ln2_w), P.value(pb.ln2_b));
-    linear_forward(fc_.view(), ln_, P.value(pb.fc_w), P.value(pb.fc_b));
-    gelu_forward(fc_.view(), {}, fc_);
-    linear_forward(tmp_.view(), fc_, P.value(pb.proj_w), P.value(pb.proj_b));
-    add_into(x_.view(), tmp_);
+    attention_step(att_, scratch_, cache_[l], B, cap_, t, H);
+    linear_forward(tmp_, att_, P.value(pb.o_w), P.value(pb.o_b));
+    add_into(x_, tmp_);
+    layernorm_forward(ln_, mean_, rstd_, x_, P.value(pb.ln2_w), P.value(pb.ln2_b));
+    linear_forward(fc_, ln_, P.value(pb.fc_w), P.value(pb.fc_b));
+    gelu_forward(fc_, {}, fc_);
+    linear_forward(tmp_, fc_, P.value(pb.proj_w), P.value(pb.proj_b));
+    add_into(x_, tmp_);
   }
-  layernorm_forward(ln_.view(), mean_, rstd_, x_, P.value(P.lnf_w), P.value(P.lnf_b));
-  linear_forward(logits_.view(), ln_, P.value(P.head), {});
+  layernorm_forward(ln_, mean_, rstd_, x_, P.value(P.lnf_w), P.value(P.lnf_b));
+  linear_forward(logits_, ln_, P.value(P.head), {});
   ++t_;
   return logits_;
 }

@@ -1,17 +1,17 @@
 // lab/model.hpp: a small GPT-style decoder-only transformer, forward and backward by hand.
 //
-// token embedding + positional encoding -> N pre-LayerNorm blocks (causal multi-head
-// self-attention, GELU MLP, residuals) -> final LayerNorm -> linear head -> cross-entropy on the
-// rows whose target is >= 0. The positional encoding is one of PeKind: a learned table added
-// through the trainable layer's add_positions_forward (learned, learned-randomized), the
-// sinusoidal encoding added to the token embedding, rotary embedding of q and k (rope), or none.
+// input layer (token rows + the positional encoding, lab/encoding.hpp) -> N pre-LayerNorm blocks
+// (causal multi-head self-attention, GELU MLP, residuals) -> final LayerNorm -> linear head ->
+// cross-entropy on the rows whose target is >= 0. The input layer is the library's fused
+// posemb::embed_forward / embed_backward; the learned table is a
+// posemb::LearnedPositionalEmbedding owned by the encoding.
 //
 //   lab::Model model(cfg);
-//   model.params().initialize(seed);
+//   model.initialize(seed);
 //   lab::Activations acts(cfg, batch, seq_len);            // planned once per shape
 //   double loss = model.forward(acts, tokens, positions, targets);   // (B, T) each
-//   model.params().zero_grad();
-//   model.backward(acts);                                   // gradients added into params
+//   model.zero_grad();
+//   model.backward(acts);                                   // gradients added into the model's
 //
 // Positions are explicit (B, T) ids, so contiguous 0..T-1 and Ruoss et al.'s sorted random
 // positions go through the same code. A position past a learned table throws SequenceTooLong.
@@ -19,12 +19,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
-#include "lab/attention.hpp"
+#include "lab/encoding.hpp"
 #include "lab/params.hpp"
 #include "posemb/matrix.hpp"
+#include "posemb/optimizers.hpp"
 
 namespace posemb::lab {
 
@@ -50,42 +52,64 @@ struct Activations {
   std::vector<std::int32_t> targets;  // (B*T)
 };
 
+// Gradient buffers for every trainable tensor, laid out like the model's own (the trainer keeps
+// one per micro-batch, so micro-batches run concurrently and are summed in a fixed order).
+struct Gradients {
+  Matrix<float> arena;                  // (1, Parameters::arena_size())
+  std::vector<Matrix<float>> encoding;  // one per Encoding::tensors() entry, its shape
+};
+
 class Model {
  public:
   explicit Model(const ModelConfig& cfg);
   const ModelConfig& config() const { return cfg_; }
+  const EncodingSpec& encoding_spec() const { return *spec_; }
+  Encoding& encoding() { return *enc_; }
+  const Encoding& encoding() const { return *enc_; }
   Parameters& params() { return params_; }
   const Parameters& params() const { return params_; }
+
+  // Every trainable tensor in checkpoint order: wte.weight, the encoding's (wpe.weight), the
+  // blocks, lnf, head. Views into the model; the order is the optimizer's and the checkpoint's.
+  std::vector<TensorSlot> tensors();
+  // tensors() as the optimizer's (value, gradient) list.
+  std::vector<ParamRef> param_refs();
+  std::size_t total_elements();
+  // GPT-2 initialization: weights N(0, init_std) (the token embedding N(0, embed_init_std)),
+  // biases 0, LayerNorm weights 1. Tensor k of tensors() is drawn from seed * 1000003 + k, so
+  // the result does not depend on the thread count.
+  void initialize(std::uint64_t seed);
+  // Zeroes every gradient (the learned table records its trained rows first).
+  void zero_grad();
+  // Zeroed gradient buffers shaped like the model's.
+  Gradients make_gradients();
 
   // tokens, positions, targets: (B, T) with B <= acts.max_batch, T <= acts.max_seq. Tokens must
   // be < vocab_size; targets are token ids or -1 (not counted). Returns the mean cross-entropy of
   // the counted rows; keeps what backward needs in acts. Throws SequenceTooLong when a position
-  // is past the learned table, std::invalid_argument for bad ids or shapes (nothing computed).
+  // is past the learned table, std::out_of_range for a token id outside the vocabulary,
+  // std::invalid_argument for bad targets, positions or shapes (nothing computed).
   // normalizer: divide the summed loss by this count instead of the batch's own (used when the
   // batch is one micro-batch of a larger one).
   double forward(Activations& acts, MatrixView<const TokenId> tokens,
                  MatrixView<const std::int64_t> positions, MatrixView<const std::int32_t> targets,
                  std::size_t normalizer = 0);
-  // Gradients of the last forward's loss, added into params().grad(...), or into `arena` (laid
-  // out like params().grad_arena()) when given. Reads the parameters only, so micro-batches may
-  // run concurrently, each with its own acts and arena.
-  void backward(Activations& acts, std::span<float> arena = {});
+  // Gradients of the last forward's loss, added into the model's own gradients, or into `into`
+  // (from make_gradients()) when given. Reads the parameters only, so micro-batches may run
+  // concurrently, each with its own acts and gradients.
+  void backward(Activations& acts, Gradients* into = nullptr);
 
-  // Adds the positional encoding (sinusoidal or learned) of positions (B, T) to x (B*T, C).
-  void add_positions(MatrixView<float> x, MatrixView<const std::int64_t> positions);
-  // Grows the sinusoidal / rotary tables to cover positions [0, positions) now, so that forward
+  // Makes positions [0, positions) available to a computed encoding now, so that forward
   // passes on those positions only read shared state (and may run concurrently).
   void reserve_positions(std::size_t positions);
-  // cos/sin table of the rotary embedding, grown to cover `positions` rows.
-  const RopeTable& rope_table(std::size_t positions);
 
  private:
   void check_inputs(MatrixView<const TokenId> tokens, MatrixView<const std::int64_t> positions,
                     std::size_t max_batch, std::size_t max_seq) const;
   ModelConfig cfg_;
+  const EncodingSpec* spec_;
   Parameters params_;
-  Matrix<float> sin_table_;  // (positions, C), grown on demand
-  RopeTable rope_;
+  std::unique_ptr<Encoding> enc_;
 };
 
 // Incremental (KV-cached) decoding of a batch of sequences, one token position at a time, for
@@ -94,19 +118,23 @@ class Decoder {
  public:
   // Room for `capacity` tokens per sequence.
   Decoder(Model& model, std::size_t batch, std::size_t capacity);
-  // tokens, positions: (B) for the next position. Returns logits (B, V), valid until next step.
+  // tokens (B) at position t = length() of every sequence (the lookup of row t of a learned
+  // table: PositionSource::contiguous(t)). Returns logits (B, V), valid until the next step.
+  MatrixView<const float> step(std::span<const TokenId> tokens);
+  // tokens (B) at explicit positions (B) (randomized positions).
   MatrixView<const float> step(std::span<const TokenId> tokens,
                                std::span<const std::int64_t> positions);
   std::size_t length() const { return t_; }
 
  private:
+  MatrixView<const float> run(std::span<const TokenId> tokens, const PositionSource& source);
   Model& model_;
   std::size_t batch_, cap_, t_ = 0;
   std::vector<Matrix<float>> cache_;  // per layer (B*cap, 3C)
   Matrix<float> x_, ln_, qkv_, att_, tmp_, fc_, logits_;
   std::vector<float> mean_, rstd_, scratch_;
-  Matrix<std::int64_t> pos_;
-  Matrix<TokenId> tok_;
+  Matrix<std::int64_t> pos_;  // (B, 1)
+  Matrix<TokenId> tok_;       // (B, 1)
 };
 
 }  // namespace posemb::lab

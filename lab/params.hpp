@@ -1,53 +1,30 @@
-// lab/params.hpp: the model's configuration and its parameters.
+// lab/params.hpp: the model's own parameters (everything but the positional encoding's), in one
+// arena for values and one for gradients.
 //
-//   lab::ModelConfig cfg;                 // d_model 64, 2 layers, 4 heads, learned table
-//   cfg.vocab_size = 12; cfg.max_seq_len = 34;
-//   lab::Parameters p(cfg);               // every tensor, one arena for values, one for grads
-//   p.initialize(7);                      // GPT-2 init, deterministic for the seed
+//   lab::Parameters p(cfg);               // wte, blocks, final LayerNorm, head
 //   auto w = p.value(p.blocks[0].qkv_w);  // (C, 3C)
+//   auto g = p.grad_in(arena, p.wte);     // the same tensor's gradient in another arena
 //
-// Linear weights are stored (in, out): y = x W + b.
+// Linear weights are stored (in, out): y = x W + b. LayerNorm weights start at 1, everything
+// else at 0; lab::Model::initialize draws the weights.
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <limits>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "lab/layer_api.hpp"
+#include "lab/config.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/matrix_view.hpp"
 
 namespace posemb::lab {
 
-// The positional encodings the model can use.
-enum class PeKind { learned, learned_randomized, sinusoidal, rope, none };
-// "learned", "learned-randomized", "sinusoidal", "rope", "none"; throws std::invalid_argument
-// listing the names otherwise.
-PeKind parse_pe_kind(std::string_view name);
-std::string pe_kind_name(PeKind kind);
-// True for the kinds that keep a learned table (and so have a max_seq_len).
-bool has_table(PeKind kind);
-
-struct ModelConfig {
-  std::size_t vocab_size = 0;
-  std::size_t d_model = 64;
-  std::size_t n_layers = 2;
-  std::size_t n_heads = 4;
-  std::size_t d_ff = 256;
-  PeKind pe = PeKind::learned;
-  std::size_t max_seq_len = 0;  // rows of the learned table (learned kinds; 0 otherwise)
-  double rope_base = 10000.0;
-  double sinusoidal_base = 10000.0;
-  double init_std = 0.02;
-  double embed_init_std = 0.02;  // std of the token embedding's N(0, std) initialization
-  // Throws std::invalid_argument naming the field and value when the config is unusable.
-  void validate() const;
-  std::size_t head_dim() const { return d_model / n_heads; }
-};
+// True for the name of a LayerNorm weight ("blocks.<l>.ln1.weight", "...ln2.weight",
+// "lnf.weight"): initialized to 1, where every other bias-like tensor starts at 0.
+bool is_layernorm_weight(std::string_view name);
 
 struct ParamInfo {
   std::string name;  // e.g. "blocks.0.attn.qkv.weight"
@@ -63,15 +40,8 @@ class Parameters {
 
   explicit Parameters(const ModelConfig& cfg);
 
-  // GPT-2 initialization: weights N(0, init_std), biases 0, LayerNorm weights 1, the learned
-  // table through the trainable layer's initializer; every tensor gets its own seed derived from
-  // `seed` and its index, so the result does not depend on the thread count.
-  void initialize(std::uint64_t seed);
-
   std::size_t count() const { return infos_.size(); }
   const ParamInfo& info(std::size_t i) const { return infos_.at(i); }
-  // The index of the tensor called name; throws std::out_of_range.
-  std::size_t find(std::string_view name) const;
   MatrixView<float> value(std::size_t i);
   MatrixView<const float> value(std::size_t i) const;
   MatrixView<float> grad(std::size_t i);
@@ -82,11 +52,8 @@ class Parameters {
   MatrixView<float> grad_in(std::span<float> arena, std::size_t i) const;
   std::span<float> grad_arena() { return grads_.flat(); }
   std::size_t arena_size() const { return grads_.size(); }
-  // Every (value, grad) pair in index order, for the optimizer.
-  std::vector<ParamRef> refs();
-  std::size_t total_elements() const;
 
-  std::size_t wte = npos, wpe = npos, lnf_w = npos, lnf_b = npos, head = npos;
+  std::size_t wte = npos, lnf_w = npos, lnf_b = npos, head = npos;
   std::vector<Block> blocks;
 
  private:
@@ -94,7 +61,6 @@ class Parameters {
   std::vector<ParamInfo> infos_;
   std::vector<std::size_t> offsets_;
   Matrix<float> values_, grads_;  // (1, arena)
-  double init_std_ = 0.02, embed_init_std_ = 0.02;
 };
 
 }  // namespace posemb::lab

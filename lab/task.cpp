@@ -3,28 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "posemb/errors.hpp"
+#include "posemb/random.hpp"
+
 namespace posemb::lab {
-
-TaskKind parse_task_kind(std::string_view name) {
-  if (name == "copy") return TaskKind::copy;
-  if (name == "reverse") return TaskKind::reverse;
-  throw std::invalid_argument("task '" + std::string(name) + "' is not one of copy, reverse");
-}
-
-std::string task_kind_name(TaskKind kind) {
-  return kind == TaskKind::copy ? "copy" : "reverse";
-}
-
-void TaskConfig::validate() const {
-  if (alphabet < 2 || alphabet > 1000) {
-    throw std::invalid_argument("task: alphabet " + std::to_string(alphabet) +
-                                " must be in [2, 1000]");
-  }
-  if (train_len < 1 || train_len > 4096) {
-    throw std::invalid_argument("task: train_len " + std::to_string(train_len) +
-                                " must be in [1, 4096]");
-  }
-}
 
 std::vector<TokenId> task_answer(TaskKind kind, const std::vector<TokenId>& x) {
   std::vector<TokenId> y = x;

@@ -12,38 +12,15 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
-#include <string_view>
 #include <vector>
 
-#include "lab/layer_api.hpp"
+#include "lab/config.hpp"
 #include "posemb/matrix.hpp"
-#include "posemb/random.hpp"
+#include "posemb/positions.hpp"
 
 namespace posemb::lab {
 
-enum class TaskKind { copy, reverse };
-TaskKind parse_task_kind(std::string_view name);  // "copy", "reverse"; std::invalid_argument
-std::string task_kind_name(TaskKind kind);
-
 inline constexpr TokenId kPad = 0, kBos = 1, kSep = 2, kEos = 3, kFirstSymbol = 4;
-
-struct TaskConfig {
-  TaskKind kind = TaskKind::copy;
-  std::size_t alphabet = 8;
-  std::size_t train_len = 16;  // n is drawn uniformly from [1, train_len] in training
-  std::size_t vocab_size() const { return alphabet + 4; }
-  void validate() const;
-};
-
-// Model input length of an instance with n symbols: 2n + 2.
-inline std::size_t input_len(std::size_t n) {
-  return 2 * n + 2;
-}
-
-// How positions are assigned: 0..len-1, or (Ruoss et al. 2023) a sorted sample of len distinct
-// positions drawn uniformly from [0, range).
-enum class PositionMode { contiguous, randomized };
 
 struct Batch {
   Matrix<TokenId> tokens;            // (B, T) inputs, PAD after a short sequence

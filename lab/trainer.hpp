@@ -1,8 +1,8 @@
 // lab/trainer.hpp: training the lab model on a task, checkpoints, resume.
 //
 //   lab::RunConfig run;                               // model, task, optimizer settings
-//   run.model.pe = lab::PeKind::sinusoidal;
-//   lab::Trainer tr(run);                             // parameters initialized from run.train.seed
+//   run.model.pe = "sinusoidal";
+//   lab::Trainer tr(run);                             // validated; initialized from the seed
 //   while (tr.step() < run.train.steps) tr.train_step();
 //   tr.save("out/checkpoint.safetensors");            // atomic; with the AdamW state
 //   auto again = lab::Trainer::load("out/checkpoint.safetensors");   // continues bit for bit
@@ -17,45 +17,16 @@
 #include <string>
 #include <vector>
 
-#include "lab/layer_api.hpp"
+#include "lab/config.hpp"
 #include "lab/model.hpp"
 #include "lab/task.hpp"
+#include "posemb/optimizers.hpp"
 
 namespace posemb::lab {
 
-struct TrainConfig {
-  std::size_t batch = 32;
-  // Sequences per micro-batch: micro-batches run in parallel (one per thread at a time) and
-  // their gradients are summed in micro-batch order, so the result does not depend on threads.
-  std::size_t micro_batch = 8;
-  // Order the batch's rows by length before cutting micro-batches, and run each micro-batch only
-  // as long as its longest sequence (same gradient as padding everything to the longest, less
-  // work). Off: every micro-batch is padded to 2*train_len+2 (what `posemb bench` measures, the
-  // same work as the PyTorch peer).
-  bool sort_by_length = true;
-  std::size_t steps = 1000;
-  std::size_t warmup = 50;  // linear warmup steps, then cosine decay to min_lr_ratio * lr
-  float lr = 1e-3f;
-  float min_lr_ratio = 0.1f;
-  float weight_decay = 0.0f;
-  float beta1 = 0.9f, beta2 = 0.98f;
-  float grad_clip = 1.0f;  // global gradient norm; 0 disables
-  std::uint64_t seed = 1;
-  void validate() const;
-};
-
-struct RunConfig {
-  ModelConfig model;
-  TaskConfig task;
-  TrainConfig train;
-  // The settings as JSON (the checkpoint's metadata) and back.
-  std::string to_json() const;
-  static RunConfig from_json(const std::string& text);
-};
-
-// Everything a checkpoint holds.
 class Trainer {
  public:
+  // Throws ConfigError (from RunConfig::validate) for unusable settings.
   explicit Trainer(const RunConfig& cfg);
   // A trainer restored from a checkpoint written by save(): parameters, AdamW state, step.
   static Trainer load(const std::string& path);
@@ -71,13 +42,13 @@ class Trainer {
   // before any parameter changes, when the loss is NaN or infinite.
   double train_step();
   // Writes parameters, optimizer state, settings and step atomically.
-  void save(const std::string& path) const;
+  void save(const std::string& path);
 
  private:
   RunConfig cfg_;
   Model model_;
-  std::vector<Activations> acts_;     // one per micro-batch
-  std::vector<Matrix<float>> grads_;  // (1, arena) per micro-batch
+  std::vector<Activations> acts_;  // one per micro-batch
+  std::vector<Gradients> grads_;   // one per micro-batch
   std::vector<double> losses_;
   AdamW opt_;
   Batch batch_, sorted_;

@@ -6,10 +6,11 @@ cd "$(dirname "$0")/.."
 mapfile -t files < <(
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     git ls-files --cached --others --exclude-standard -- \
-      'include/*.hpp' 'src/*.cpp' 'src/*.hpp' 'lab/*.cpp' 'lab/*.hpp' 'tools/*.cpp' 'tools/*.hpp' \
+      'include/*.hpp' 'src/*.cpp' 'src/*.hpp' 'lab/*.cpp' 'lab/*.hpp' 'viz/*.cpp' 'viz/*.hpp' \
+      'tools/*.cpp' 'tools/*.hpp' \
       'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'bench/*.hpp' 'examples/*.cpp' 'fuzz/*.cpp'
   else
-    find include src lab tools tests bench examples fuzz -type f \( -name '*.cpp' -o -name '*.hpp' \) 2>/dev/null
+    find include src lab viz tools tests bench examples fuzz -type f \( -name '*.cpp' -o -name '*.hpp' \) 2>/dev/null
   fi | while read -r f; do [ -f "$f" ] && echo "$f"; done
 )
 if [ "${1:-}" = "--fix" ]; then

@@ -5,7 +5,9 @@
             public headers (posemb/...) and internal headers (src/<layer>/...) of its own layer
             and the layers below, never above.
   lab       lab/: public posemb/... headers and its own lab/... headers; nothing from src/.
-  tools     tools/: public headers, the lab, its own headers; nothing from src/ or tests/.
+  viz       viz/ (the plot renderer): public posemb/... headers and its own viz/... headers.
+  tools     tools/: public headers, the lab, the renderer, its own headers; nothing from src/ or
+            tests/.
   bench, examples, fuzz: public headers (bench also the lab and its own); nothing from src/.
 
 A new public header must be given a layer in LAYER_OF below (and in docs/architecture.md).
@@ -131,8 +133,10 @@ for p in stray:
     errors.append(f"{rel(p)}: library source outside a layer folder (src/core, src/nn, src/io)")
 for f in sources("lab"):
     check_client(f, ["lab/"], "lab")
+for f in sources("viz"):
+    check_client(f, ["viz/"], "viz")
 for f in sources("tools"):
-    check_client(f, ["lab/"], "tools")
+    check_client(f, ["lab/", "viz/"], "tools")
 for f in sources("examples"):
     check_client(f, [], "examples")
 for f in sources("fuzz"):

@@ -2,7 +2,8 @@
 # posemb train / eval / demo: usage errors exit 2, resume equals an uninterrupted run bit for
 # bit, 1 and 2 threads give the same bits, a non-finite loss stops training with the last good
 # checkpoint intact, eval reports beyond_table and takes a table resized by `posemb resize`, and
-# demo --quick writes its four outputs with results.json in the agreed shape.
+# demo --quick writes its four outputs with results.json in the agreed shape and values a trained
+# learned table reaches; limits come from the lab's config and messages name the flags.
 set -u
 bin="$1"
 py="$2"
@@ -22,6 +23,11 @@ expect 2 "table shorter than training" -- train --pe learned --train-len 8 --max
 contains err "18" "the message names the rows needed"
 expect 2 "table for an encoding without one" -- train --pe sinusoidal --max-seq-len 40
 expect 2 "negative lr" -- train --lr -1
+expect 2 "train-len past the config's limit" -- train --train-len 1025
+contains err "1024" "the message gives the range"
+expect 2 "rope with an odd head dimension" -- train --pe rope --d-model 6 --heads 2
+contains err "--d-model" "the config error is mapped to the flags that set it"
+expect 2 "eval lengths past the limit" -- eval --checkpoint "$bin" --lengths 1:100001
 expect 2 "bad lengths" -- eval --checkpoint "$bin" --lengths 5:2
 expect 2 "lengths not numbers" -- eval --checkpoint "$bin" --lengths a:b
 expect 2 "eval without checkpoint" -- eval --lengths 1:3
@@ -90,7 +96,11 @@ done
 expect 1 "a table for an encoding without one" -- eval \
   --checkpoint "$tmp/t1/checkpoint.safetensors" --table "$tmp/grown-copy.safetensors" --lengths 1:2
 
-# demo --quick: four outputs, results.json in the agreed shape.
+# demo --quick: four outputs, results.json in the agreed shape, and values: every learned length
+# past its table is beyond_table (and only those), and the learned run has learned the task in
+# distribution. Bounds from `posemb demo --quick --seed S` for S = 1..6 (learned mean exact match
+# over n <= 8: 0.669 to 0.838; exact match at n <= 4: 0.90 to 1.00; mean token accuracy 0.891 to
+# 0.947): mean exact >= 0.6, exact >= 0.8 at every n <= 4, mean token accuracy >= 0.85.
 expect 0 "demo --quick" -- demo --quick --out "$tmp/demo"
 for f in results.csv results.json length_generalization.svg learned_table_similarity.png; do
   [ -s "$tmp/demo/$f" ] || fail "demo --quick did not write $f"
@@ -115,9 +125,29 @@ for r in j["runs"]:
         else:
             assert x["status"] == "beyond_table" and x["exact_match"] is None
             assert r["pe"] == "learned" and x["length"] > j["train_len"], x
+runs = {r["pe"]: r for r in j["runs"]}
+L = j["train_len"]
+learned = runs["learned"]
+rows = learned["max_seq_len"]
+assert rows == 2 * L + 2, rows
+for x in learned["results"]:
+    beyond = 2 * x["length"] + 2 > rows
+    assert (x["status"] == "beyond_table") == beyond, x
+ind = [x for x in learned["results"] if x["length"] <= L]
+assert len(ind) == L, ind
+mean_exact = sum(x["exact_match"] for x in ind) / L
+mean_tok = sum(x["token_accuracy"] for x in ind) / L
+assert mean_exact >= 0.6, ("learned in-distribution exact match", mean_exact)
+assert mean_tok >= 0.85, ("learned in-distribution token accuracy", mean_tok)
+assert all(x["exact_match"] >= 0.8 for x in ind if x["length"] <= 4), ind[:4]
+for pe in ("learned-randomized", "sinusoidal", "none"):
+    assert all(x["status"] == "ok" for x in runs[pe]["results"]), pe
 xml.dom.minidom.parse(d + "/length_generalization.svg")
 png = open(d + "/learned_table_similarity.png", "rb").read()
 assert png[:8] == b"\x89PNG\r\n\x1a\n"
+import struct
+w, h = struct.unpack(">II", png[16:24])
+assert w >= 480 and h >= 480, ("an 18-row table drawn at a readable size", w, h)
 PY
 
 finish "lab cli"

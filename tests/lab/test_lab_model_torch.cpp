@@ -1,4 +1,4 @@
-// The lab model (src/lab/model.hpp) as a whole against PyTorch, for every positional encoding:
+// The lab model (lab/model.hpp) as a whole against PyTorch, for every positional encoding:
 // the same weights and batch must give the same loss and every parameter gradient within
 // derived tolerances. Data goes through raw files in a temporary directory; the oracle is
 // tests/oracles/lab_model_oracle.py (float64), run with Debian's /usr/bin/python3. Then central
@@ -34,7 +34,7 @@ struct Case {
 // A tiny model with weights far from the N(0, 0.02) start (so attention is not uniform and
 // LayerNorm affine terms matter), and a batch with ignored targets. Positions: contiguous, or a
 // sorted random sample with gaps (what learned-randomized trains on) to exercise explicit ids.
-Case make_case(PeKind pe, std::uint64_t seed) {
+Case make_case(const std::string& pe, std::uint64_t seed) {
   Case c;
   c.cfg.vocab_size = 9;
   c.cfg.d_model = 16;
@@ -42,7 +42,7 @@ Case make_case(PeKind pe, std::uint64_t seed) {
   c.cfg.n_layers = 2;
   c.cfg.d_ff = 24;
   c.cfg.pe = pe;
-  c.cfg.max_seq_len = has_table(pe) ? 40 : 0;
+  c.cfg.max_seq_len = find_encoding(pe).has_table ? 40 : 0;
   c.cfg.init_std = 0.3;
   c.tokens = Matrix<TokenId>(c.B, c.T);
   c.positions = Matrix<std::int64_t>(c.B, c.T);
@@ -53,21 +53,20 @@ Case make_case(PeKind pe, std::uint64_t seed) {
     for (std::size_t t = 0; t < c.T; ++t) {
       c.tokens(b, t) = static_cast<TokenId>(rng() % c.cfg.vocab_size);
       c.targets(b, t) = (t % 3 == 1) ? -1 : static_cast<std::int32_t>(rng() % c.cfg.vocab_size);
-      c.positions(b, t) =
-          pe == PeKind::learned || pe == PeKind::none ? static_cast<std::int64_t>(t) : p;
+      c.positions(b, t) = pe == "learned" || pe == "none" ? static_cast<std::int64_t>(t) : p;
       p += 1 + static_cast<std::int64_t>(rng() % 4);
     }
   }
   return c;
 }
 
-void randomize(Parameters& p, std::uint64_t seed) {
-  p.initialize(seed);
+void randomize(Model& m, std::uint64_t seed) {
+  m.initialize(seed);
   std::mt19937_64 rng(seed + 1);
   std::normal_distribution<float> n(0.0f, 0.3f);
-  for (std::size_t i = 0; i < p.count(); ++i) {
-    if (p.info(i).rows != 1) continue;  // biases and LayerNorm affine terms
-    for (float& v : p.value(i).row(0)) v += n(rng);
+  for (const auto& s : m.tensors()) {
+    if (s.value.rows() != 1) continue;  // biases and LayerNorm affine terms
+    for (float& v : s.value.row(0)) v += n(rng);
   }
 }
 
@@ -86,25 +85,20 @@ std::vector<double> read_f64(const fs::path& f, std::size_t n) {
   return v;
 }
 
-struct Ours {
-  double loss;
-  Parameters grads;
-};
-
-class LabModelVsTorch : public ::testing::TestWithParam<PeKind> {};
+class LabModelVsTorch : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LabModelVsTorch, LossAndEveryGradientMatch) {
-  const PeKind pe = GetParam();
+  const std::string pe = GetParam();
   Case c = make_case(pe, 11);
   Model model(c.cfg);
-  randomize(model.params(), 5);
+  randomize(model, 5);
   Activations acts(c.cfg, c.B, c.T);
   const double loss = model.forward(acts, c.tokens, c.positions, c.targets);
-  model.params().zero_grad();
+  model.zero_grad();
   model.backward(acts);
 
-  const fs::path dir = fs::temp_directory_path() /
-                       ("posemb_lab_torch_" + pe_kind_name(pe) + "_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("posemb_lab_torch_" + pe + "_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::vector<std::int64_t> tok(c.B * c.T), pos(c.B * c.T), tgt(c.B * c.T);
   for (std::size_t i = 0; i < c.B * c.T; ++i) {
@@ -115,18 +109,17 @@ TEST_P(LabModelVsTorch, LossAndEveryGradientMatch) {
   write_raw(dir / "tokens.i64", tok.data(), tok.size());
   write_raw(dir / "positions.i64", pos.data(), pos.size());
   write_raw(dir / "targets.i64", tgt.data(), tgt.size());
-  const auto& P = model.params();
-  for (std::size_t i = 0; i < P.count(); ++i) {
-    const auto v = P.value(i);
-    write_raw(dir / ("param." + P.info(i).name + ".f32"), v.data(), v.size());
+  const auto slots = model.tensors();
+  for (const auto& s : slots) {
+    write_raw(dir / ("param." + s.name + ".f32"), s.value.data(), s.value.size());
   }
   {
     std::ofstream js(dir / "case.json");
     js << "{\"batch\": " << c.B << ", \"seq_len\": " << c.T
        << ", \"config\": {\"vocab_size\": " << c.cfg.vocab_size
        << ", \"d_model\": " << c.cfg.d_model << ", \"n_layers\": " << c.cfg.n_layers
-       << ", \"n_heads\": " << c.cfg.n_heads << ", \"d_ff\": " << c.cfg.d_ff << ", \"pe\": \""
-       << pe_kind_name(pe) << "\", \"max_seq_len\": " << c.cfg.max_seq_len << "}}\n";
+       << ", \"n_heads\": " << c.cfg.n_heads << ", \"d_ff\": " << c.cfg.d_ff << ", \"pe\": \"" << pe
+       << "\", \"max_seq_len\": " << c.cfg.max_seq_len << "}}\n";
   }
   const std::string cmd = std::string(POSEMB_ORACLE_PYTHON) + " " + POSEMB_TESTS_DIR +
                           "/oracles/lab_model_oracle.py " + dir.string();
@@ -147,22 +140,22 @@ TEST_P(LabModelVsTorch, LossAndEveryGradientMatch) {
   const double eps = std::numeric_limits<float>::epsilon();
   EXPECT_NEAR(loss, ref_loss, 64 * eps * std::max(std::fabs(ref_loss), 1.0));
   std::size_t checked = 0;
-  for (std::size_t i = 0; i < P.count(); ++i) {
-    const auto g = P.grad(i);
-    const auto ref = read_f64(dir / ("grad." + P.info(i).name + ".f64"), g.size());
+  for (const auto& s : slots) {
+    const auto g = s.grad;
+    const auto ref = read_f64(dir / ("grad." + s.name + ".f64"), g.size());
     double mag = 0;
     for (double r : ref) mag = std::max(mag, std::fabs(r));
-    ASSERT_GT(mag, 0.0) << P.info(i).name << " has an all-zero reference gradient";
+    ASSERT_GT(mag, 0.0) << s.name << " has an all-zero reference gradient";
     const double tol = 256 * eps * mag;
     double worst = 0;
     for (std::size_t k = 0; k < g.size(); ++k) {
       worst = std::max(worst, std::fabs(g.data()[k] - ref[k]));
       ++checked;
     }
-    EXPECT_LE(worst, tol) << P.info(i).name << ": largest |ours - torch| " << worst << " over "
-                          << g.size() << " elements, magnitude " << mag;
+    EXPECT_LE(worst, tol) << s.name << ": largest |ours - torch| " << worst << " over " << g.size()
+                          << " elements, magnitude " << mag;
   }
-  EXPECT_EQ(checked, P.total_elements());
+  EXPECT_EQ(checked, model.total_elements());
   fs::remove_all(dir);
 }
 
@@ -172,29 +165,30 @@ TEST_P(LabModelVsTorch, LossAndEveryGradientMatch) {
 // makes the loss curve on the scale of the embedding's spread), we bound by 3% of the gradient.
 // Tolerance: 3% |g| + 64 eps |L| / h.
 TEST_P(LabModelVsTorch, CentralFiniteDifferences) {
-  const PeKind pe = GetParam();
+  const std::string pe = GetParam();
   Case c = make_case(pe, 23);
   Model model(c.cfg);
-  randomize(model.params(), 9);
+  randomize(model, 9);
   Activations acts(c.cfg, c.B, c.T);
   const double loss = model.forward(acts, c.tokens, c.positions, c.targets);
-  auto& P = model.params();
-  P.zero_grad();
+  model.zero_grad();
   model.backward(acts);
+  const auto slots = model.tensors();
   std::vector<std::string> names = {"wte.weight", "blocks.0.attn.qkv.weight",
                                     "blocks.1.mlp.fc.weight", "blocks.0.ln1.weight", "head.weight"};
-  if (has_table(pe)) names.push_back("wpe.weight");
+  if (find_encoding(pe).has_table) names.push_back("wpe.weight");
   const double eps = std::numeric_limits<float>::epsilon();
   const float h = 1e-3f;
   for (const auto& name : names) {
-    const std::size_t i = P.find(name);
-    auto g = P.grad(i);
+    const auto& slot = *std::find_if(slots.begin(), slots.end(),
+                                     [&](const TensorSlot& s) { return s.name == name; });
+    auto g = slot.grad;
     std::size_t k = 0;
     for (std::size_t j = 1; j < g.size(); ++j) {
       if (std::fabs(g.data()[j]) > std::fabs(g.data()[k])) k = j;
     }
     const float analytic = g.data()[k];
-    float* w = P.value(i).data() + k;
+    float* w = slot.value.data() + k;
     const float orig = *w;
     *w = orig + h;
     const double lp = model.forward(acts, c.tokens, c.positions, c.targets);
@@ -208,11 +202,15 @@ TEST_P(LabModelVsTorch, CentralFiniteDifferences) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryEncoding, LabModelVsTorch,
-                         ::testing::Values(PeKind::learned, PeKind::learned_randomized,
-                                           PeKind::sinusoidal, PeKind::rope, PeKind::none),
+std::vector<std::string> every_encoding() {
+  std::vector<std::string> names;
+  for (const auto* e : encodings()) names.emplace_back(e->name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryEncoding, LabModelVsTorch, ::testing::ValuesIn(every_encoding()),
                          [](const auto& info) {
-                           std::string n = pe_kind_name(info.param);
+                           std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "bench_cases.hpp"
-#include "experiment/lab_options.hpp"
+#include "lab/encoding.hpp"
 #include "lab/trainer.hpp"
 
 namespace posemb::cli {
@@ -43,8 +43,8 @@ BenchResult train_step_demo(const BenchContext& ctx) {
   r.task.train_len = 16;
   r.task.alphabet = 8;
   r.model.vocab_size = r.task.vocab_size();
-  r.model.pe = lab::PeKind::learned;
-  r.model.max_seq_len = default_table_rows(r.model.pe, r.task.train_len);
+  r.model.pe = "learned";
+  r.model.max_seq_len = lab::find_encoding(r.model.pe).default_table_rows(r.task.train_len);
   r.train.batch = 32;
   r.train.steps = 1000000;
   r.train.sort_by_length = false;  // pad every sequence to 34 tokens, as the peer does

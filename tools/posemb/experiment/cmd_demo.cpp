@@ -11,10 +11,12 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "lab/encoding.hpp"
 #include "lab/evaluate.hpp"
 #include "lab/results.hpp"
 #include "lab/trainer.hpp"
 #include "lab_options.hpp"
+#include "plots.hpp"
 #include "posemb/atomic_file.hpp"
 #include "progress.hpp"
 #include "results_table.hpp"
@@ -35,7 +37,7 @@ struct DemoOptions {
 // The demo's settings: a 2-layer, 4-head, d_model 64 GPT on copy over 8 symbols, n <= 12,
 // 1600 AdamW steps of 32 sequences (lr 3e-3, 100 warmup steps, cosine decay). --quick: n <= 8,
 // 150 steps, fewer evaluation samples (a smoke run: its accuracies are not the demo's).
-lab::RunConfig preset(const DemoOptions& o, lab::PeKind pe) {
+lab::RunConfig preset(const DemoOptions& o, const std::string& pe) {
   lab::RunConfig r;
   r.task.kind = lab::TaskKind::copy;
   r.task.alphabet = 8;
@@ -46,8 +48,9 @@ lab::RunConfig preset(const DemoOptions& o, lab::PeKind pe) {
   r.model.n_layers = 2;
   r.model.n_heads = 4;
   r.model.d_ff = 256;
-  r.model.max_seq_len = default_table_rows(pe, r.task.train_len);
-  r.model.embed_init_std = default_embed_init_std(pe);
+  const auto& spec = lab::find_encoding(pe);
+  r.model.max_seq_len = spec.default_table_rows(r.task.train_len);
+  r.model.embed_init_std = spec.default_embed_init_std;
   r.train.batch = 32;
   r.train.steps = o.steps != 0 ? o.steps : (o.quick ? 150 : 1600);
   r.train.lr = 3e-3f;
@@ -58,8 +61,7 @@ lab::RunConfig preset(const DemoOptions& o, lab::PeKind pe) {
 
 void run_demo(const DemoOptions& o) {
   set_threads(o.threads);
-  const std::vector<lab::PeKind> kinds = {lab::PeKind::learned, lab::PeKind::learned_randomized,
-                                          lab::PeKind::sinusoidal, lab::PeKind::none};
+  const std::vector<std::string> kinds = {"learned", "learned-randomized", "sinusoidal", "none"};
   const auto first = preset(o, kinds[0]);
   const std::size_t train_len = first.task.train_len;
   lab::EvalConfig ec;
@@ -77,10 +79,10 @@ void run_demo(const DemoOptions& o) {
   const auto t_all = std::chrono::steady_clock::now();
   std::vector<lab::RunResults> runs;
   std::vector<NamedResults> table;
-  for (const auto pe : kinds) {
+  for (const auto& pe : kinds) {
     const auto cfg = preset(o, pe);
     lab::Trainer tr(cfg);
-    Progress progress("demo " + lab::pe_kind_name(pe), cfg.train.steps);
+    Progress progress("demo " + pe, cfg.train.steps);
     const auto t0 = std::chrono::steady_clock::now();
     while (tr.step() < cfg.train.steps) {
       const double loss = tr.train_step();
@@ -89,15 +91,17 @@ void run_demo(const DemoOptions& o) {
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     lab::RunResults rr;
-    rr.pe = lab::pe_kind_name(pe);
-    if (lab::has_table(pe)) rr.max_seq_len = cfg.model.max_seq_len;
+    rr.pe = pe;
+    if (tr.model().encoding_spec().has_table) rr.max_seq_len = cfg.model.max_seq_len;
     rr.train_seconds = secs;
     rr.results = lab::evaluate(tr.model(), cfg.task, ec);
-    if (pe == lab::PeKind::learned) {
-      const auto& P = tr.model().params();
+    if (pe == "learned") {
+      const auto table = tr.model().encoding().learned_table()->table();
       write_file_atomically(
           (std::filesystem::path(o.out) / "learned_table_similarity.png").string(), "posemb demo",
-          lab::similarity_png(P.value(P.wpe), cfg.model.max_seq_len <= 64 ? 12 : 4));
+          table_similarity_png(
+              table, "learned table after training (" + std::to_string(table.rows()) + " rows x " +
+                         std::to_string(table.cols()) + "): cosine similarity of positions"));
     }
     table.emplace_back(rr.pe, rr.results);
     runs.push_back(std::move(rr));
@@ -121,7 +125,7 @@ void run_demo(const DemoOptions& o) {
                         lab::results_json("copy", train_len, runs));
   write_file_atomically(
       (dir / "length_generalization.svg").string(), "posemb demo",
-      lab::length_generalization_svg(
+      length_generalization_svg(
           "copy, trained on n <= " + std::to_string(train_len) + ": exact match by length",
           train_len, runs));
   const double total =
@@ -148,11 +152,11 @@ void register_demo_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of initialization, data and evaluation")
       ->capture_default_str();
   cmd->add_option("--steps", o->steps, "Training steps per encoding (default 1600; quick 150)")
-      ->check(CLI::Range(1, 10000000));
+      ->check(within(lab::limits::steps));
   cmd->add_option("--eval-max", o->eval_max, "Longest evaluated n (default 3x training length)")
-      ->check(CLI::Range(1, 100000));
+      ->check(within(lab::limits::eval_len));
   cmd->add_option("--samples", o->samples, "Instances per evaluated length (default 100; quick 20)")
-      ->check(CLI::Range(1, 100000));
+      ->check(within(lab::limits::samples));
   cmd->callback([o] { run_demo(*o); });
 }
 

@@ -28,30 +28,24 @@ struct EvalOptions {
   std::string table;
 };
 
+// "A:B" as whole numbers; the range itself is checked by EvalConfig::validate.
 std::pair<std::size_t, std::size_t> parse_lengths(const std::string& s) {
+  const std::string bad = "--lengths '" + s + "' is not A:B with whole numbers, 1 <= A <= B <= " +
+                          std::to_string(lab::limits::eval_len.max);
   const auto colon = s.find(':');
   auto num = [&](const std::string& part) -> std::size_t {
     if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
         part.size() > 9) {
-      throw UsageError("--lengths '" + s + "' is not A:B with whole numbers 1 <= A <= B");
+      throw UsageError(bad);
     }
     return std::stoul(part);
   };
-  if (colon == std::string::npos) {
-    throw UsageError("--lengths '" + s + "' is not A:B with whole numbers 1 <= A <= B");
-  }
-  const std::size_t a = num(s.substr(0, colon)), b = num(s.substr(colon + 1));
-  if (a < 1 || b < a) {
-    throw UsageError("--lengths '" + s + "' is not A:B with whole numbers 1 <= A <= B");
-  }
-  return {a, b};
+  if (colon == std::string::npos) throw UsageError(bad);
+  return {num(s.substr(0, colon)), num(s.substr(colon + 1))};
 }
 
 void run_eval(const EvalOptions& o) {
   const auto [a, b] = parse_lengths(o.lengths);
-  set_threads(o.threads);
-  lab::RunConfig run;
-  lab::Model model = lab::load_model(o.checkpoint, &run, o.table);
   lab::EvalConfig ec;
   ec.min_len = a;
   ec.max_len = b;
@@ -59,18 +53,28 @@ void run_eval(const EvalOptions& o) {
   ec.seed = o.seed;
   ec.randomized_eval =
       o.positions == "contiguous" ? lab::PositionMode::contiguous : lab::PositionMode::randomized;
+  try {
+    ec.validate();
+  } catch (const lab::ConfigError& e) {
+    throw usage_error(e, {{"eval.min_len", "--lengths"},
+                          {"eval.max_len", "--lengths"},
+                          {"eval.samples", "--samples"}});
+  }
+  set_threads(o.threads);
+  lab::RunConfig run;
+  lab::Model model = lab::load_model(o.checkpoint, &run, o.table);
   const auto& mc = model.config();
-  fmt::print("posemb eval: {} (pe {}{}, task {}, trained on n <= {})\n", o.checkpoint,
-             lab::pe_kind_name(mc.pe),
-             lab::has_table(mc.pe) ? fmt::format(", {} table rows", mc.max_seq_len) : "",
+  const bool has_table = model.encoding_spec().has_table;
+  fmt::print("posemb eval: {} (pe {}{}, task {}, trained on n <= {})\n", o.checkpoint, mc.pe,
+             has_table ? fmt::format(", {} table rows", mc.max_seq_len) : "",
              lab::task_kind_name(run.task.kind), run.task.train_len);
   const auto rows = lab::evaluate(model, run.task, ec);
-  print_results_table({{lab::pe_kind_name(mc.pe), rows}}, run.task.train_len);
+  print_results_table({{mc.pe, rows}}, run.task.train_len);
   if (!o.out.empty()) {
     std::filesystem::create_directories(o.out);
     lab::RunResults rr;
-    rr.pe = lab::pe_kind_name(mc.pe);
-    if (lab::has_table(mc.pe)) rr.max_seq_len = mc.max_seq_len;
+    rr.pe = mc.pe;
+    if (has_table) rr.max_seq_len = mc.max_seq_len;
     rr.results = rows;
     const std::filesystem::path dir(o.out);
     write_file_atomically((dir / "results.csv").string(), "posemb eval", lab::results_csv({rr}));
@@ -92,15 +96,18 @@ void register_eval_command(CLI::App& app) {
   cmd->add_option("--checkpoint", o->checkpoint, "Checkpoint (.safetensors) to evaluate")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--lengths", o->lengths, "Lengths n to evaluate, A:B (inclusive)")->required();
+  cmd->add_option("--lengths", o->lengths,
+                  "Lengths n to evaluate, A:B (inclusive), " + lab::limits::eval_len.text())
+      ->required();
   cmd->add_option("--samples", o->samples, "Instances per length")
-      ->check(CLI::Range(1, 100000))
+      ->check(within(lab::limits::samples))
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the evaluation instances")->capture_default_str();
   cmd->add_option("--threads", o->threads, "OpenMP threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--eval-positions", o->positions,
-                  "learned-randomized only: positions at evaluation, a sorted random sample "
+                  "Encodings trained on randomized positions (learned-randomized) only: positions "
+                  "at evaluation, a sorted random sample "
                   "from the table (randomized, as in training and Ruoss et al.) or 0..len-1 "
                   "(contiguous)")
       ->check(CLI::IsMember({"randomized", "contiguous"}))

@@ -60,13 +60,14 @@ void run_train(TrainOptions& o) {
         "posemb train: {} on {} (alphabet {}, train_len {}), pe {}{}, {} layers, d_model "
         "{}, {} heads, {} parameters; steps {}..{} of {}, batch {}\n",
         "the lab GPT", lab::task_kind_name(cfg.task.kind), cfg.task.alphabet, cfg.task.train_len,
-        lab::pe_kind_name(cfg.model.pe),
-        lab::has_table(cfg.model.pe) ? fmt::format(" ({} table rows)", cfg.model.max_seq_len)
-                                     : std::string(),
-        cfg.model.n_layers, cfg.model.d_model, cfg.model.n_heads,
-        tr->model().params().total_elements(), tr->step(), target, total, cfg.train.batch);
+        cfg.model.pe,
+        tr->model().encoding_spec().has_table
+            ? fmt::format(" ({} table rows)", cfg.model.max_seq_len)
+            : std::string(),
+        cfg.model.n_layers, cfg.model.d_model, cfg.model.n_heads, tr->model().total_elements(),
+        tr->step(), target, total, cfg.train.batch);
   }
-  Progress progress("train " + lab::pe_kind_name(cfg.model.pe), target, o.quiet);
+  Progress progress("train " + cfg.model.pe, target, o.quiet);
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t first = tr->step();
   double loss = 0.0;
@@ -92,7 +93,7 @@ void run_train(TrainOptions& o) {
     ec.max_len = o.eval_max;
     ec.samples = o.eval_samples;
     const auto rows = lab::evaluate(tr->model(), cfg.task, ec);
-    print_results_table({{lab::pe_kind_name(cfg.model.pe), rows}}, cfg.task.train_len);
+    print_results_table({{cfg.model.pe, rows}}, cfg.task.train_len);
   }
 }
 
@@ -123,12 +124,13 @@ void register_train_command(CLI::App& app) {
   cmd->add_option("--stop-after", o->stop_after,
                   "Stop (with a checkpoint) after this step, keeping the --steps schedule; "
                   "--resume continues")
-      ->check(CLI::Range(1, 100000000));
+      ->check(within(lab::limits::steps));
   cmd->add_option("--eval-max", o->eval_max,
                   "After training, evaluate lengths 1..N with greedy decoding (0: no)")
+      ->check(CLI::Range(std::size_t{0}, lab::limits::eval_len.max))
       ->capture_default_str();
   cmd->add_option("--eval-samples", o->eval_samples, "Instances per evaluated length")
-      ->check(CLI::Range(1, 100000))
+      ->check(within(lab::limits::samples))
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "No progress or summary");
   cmd->callback([o] { run_train(*o); });

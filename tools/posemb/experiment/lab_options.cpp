@@ -3,79 +3,149 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <vector>
 
-#include "cli.hpp"
+#include "lab/encoding.hpp"
 
 namespace posemb::cli {
+namespace {
+
+// The lab flags of add_lab_flags by the config field they set.
+const FlagNames kLabFlags = {
+    {"model.d_model", "--d-model"},
+    {"model.n_layers", "--layers"},
+    {"model.n_heads", "--heads"},
+    {"model.d_ff", "--d-ff"},
+    {"model.pe", "--pe"},
+    {"model.max_seq_len", "--max-seq-len"},
+    {"model.rope_base", "--rope-base"},
+    {"model.init_std", "--init-std"},
+    {"model.embed_init_std", "--embed-init-std"},
+    {"model.vocab_size", "--alphabet"},
+    {"task.kind", "--task"},
+    {"task.alphabet", "--alphabet"},
+    {"task.train_len", "--train-len"},
+    {"train.batch", "--batch"},
+    {"train.micro_batch", "--micro-batch"},
+    {"train.steps", "--steps"},
+    {"train.warmup", "--warmup"},
+    {"train.lr", "--lr"},
+    {"train.min_lr_ratio", "--min-lr-ratio"},
+    {"train.weight_decay", "--weight-decay"},
+    {"train.beta1", "--beta1"},
+    {"train.beta2", "--beta2"},
+    {"train.grad_clip", "--grad-clip"},
+};
+
+std::string encoding_help() {
+  std::string s = "Positional encoding:";
+  for (const auto* e : lab::encodings()) {
+    s += "\n  ";
+    s += e->name;
+    s += ": ";
+    s += e->summary;
+  }
+  return s;
+}
+
+}  // namespace
+
+UsageError usage_error(const lab::ConfigError& e, const FlagNames& extra) {
+  std::vector<std::string> flags;
+  for (const auto& field : e.fields()) {
+    std::string flag;
+    if (const auto it = extra.find(field); it != extra.end()) {
+      flag = it->second;
+    } else if (const auto jt = kLabFlags.find(field); jt != kLabFlags.end()) {
+      flag = jt->second;
+    }
+    if (!flag.empty() && std::find(flags.begin(), flags.end(), flag) == flags.end()) {
+      flags.push_back(flag);
+    }
+  }
+  std::string msg = e.what();
+  if (!flags.empty()) {
+    msg += " (flag";
+    msg += flags.size() > 1 ? "s " : " ";
+    for (std::size_t i = 0; i < flags.size(); ++i) msg += (i ? ", " : "") + flags[i];
+    msg += ")";
+  }
+  return UsageError(msg);
+}
 
 void add_lab_flags(CLI::App* cmd, LabFlags& f) {
+  namespace lim = lab::limits;
   auto& r = f.run;
   cmd->add_option("--task", f.task, "Task: copy or reverse")
       ->check(CLI::IsMember({"copy", "reverse"}))
       ->capture_default_str();
   cmd->add_option("--alphabet", r.task.alphabet, "Symbols in the task's alphabet")
-      ->check(CLI::Range(2, 1000))
+      ->check(within(lim::alphabet))
       ->capture_default_str();
   cmd->add_option("--train-len", r.task.train_len,
                   "Longest training instance n (n uniform in [1, train-len])")
-      ->check(CLI::Range(1, 1024))
+      ->check(within(lim::train_len))
       ->capture_default_str();
-  cmd->add_option("--pe", f.pe,
-                  "Positional encoding: learned, learned-randomized, sinusoidal, "
-                  "rope, none")
-      ->check(CLI::IsMember({"learned", "learned-randomized", "sinusoidal", "rope", "none"}))
+  std::vector<std::string> names;
+  for (const auto* e : lab::encodings()) names.emplace_back(e->name);
+  cmd->add_option("--pe", f.pe, encoding_help())
+      ->check(CLI::IsMember(names))
       ->capture_default_str();
   cmd->add_option("--max-seq-len", f.max_seq_len,
-                  "Rows of the learned table (default: 2*train-len+2 for learned, "
-                  "max(256, 4x that) for learned-randomized)")
-      ->check(CLI::Range(1, 1 << 20));
+                  "Rows of the learned table (default: the encoding's, see --pe)")
+      ->check(within(lim::max_seq_len));
   cmd->add_option("--d-model", r.model.d_model, "Model width")
-      ->check(CLI::Range(2, 4096))
+      ->check(within(lim::d_model))
       ->capture_default_str();
   cmd->add_option("--layers", r.model.n_layers, "Transformer blocks")
-      ->check(CLI::Range(1, 64))
+      ->check(within(lim::n_layers))
       ->capture_default_str();
   cmd->add_option("--heads", r.model.n_heads, "Attention heads (must divide --d-model)")
-      ->check(CLI::Range(1, 64))
+      ->check(within(lim::n_heads))
       ->capture_default_str();
   cmd->add_option("--d-ff", f.d_ff, "MLP hidden width (default 4 * d-model)")
-      ->check(CLI::Range(1, 65536));
+      ->check(within(lim::d_ff));
   cmd->add_option("--rope-base", r.model.rope_base, "Rotary embedding base")
-      ->check(CLI::PositiveNumber)
+      ->check(within(lim::positive))
       ->capture_default_str();
   cmd->add_option("--init-std", r.model.init_std, "Std of the N(0, std) weight initialization")
-      ->check(CLI::PositiveNumber)
+      ->check(within(lim::positive))
       ->capture_default_str();
   cmd->add_option("--embed-init-std", r.model.embed_init_std,
                   "Std of the token embedding's N(0, std) initialization (default: 1 for "
                   "sinusoidal, whose encoding has unit-size entries; 0.02 otherwise, GPT-2's)")
-      ->check(CLI::PositiveNumber);
+      ->check(within(lim::positive));
   cmd->add_option("--batch", r.train.batch, "Sequences per step")
-      ->check(CLI::Range(1, 65536))
+      ->check(within(lim::batch))
       ->capture_default_str();
   cmd->add_option("--micro-batch", r.train.micro_batch,
                   "Sequences per micro-batch (micro-batches run in parallel; results depend on "
                   "this, never on --threads)")
-      ->check(CLI::Range(1, 65536))
+      ->check(within(lim::micro_batch))
       ->capture_default_str();
   cmd->add_option("--steps", r.train.steps, "Optimizer steps")
-      ->check(CLI::Range(1, 100000000))
+      ->check(within(lim::steps))
       ->capture_default_str();
   cmd->add_option("--lr", r.train.lr, "Peak AdamW learning rate")
-      ->check(CLI::PositiveNumber)
+      ->check(within(lim::lr))
       ->capture_default_str();
   cmd->add_option("--warmup", r.train.warmup, "Linear warmup steps (then cosine decay)")
+      ->check(within(lim::warmup))
       ->capture_default_str();
   cmd->add_option("--min-lr-ratio", r.train.min_lr_ratio, "Final lr as a fraction of --lr")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(within(lim::min_lr_ratio))
       ->capture_default_str();
   cmd->add_option("--weight-decay", r.train.weight_decay, "AdamW decoupled weight decay")
-      ->check(CLI::NonNegativeNumber)
+      ->check(within(lim::non_negative))
       ->capture_default_str();
-  cmd->add_option("--beta1", r.train.beta1, "AdamW beta1")->capture_default_str();
-  cmd->add_option("--beta2", r.train.beta2, "AdamW beta2")->capture_default_str();
+  cmd->add_option("--beta1", r.train.beta1, "AdamW beta1")
+      ->check(within(lim::beta))
+      ->capture_default_str();
+  cmd->add_option("--beta2", r.train.beta2, "AdamW beta2")
+      ->check(within(lim::beta))
+      ->capture_default_str();
   cmd->add_option("--grad-clip", r.train.grad_clip, "Global gradient-norm clip (0: off)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(within(lim::non_negative))
       ->capture_default_str();
   cmd->add_option("--seed", r.train.seed, "Seed of the initialization and the data")
       ->capture_default_str();
@@ -83,53 +153,22 @@ void add_lab_flags(CLI::App* cmd, LabFlags& f) {
       ->check(CLI::Range(1, 1024));
 }
 
-std::size_t default_table_rows(lab::PeKind pe, std::size_t train_len) {
-  const std::size_t need = lab::input_len(train_len);
-  if (pe == lab::PeKind::learned) return need;
-  if (pe == lab::PeKind::learned_randomized) return std::max<std::size_t>(256, 4 * need);
-  return 0;
-}
-
 lab::RunConfig finish_lab_flags(LabFlags& f) {
   auto r = f.run;
-  r.task.kind = lab::parse_task_kind(f.task);
-  r.model.pe = lab::parse_pe_kind(f.pe);
-  if (r.model.embed_init_std <= 0.0) r.model.embed_init_std = default_embed_init_std(r.model.pe);
-  r.model.d_ff = f.d_ff != 0 ? f.d_ff : 4 * r.model.d_model;
-  r.model.vocab_size = r.task.vocab_size();
-  if (r.model.d_model % r.model.n_heads != 0) {
-    throw UsageError("--d-model " + std::to_string(r.model.d_model) +
-                     " is not a multiple of --heads " + std::to_string(r.model.n_heads));
-  }
-  if (r.model.pe == lab::PeKind::rope && r.model.head_dim() % 2 != 0) {
-    throw UsageError("--pe rope needs an even head dimension (d-model / heads), got " +
-                     std::to_string(r.model.head_dim()));
-  }
-  if (!lab::has_table(r.model.pe)) {
-    if (f.max_seq_len != 0) {
-      throw UsageError("--max-seq-len sets the learned table's rows; --pe " + f.pe +
-                       " has no table");
-    }
-    r.model.max_seq_len = 0;
-  } else {
+  try {
+    r.task.kind = lab::parse_task_kind(f.task);
+    const auto& spec = lab::find_encoding(f.pe);
+    r.model.pe = f.pe;
+    if (r.model.embed_init_std <= 0.0) r.model.embed_init_std = spec.default_embed_init_std;
+    r.model.d_ff = f.d_ff != 0 ? f.d_ff : 4 * r.model.d_model;
+    r.model.vocab_size = r.task.vocab_size();
     r.model.max_seq_len =
-        f.max_seq_len != 0 ? f.max_seq_len : default_table_rows(r.model.pe, r.task.train_len);
-    const std::size_t need = lab::input_len(r.task.train_len);
-    if (r.model.max_seq_len < need) {
-      throw UsageError("--max-seq-len " + std::to_string(r.model.max_seq_len) +
-                       " is shorter than the longest training sequence, 2*train-len+2 = " +
-                       std::to_string(need));
-    }
-  }
-  if (!(r.train.beta1 >= 0.0f && r.train.beta1 < 1.0f && r.train.beta2 >= 0.0f &&
-        r.train.beta2 < 1.0f)) {
-    throw UsageError("--beta1 and --beta2 must be in [0, 1)");
+        f.max_seq_len != 0 ? f.max_seq_len : spec.default_table_rows(r.task.train_len);
+    r.validate();
+  } catch (const lab::ConfigError& e) {
+    throw usage_error(e);
   }
   return r;
-}
-
-double default_embed_init_std(lab::PeKind pe) {
-  return pe == lab::PeKind::sinusoidal ? 1.0 : 0.02;
 }
 
 void set_threads(int threads) {

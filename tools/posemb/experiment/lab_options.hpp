@@ -1,12 +1,16 @@
 // tools/posemb/lab_options.hpp: the model, task and optimizer flags shared by `posemb train` and
-// `posemb demo`.
+// the lab commands, built from the lab's limits (lab/config.hpp), and the mapping of the lab's
+// config errors to usage errors naming flags.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstddef>
+#include <map>
 #include <string>
+#include <type_traits>
 
-#include "lab/trainer.hpp"
+#include "cli.hpp"
+#include "lab/config.hpp"
 
 namespace posemb::cli {
 
@@ -20,16 +24,35 @@ struct LabFlags {
   int threads = 0;              // 0: OpenMP's default
 };
 
-// Adds the flags to cmd (all optional, with defaults shown in --help).
+// Adds the flags to cmd (all optional, with defaults and ranges shown in --help).
 void add_lab_flags(CLI::App* cmd, LabFlags& f);
-// Turns the parsed flags into a RunConfig; throws UsageError for contradicting values.
+// Turns the parsed flags into a validated RunConfig; throws UsageError naming the flags of
+// contradicting or out-of-range values.
 lab::RunConfig finish_lab_flags(LabFlags& f);
-// The default table size for an encoding: learned = the longest training sequence; the
-// randomized table is max(256, 4x) that (Ruoss et al. use a table much longer than training).
-std::size_t default_table_rows(lab::PeKind pe, std::size_t train_len);
-// The token embedding's default init std: 1 for sinusoidal (its entries are unit-sized, as in
-// Vaswani et al., who scale embeddings by sqrt(d_model)); GPT-2's 0.02 for the others.
-double default_embed_init_std(lab::PeKind pe);
+
+// Config field ("eval.max_len") -> the flag that sets it in one command ("--eval-max").
+using FlagNames = std::map<std::string, std::string>;
+// A UsageError with e's message and the flags that set its fields (those in `extra`, then the
+// lab flags of add_lab_flags).
+[[nodiscard]] UsageError usage_error(const lab::ConfigError& e, const FlagNames& extra = {});
+
+// The flag check for a lab limit: CLI::Range for a closed integer range, otherwise a validator
+// with the same test (Limit::contains); --help shows the range either way.
+template <class T>
+CLI::Validator within(const lab::Limit<T>& lim) {
+  if constexpr (std::is_integral_v<T>) {
+    if (!lim.min_open && !lim.max_open) return CLI::Range(lim.min, lim.max);
+  }
+  return CLI::Validator(
+      [lim](std::string& in) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(in, v)) return "'" + in + "' is not a number";
+        return lim.contains(static_cast<T>(v)) ? std::string()
+                                               : "value " + in + " not in " + lim.text();
+      },
+      "in " + lim.text());
+}
+
 // Sets the OpenMP thread count (0: leave the default).
 void set_threads(int threads);
 

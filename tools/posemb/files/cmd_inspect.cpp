@@ -57,7 +57,7 @@ void run_inspect(const InspectOptions& o) {
     const std::size_t step = (unit.rows() + o.max_plot - 1) / o.max_plot;
     const std::size_t n = write_cosine_heatmap(unit, step, o.plot);
     fmt::print(
-        "heatmap:         {} ({} x {} pixels, every {} position(s); blue -1, white 0, red +1)\n",
+        "heatmap:         {} ({} x {} cells, every {} position(s); blue -1, white 0, red +1)\n",
         o.plot, n, n, step == 0 ? 1 : step);
   }
 }
@@ -73,7 +73,8 @@ void register_inspect_command(CLI::App& app) {
   cmd->add_option("--reserved-rows", o->reserved_rows,
                   "Leading rows that are not positions (RoBERTa, BART: 2)");
   cmd->add_option("--plot", o->plot, "Write a row-by-row cosine-similarity heatmap PNG");
-  cmd->add_option("--max-plot", o->max_plot, "Largest heatmap side in pixels")
+  cmd->add_option("--max-plot", o->max_plot,
+                  "Largest heatmap side in cells (every k-th position of a longer table)")
       ->check(CLI::Range(1, 8192));
   cmd->callback([o] { run_inspect(*o); });
 }

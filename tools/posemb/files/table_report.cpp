@@ -4,8 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include <stb_image_write.h>
 #include "posemb/atomic_file.hpp"
+#include "viz/heatmap.hpp"
 
 namespace posemb::cli {
 namespace {
@@ -21,12 +21,6 @@ float dot(const float* a, const float* b, std::size_t n) {
   for (; i < n; ++i) s += a[i] * b[i];
   for (float v : acc) s += v;
   return s;
-}
-
-void append_png(void* ctx, void* data, int size) {
-  auto* out = static_cast<std::vector<unsigned char>*>(ctx);
-  const auto* p = static_cast<const unsigned char*>(data);
-  out->insert(out->end(), p, p + size);
 }
 
 }  // namespace
@@ -80,36 +74,14 @@ std::vector<std::pair<std::size_t, double>> mean_cosine_by_distance(MatrixView<c
 std::size_t write_cosine_heatmap(MatrixView<const float> unit, std::size_t step,
                                  const std::string& path) {
   if (step == 0) step = 1;
-  const std::size_t n = (unit.rows() + step - 1) / step;
-  if (n == 0) throw std::invalid_argument("inspect: the table has no rows to plot");
-  std::vector<unsigned char> rgb(n * n * 3);
-  const auto ni = static_cast<long long>(n);
-#pragma omp parallel for schedule(dynamic, 16)
-  for (long long i = 0; i < ni; ++i) {
-    const auto ui = static_cast<std::size_t>(i);
-    // The matrix is symmetric: compute j >= i and write both pixels.
-    for (std::size_t j = ui; j < n; ++j) {
-      const float c = std::clamp(
-          dot(unit.row(ui * step).data(), unit.row(j * step).data(), unit.cols()), -1.0f, 1.0f);
-      // Diverging map: -1 blue (0,0,255), 0 white, +1 red (255,0,0).
-      const auto fade = static_cast<unsigned char>(std::lround(255.0f * (1.0f - std::fabs(c))));
-      for (unsigned char* px : {&rgb[(ui * n + j) * 3], &rgb[(j * n + ui) * 3]}) {
-        px[0] = c >= 0 ? 255 : fade;
-        px[1] = fade;
-        px[2] = c <= 0 ? 255 : fade;
-      }
-    }
-  }
-  std::vector<unsigned char> png;
-  stbi_write_png_compression_level = 2;  // fast: a heatmap is smooth, it compresses anyway
-  const int side = static_cast<int>(n);
-  if (stbi_write_png_to_func(append_png, &png, side, side, 3, rgb.data(), side * 3) == 0) {
-    throw std::runtime_error("inspect: PNG encoding of the " + std::to_string(n) + " x " +
-                             std::to_string(n) + " heatmap failed");
-  }
-  write_file_atomically(path, "inspect --plot",
-                        [&](FileSink& sink) { sink.write(png.data(), png.size()); });
-  return n;
+  if (unit.rows() == 0) throw std::invalid_argument("inspect: the table has no rows to plot");
+  const Matrix<float> sim = viz::cosine_similarity(unit, step);
+  viz::HeatmapOptions o;
+  o.title = "cosine similarity between positions" +
+            (step > 1 ? " (every " + std::to_string(step) + "th)" : std::string());
+  o.index_step = step;
+  write_file_atomically(path, "inspect --plot", viz::heatmap_png(sim, o));
+  return sim.rows();
 }
 
 }  // namespace posemb::cli

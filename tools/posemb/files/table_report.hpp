@@ -24,8 +24,9 @@ Matrix<float> unit_rows(MatrixView<const float> table);
 // Mean cosine similarity of rows i and i + d over every i, for d = 1, 2, 4, ... < rows.
 std::vector<std::pair<std::size_t, double>> mean_cosine_by_distance(MatrixView<const float> unit);
 
-// The (n, n) cosine-similarity image of rows 0, step, 2 step, ... (n = ceil(rows / step)),
-// written as an RGB PNG (blue -1, white 0, red +1) to path, atomically. Returns n.
+// The (n, n) cosine-similarity heatmap of rows 0, step, 2 step, ... (n = ceil(rows / step)),
+// drawn by viz::heatmap_png (blue -1, white 0, red +1, position ticks, a colour bar), written
+// to path atomically. Returns n.
 std::size_t write_cosine_heatmap(MatrixView<const float> unit, std::size_t step,
                                  const std::string& path);
 

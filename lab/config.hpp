@@ -1,0 +1,162 @@
+// lab/config.hpp: every setting of the lab (model, task, training, evaluation), the limits of
+// each, and their one validation.
+//
+//   lab::RunConfig run;                       // the demo's defaults
+//   run.model.pe = "sinusoidal";
+//   run.task.train_len = 12;
+//   run.model.vocab_size = run.task.vocab_size();
+//   run.validate();                           // throws lab::ConfigError naming the fields
+//   lab::limits::train_len.contains(5000);    // false: the range the CLI's flags reuse
+//
+// Limits live here, once: validate() checks against them and the CLI builds its flag ranges
+// and their --help text from them. Messages name config fields ("model.d_model"), never CLI
+// flags; ConfigError::fields() lists them so a front end can name its own flags.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace posemb::lab {
+
+// A closed or half-open range of allowed values for a setting.
+template <class T>
+struct Limit {
+  T min, max;
+  bool min_open = false, max_open = false;  // true: the end itself is excluded
+  // False for NaN.
+  constexpr bool contains(T v) const {
+    if (!(v == v)) return false;
+    const bool above = min_open ? v > min : v >= min;
+    const bool below = max_open ? v < max : v <= max;
+    return above && below;
+  }
+  // "[2, 1000]", "(0, 1)", "(0, inf)".
+  std::string text() const;
+};
+
+namespace limits {
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+// Model.
+inline constexpr Limit<std::size_t> d_model{2, 4096};
+inline constexpr Limit<std::size_t> n_layers{1, 64};
+inline constexpr Limit<std::size_t> n_heads{1, 64};
+inline constexpr Limit<std::size_t> d_ff{1, 65536};
+inline constexpr Limit<std::size_t> max_seq_len{1, std::size_t{1} << 20};  // table rows
+inline constexpr Limit<double> positive{0.0, kInf, true, true};            // bases and init stds
+// Task.
+inline constexpr Limit<std::size_t> alphabet{2, 1000};
+inline constexpr Limit<std::size_t> train_len{1, 1024};
+// Training.
+inline constexpr Limit<std::size_t> batch{1, 65536};
+inline constexpr Limit<std::size_t> micro_batch{1, 65536};
+inline constexpr Limit<std::size_t> steps{1, 100000000};
+inline constexpr Limit<std::size_t> warmup{0, 100000000};
+inline constexpr Limit<double> lr{0.0, kInf, true, true};
+inline constexpr Limit<double> min_lr_ratio{0.0, 1.0};
+inline constexpr Limit<double> beta{0.0, 1.0, false, true};
+inline constexpr Limit<double> non_negative{0.0, kInf, false, true};  // weight decay, clip
+// Evaluation.
+inline constexpr Limit<std::size_t> eval_len{1, 100000};  // n, symbols per instance
+inline constexpr Limit<std::size_t> samples{1, 100000};
+}  // namespace limits
+
+// An unusable setting. what() names the fields and values; fields() lists them qualified
+// ("model.d_model", "task.train_len", "train.lr", "eval.max_len").
+class ConfigError : public std::invalid_argument {
+ public:
+  ConfigError(std::vector<std::string> fields, const std::string& what)
+      : std::invalid_argument(what), fields_(std::move(fields)) {}
+  const std::vector<std::string>& fields() const noexcept { return fields_; }
+
+ private:
+  std::vector<std::string> fields_;
+};
+
+// How positions are assigned to a sequence of len tokens: 0..len-1, or (Ruoss et al. 2023) a
+// sorted sample of len distinct positions drawn uniformly from [0, table rows).
+enum class PositionMode { contiguous, randomized };
+
+struct ModelConfig {
+  std::size_t vocab_size = 0;
+  std::size_t d_model = 64;
+  std::size_t n_layers = 2;
+  std::size_t n_heads = 4;
+  std::size_t d_ff = 256;
+  std::string pe = "learned";   // a registered encoding (lab/encoding.hpp)
+  std::size_t max_seq_len = 0;  // rows of the learned table (0 for an encoding without one)
+  double rope_base = 10000.0;
+  double sinusoidal_base = 10000.0;
+  double init_std = 0.02;
+  double embed_init_std = 0.02;  // std of the token embedding's N(0, std) initialization
+  // Throws ConfigError naming the field and value when the config is unusable.
+  void validate() const;
+  std::size_t head_dim() const { return d_model / n_heads; }
+};
+
+enum class TaskKind { copy, reverse };
+
+struct TaskConfig {
+  TaskKind kind = TaskKind::copy;
+  std::size_t alphabet = 8;
+  std::size_t train_len = 16;  // n is drawn uniformly from [1, train_len] in training
+  std::size_t vocab_size() const { return alphabet + 4; }
+  void validate() const;
+};
+
+struct TrainConfig {
+  std::size_t batch = 32;
+  // Sequences per micro-batch: micro-batches run in parallel (one per thread at a time) and
+  // their gradients are summed in micro-batch order, so the result does not depend on threads.
+  std::size_t micro_batch = 8;
+  // Order the batch's rows by length before cutting micro-batches, and run each micro-batch only
+  // as long as its longest sequence (same gradient as padding everything to the longest, less
+  // work). Off: every micro-batch is padded to 2*train_len+2 (what `posemb bench` measures, the
+  // same work as the PyTorch peer).
+  bool sort_by_length = true;
+  std::size_t steps = 1000;
+  std::size_t warmup = 50;  // linear warmup steps, then cosine decay to min_lr_ratio * lr
+  float lr = 1e-3f;
+  float min_lr_ratio = 0.1f;
+  float weight_decay = 0.0f;
+  float beta1 = 0.9f, beta2 = 0.98f;
+  float grad_clip = 1.0f;  // global gradient norm; 0 disables
+  std::uint64_t seed = 1;
+  void validate() const;
+};
+
+struct EvalConfig {
+  std::size_t min_len = 1, max_len = 32;  // n, inclusive
+  std::size_t samples = 100;
+  std::uint64_t seed = 1234;
+  // For an encoding trained on randomized positions (learned-randomized): positions at
+  // evaluation. randomized (default; Ruoss et al.): a sorted random sample from [0, table rows),
+  // as in training; contiguous: 0..len-1. Other encodings always use contiguous positions.
+  PositionMode randomized_eval = PositionMode::randomized;
+  void validate() const;
+};
+
+struct RunConfig {
+  ModelConfig model;
+  TaskConfig task;
+  TrainConfig train;
+  // Each part, then what ties them: vocab_size is the task's, and a learned table holds the
+  // longest training sequence.
+  void validate() const;
+  // The settings as JSON (the checkpoint's metadata) and back (not validated).
+  std::string to_json() const;
+  static RunConfig from_json(const std::string& text);
+};
+
+// Model input length of an instance with n symbols: 2n + 2 (BOS x1..xn SEP y1..yn).
+inline std::size_t input_len(std::size_t n) {
+  return 2 * n + 2;
+}
+
+TaskKind parse_task_kind(const std::string& name);  // "copy", "reverse"; ConfigError otherwise
+std::string task_kind_name(TaskKind kind);
+
+}  // namespace posemb::lab

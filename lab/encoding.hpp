@@ -1,0 +1,116 @@
+// lab/encoding.hpp: the positional-encoding interface of the lab model, and the registry of
+// encodings.
+//
+//   const lab::EncodingSpec& spec = lab::find_encoding("learned");   // by name (--pe)
+//   spec.has_table;                          // true: a trainable (max_seq_len, d_model) table
+//   spec.default_table_rows(12);             // 26: the longest training sequence
+//   std::unique_ptr<lab::Encoding> enc = spec.make(cfg);   // per model, owns its state
+//   enc->embed_forward(x0, tokens, posemb::PositionSource::explicit_ids(pos), wte);
+//
+// An encoding enters the model in three places, each a call on this interface:
+//   input layer   x0 = wte[tokens] + the encoding at each position (learned and sinusoidal go
+//                 through posemb::embed_forward / embed_backward; the others use the token-only
+//                 overloads), forward and backward;
+//   q and k       rotated in every block after the qkv projection (rope), forward and backward;
+//   decoding      the same two calls with T = 1, positions PositionSource::contiguous(t) (or
+//                 explicit ones for randomized positions).
+// Trainable state (the learned table) is a posemb::LearnedPositionalEmbedding; its tensors join
+// the model's list for the optimizer and the checkpoint, after wte.weight.
+//
+// Adding an encoding: one file in lab/encodings/ defining a class derived from Encoding and an
+// `extern const EncodingSpec` for it, and its name in the registry (lab/encodings.cpp). Nothing
+// else in the lab or the CLI names an encoding (the demo picks its four by name).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lab/config.hpp"
+#include "posemb/layer.hpp"
+#include "posemb/matrix_view.hpp"
+#include "posemb/positions.hpp"
+
+namespace posemb::lab {
+
+// One trainable tensor: its checkpoint name, value and gradient (same shape).
+struct TensorSlot {
+  std::string name;         // e.g. "wpe.weight"
+  MatrixView<float> value;  // (rows, cols)
+  MatrixView<float> grad;   // (rows, cols)
+};
+
+// An encoding inside one model: its state (a table, cached sin/cos) and its computations.
+// Methods other than reserve() only read the state, so micro-batches and decoders may call them
+// concurrently once reserve() has covered their positions.
+class Encoding {
+ public:
+  virtual ~Encoding() = default;
+
+  // x0 (B*T, C) = wte[tokens] + the encoding's vector at each position: written over.
+  virtual void embed_forward(MatrixView<float> x0,              // (B*T, C), written over
+                             MatrixView<const TokenId> tokens,  // (B, T)
+                             const PositionSource& positions,
+                             MatrixView<const float> wte) const = 0;  // (V, C)
+  // dwte (V, C) and the gradients of tensors() (grads, in that order, each its tensor's shape)
+  // added into, from dx0 (B*T, C).
+  virtual void embed_backward(MatrixView<float> dwte,                    // (V, C), added into
+                              std::span<const MatrixView<float>> grads,  // added into
+                              MatrixView<const float> dx0,               // (B*T, C)
+                              MatrixView<const TokenId> tokens,          // (B, T)
+                              const PositionSource& positions) const = 0;
+
+  // Rotates q and k of every head in qkv (rows, 3C) in place, row r at position pos[r].
+  // Default: nothing (the encoding enters at the input layer only).
+  virtual void rotate_qk_forward(MatrixView<float> qkv,              // (rows, 3C), in place
+                                 std::span<const std::int64_t> pos,  // (rows)
+                                 std::size_t heads) const;
+  // The gradient of rotate_qk_forward: dqkv (rows, 3C), in place.
+  virtual void rotate_qk_backward(MatrixView<float> dqkv,             // (rows, 3C), in place
+                                  std::span<const std::int64_t> pos,  // (rows)
+                                  std::size_t heads) const;
+
+  // Throws SequenceTooLong when a position of (batch, seq_len) tokens is past what the
+  // encoding can represent (a learned table's rows). Default: any position is fine.
+  virtual void check_positions(const PositionSource& positions, std::size_t batch,
+                               std::size_t seq_len) const;
+  // Makes positions [0, positions) available (a computed encoding grows its cached values).
+  // Not thread-safe: call before concurrent forward passes.
+  virtual void reserve(std::size_t positions);
+
+  // Trainable tensors (checkpoint name, value, gradient), in checkpoint order. Default: none.
+  virtual std::vector<TensorSlot> tensors();
+  // Sets the gradients of tensors() to zero (the learned layer records its trained rows).
+  virtual void zero_grad();
+  // The learned table, or nullptr for a computed encoding.
+  virtual const LearnedPositionalEmbedding* learned_table() const;
+};
+
+// What an encoding is, independent of any model: its name, defaults and factory.
+struct EncodingSpec {
+  std::string_view name;          // --pe, checkpoints, results
+  std::string_view summary;       // one line, for --help and docs
+  bool has_table;                 // a trainable (max_seq_len, d_model) table: max_seq_len >= 1
+  std::string_view table_tensor;  // the table's checkpoint name ("wpe.weight"); "" without one
+  PositionMode train_positions;   // positions of training sequences
+  // The table's default rows for training lengths n <= train_len (0 without a table).
+  std::size_t (*default_table_rows)(std::size_t train_len);
+  double default_embed_init_std;  // the token embedding's default N(0, std)
+  // Extra checks of a model config naming this encoding (nullptr: none); throws ConfigError.
+  void (*validate)(const ModelConfig& cfg);
+  // The encoding's state for a model of config cfg (validated).
+  std::unique_ptr<Encoding> (*make)(const ModelConfig& cfg);
+};
+
+// Every registered encoding, in the order --help lists them.
+std::span<const EncodingSpec* const> encodings();
+// The encoding called name; throws ConfigError (field model.pe) listing the names otherwise.
+const EncodingSpec& find_encoding(std::string_view name);
+// "learned, learned-randomized, ..." (for messages and --help).
+std::string encoding_names();
+
+}  // namespace posemb::lab

@@ -1,0 +1,50 @@
+// The registry of the lab's positional encodings, and the Encoding interface's defaults.
+#include <array>
+
+#include "lab/encoding.hpp"
+
+namespace posemb::lab {
+
+// Each encoding's file in lab/encodings/ defines its spec; name it here, in both lines (the order
+// is the order of --help and of the tests).
+extern const EncodingSpec kLearned, kLearnedRandomized, kSinusoidal, kRope, kNone;
+namespace {
+constexpr std::array kRegistry = {&kLearned, &kLearnedRandomized, &kSinusoidal, &kRope, &kNone};
+}  // namespace
+
+std::span<const EncodingSpec* const> encodings() {
+  return kRegistry;
+}
+
+std::string encoding_names() {
+  std::string s;
+  for (const auto* e : kRegistry) {
+    if (!s.empty()) s += ", ";
+    s += e->name;
+  }
+  return s;
+}
+
+const EncodingSpec& find_encoding(std::string_view name) {
+  for (const auto* e : kRegistry) {
+    if (e->name == name) return *e;
+  }
+  throw ConfigError({"model.pe"}, "model config: positional encoding '" + std::string(name) +
+                                      "' is not one of " + encoding_names());
+}
+
+void Encoding::rotate_qk_forward(MatrixView<float>, std::span<const std::int64_t>,
+                                 std::size_t) const {}
+void Encoding::rotate_qk_backward(MatrixView<float>, std::span<const std::int64_t>,
+                                  std::size_t) const {}
+void Encoding::check_positions(const PositionSource&, std::size_t, std::size_t) const {}
+void Encoding::reserve(std::size_t) {}
+std::vector<TensorSlot> Encoding::tensors() {
+  return {};
+}
+void Encoding::zero_grad() {}
+const LearnedPositionalEmbedding* Encoding::learned_table() const {
+  return nullptr;
+}
+
+}  // namespace posemb::lab

@@ -1,0 +1,286 @@
+// The lab's one configuration (lab/config.hpp) and its encodings (lab/encoding.hpp): every
+// limit accepted at its ends and refused past them with a ConfigError naming the field; the
+// registry; the model's tensor list (checkpoint order); the learned table as a
+// LearnedPositionalEmbedding that records the rows training reached; micro-batch gradient
+// buffers equal to the model's own gradients.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lab/config.hpp"
+#include "lab/encoding.hpp"
+#include "lab/model.hpp"
+#include "lab/trainer.hpp"
+
+namespace posemb::lab {
+namespace {
+
+RunConfig valid_run() {
+  RunConfig r;
+  r.task.train_len = 4;
+  r.task.alphabet = 4;
+  r.model.vocab_size = r.task.vocab_size();
+  r.model.d_model = 16;
+  r.model.n_heads = 2;
+  r.model.d_ff = 32;
+  r.model.max_seq_len = input_len(r.task.train_len);
+  r.train.batch = 8;
+  r.train.micro_batch = 2;
+  r.train.warmup = 2;
+  return r;
+}
+
+// Expects validate() to throw a ConfigError whose fields include `field`.
+void expect_refused(const RunConfig& r, const std::string& field, const std::string& what) {
+  try {
+    r.validate();
+    ADD_FAILURE() << what << ": accepted";
+  } catch (const ConfigError& e) {
+    const auto& f = e.fields();
+    EXPECT_NE(std::find(f.begin(), f.end(), field), f.end())
+        << what << ": the error names fields other than " << field << ": " << e.what();
+    EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos)
+        << "a lab message names a CLI flag: " << e.what();
+  }
+}
+
+struct IntField {
+  std::string field;
+  Limit<std::size_t> limit;
+  std::function<void(RunConfig&, std::size_t)> set;
+};
+
+TEST(LabConfig, EveryIntegerLimitIsAcceptedAtItsEndsAndRefusedPastThem) {
+  const std::vector<IntField> fields = {
+      {"model.d_model", limits::d_model,
+       [](RunConfig& r, std::size_t v) {
+         r.model.d_model = v;
+         r.model.n_heads = 1;
+       }},
+      {"model.n_layers", limits::n_layers,
+       [](RunConfig& r, std::size_t v) { r.model.n_layers = v; }},
+      {"model.n_heads", limits::n_heads,
+       [](RunConfig& r, std::size_t v) {
+         r.model.n_heads = v;
+         r.model.d_model = std::max<std::size_t>(v, 1) * 2;
+       }},
+      {"model.d_ff", limits::d_ff, [](RunConfig& r, std::size_t v) { r.model.d_ff = v; }},
+      {"model.max_seq_len", limits::max_seq_len,
+       [](RunConfig& r, std::size_t v) {
+         r.model.max_seq_len = v;
+         r.task.train_len = 1;  // the shortest table the task allows: 4 rows
+       }},
+      {"task.alphabet", limits::alphabet,
+       [](RunConfig& r, std::size_t v) {
+         r.task.alphabet = v;
+         r.model.vocab_size = r.task.vocab_size();
+       }},
+      {"task.train_len", limits::train_len,
+       [](RunConfig& r, std::size_t v) {
+         r.task.train_len = v;
+         r.model.max_seq_len = input_len(v);
+       }},
+      {"train.batch", limits::batch, [](RunConfig& r, std::size_t v) { r.train.batch = v; }},
+      {"train.micro_batch", limits::micro_batch,
+       [](RunConfig& r, std::size_t v) { r.train.micro_batch = v; }},
+      {"train.steps", limits::steps, [](RunConfig& r, std::size_t v) { r.train.steps = v; }},
+      {"train.warmup", limits::warmup, [](RunConfig& r, std::size_t v) { r.train.warmup = v; }},
+  };
+  for (const auto& f : fields) {
+    for (std::size_t v : {f.limit.min, f.limit.max}) {
+      RunConfig r = valid_run();
+      f.set(r, v);
+      if (f.field == "model.max_seq_len" && v < 4) continue;  // below the task's need
+      EXPECT_NO_THROW(r.validate()) << f.field << " = " << v;
+    }
+    if (f.limit.min > 0) {
+      RunConfig r = valid_run();
+      f.set(r, f.limit.min - 1);
+      expect_refused(r, f.field, f.field + " below its minimum");
+    }
+    RunConfig r = valid_run();
+    f.set(r, f.limit.max + 1);
+    expect_refused(r, f.field, f.field + " above its maximum");
+  }
+}
+
+TEST(LabConfig, FloatLimitsAndCrossChecks) {
+  auto refused = [](auto set, const std::string& field) {
+    RunConfig r = valid_run();
+    set(r);
+    expect_refused(r, field, field);
+  };
+  refused([](RunConfig& r) { r.train.lr = 0.0f; }, "train.lr");
+  refused([](RunConfig& r) { r.train.lr = NAN; }, "train.lr");
+  refused([](RunConfig& r) { r.train.lr = INFINITY; }, "train.lr");
+  refused([](RunConfig& r) { r.train.beta1 = 1.0f; }, "train.beta1");
+  refused([](RunConfig& r) { r.train.beta2 = -0.1f; }, "train.beta2");
+  refused([](RunConfig& r) { r.train.min_lr_ratio = 1.5f; }, "train.min_lr_ratio");
+  refused([](RunConfig& r) { r.train.weight_decay = -1.0f; }, "train.weight_decay");
+  refused([](RunConfig& r) { r.train.grad_clip = -1.0f; }, "train.grad_clip");
+  refused([](RunConfig& r) { r.model.init_std = 0.0; }, "model.init_std");
+  refused([](RunConfig& r) { r.model.rope_base = -2.0; }, "model.rope_base");
+  refused([](RunConfig& r) { r.model.d_model = 10, r.model.n_heads = 3; }, "model.n_heads");
+  refused([](RunConfig& r) { r.model.max_seq_len = 9; }, "model.max_seq_len");  // needs 10
+  refused([](RunConfig& r) { r.model.vocab_size = 9; }, "model.vocab_size");
+  refused(
+      [](RunConfig& r) {
+        r.model.pe = "sinusoidal";  // no table, yet rows given
+      },
+      "model.max_seq_len");
+  refused(
+      [](RunConfig& r) {
+        r.model.pe = "rope";
+        r.model.max_seq_len = 0;
+        r.model.d_model = 6;  // head_dim 3: odd
+      },
+      "model.d_model");
+  refused([](RunConfig& r) { r.model.pe = "banana"; }, "model.pe");
+  RunConfig big = valid_run();
+  big.train.lr = 1e30f;  // large but finite: accepted (training then stops on a non-finite loss)
+  EXPECT_NO_THROW(big.validate());
+  EvalConfig e;
+  e.min_len = 5;
+  e.max_len = 2;
+  EXPECT_THROW(e.validate(), ConfigError);
+  e.min_len = 1;
+  e.max_len = limits::eval_len.max + 1;
+  EXPECT_THROW(e.validate(), ConfigError);
+  e.max_len = limits::eval_len.max;
+  EXPECT_NO_THROW(e.validate());
+  e.samples = 0;
+  EXPECT_THROW(e.validate(), ConfigError);
+}
+
+TEST(LabConfig, LimitContainsAndText) {
+  EXPECT_TRUE(limits::beta.contains(0.0));
+  EXPECT_FALSE(limits::beta.contains(1.0));
+  EXPECT_FALSE(limits::lr.contains(NAN));
+  EXPECT_FALSE(limits::lr.contains(INFINITY));
+  EXPECT_EQ(limits::beta.text(), "[0, 1)");
+  EXPECT_EQ(limits::lr.text(), "(0, inf)");
+  EXPECT_EQ(limits::train_len.text(), "[1, 1024]");
+}
+
+TEST(LabConfig, JsonRoundTrip) {
+  RunConfig r = valid_run();
+  r.model.pe = "learned-randomized";
+  r.model.max_seq_len = 256;
+  r.task.kind = TaskKind::reverse;
+  r.train.lr = 3e-3f;
+  const RunConfig back = RunConfig::from_json(r.to_json());
+  EXPECT_EQ(back.to_json(), r.to_json());
+  EXPECT_EQ(back.model.pe, "learned-randomized");
+  EXPECT_EQ(back.task.kind, TaskKind::reverse);
+}
+
+TEST(Encodings, RegistryNamesAreUniqueAndFound) {
+  std::set<std::string> names;
+  for (const auto* e : encodings()) {
+    EXPECT_TRUE(names.insert(std::string(e->name)).second) << e->name << " registered twice";
+    EXPECT_EQ(&find_encoding(e->name), e);
+    EXPECT_FALSE(e->summary.empty()) << e->name;
+    EXPECT_NE(e->make, nullptr) << e->name;
+  }
+  EXPECT_EQ(names,
+            (std::set<std::string>{"learned", "learned-randomized", "sinusoidal", "rope", "none"}));
+  try {
+    (void)find_encoding("alibi");
+    FAIL() << "an unknown encoding was found";
+  } catch (const ConfigError& e) {
+    for (const auto& n : names) EXPECT_NE(std::string(e.what()).find(n), std::string::npos);
+    EXPECT_EQ(e.fields(), std::vector<std::string>{"model.pe"});
+  }
+}
+
+// What a spec says agrees with what its encoding does, and the model's tensors come in
+// checkpoint order: wte.weight, the encoding's table, the blocks, lnf, head.
+TEST(Encodings, SpecAgreesWithTheModel) {
+  for (const auto* e : encodings()) {
+    RunConfig r = valid_run();
+    r.model.pe = std::string(e->name);
+    r.model.max_seq_len = e->default_table_rows(r.task.train_len);
+    ASSERT_NO_THROW(r.validate()) << e->name;
+    Model model(r.model);
+    const auto slots = model.tensors();
+    EXPECT_EQ(e->has_table, model.encoding().learned_table() != nullptr) << e->name;
+    EXPECT_EQ(e->has_table, !model.encoding().tensors().empty()) << e->name;
+    EXPECT_EQ(e->has_table, !e->table_tensor.empty()) << e->name;
+    ASSERT_GE(slots.size(), 3u);
+    EXPECT_EQ(slots[0].name, "wte.weight");
+    if (e->has_table) {
+      EXPECT_GE(r.model.max_seq_len, input_len(r.task.train_len)) << e->name;
+      EXPECT_EQ(slots[1].name, e->table_tensor);
+      EXPECT_EQ(slots[1].value.rows(), r.model.max_seq_len);
+      // The slot is the layer's own table: no copy.
+      EXPECT_EQ(slots[1].value.data(), model.encoding().learned_table()->table().data());
+    } else {
+      EXPECT_EQ(r.model.max_seq_len, 0u) << e->name;
+      EXPECT_EQ(slots[1].name, "blocks.0.ln1.weight");
+    }
+    EXPECT_EQ(slots.back().name, "head.weight");
+    std::set<std::string> unique;
+    for (const auto& s : slots) EXPECT_TRUE(unique.insert(s.name).second) << s.name;
+  }
+}
+
+// Gradients into micro-batch buffers are the gradients into the model, bit for bit.
+TEST(Encodings, GradientBuffersEqualTheModelsGradients) {
+  for (const auto* e : encodings()) {
+    RunConfig r = valid_run();
+    r.model.pe = std::string(e->name);
+    r.model.max_seq_len = e->default_table_rows(r.task.train_len);
+    Model model(r.model);
+    model.initialize(3);
+    Batch batch;
+    make_train_batch(batch, r.task, 4, 1, 0, e->train_positions, r.model.max_seq_len);
+    Activations acts(r.model, 4, batch.tokens.cols());
+    model.forward(acts, batch.tokens, batch.positions, batch.targets);
+    model.zero_grad();
+    model.backward(acts);
+    Gradients g = model.make_gradients();
+    model.backward(acts, &g);
+    const auto slots = model.tensors();
+    std::size_t enc = 0;
+    for (const auto& s : slots) {
+      const bool is_enc = e->has_table && s.name == e->table_tensor;
+      const float* mine =
+          is_enc ? g.encoding[enc++].data()
+                 : g.arena.data() + (s.grad.data() - model.params().grad_arena().data());
+      EXPECT_EQ(std::memcmp(mine, s.grad.data(), s.grad.size() * sizeof(float)), 0)
+          << e->name << ": " << s.name;
+    }
+  }
+}
+
+// The learned table is a LearnedPositionalEmbedding: after training on sequences of at most
+// input_len(train_len) tokens, exactly the rows past them are untrained; with randomized
+// positions, rows of the whole table are reached.
+TEST(Encodings, LearnedTableRecordsTheRowsTrainingReached) {
+  RunConfig r = valid_run();
+  r.model.max_seq_len = 40;
+  r.train.steps = 3;
+  Trainer tr(r);
+  const auto* table = tr.model().encoding().learned_table();
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(table->untrained_rows().size(), 40u);
+  for (int s = 0; s < 3; ++s) tr.train_step();
+  std::vector<std::size_t> want;
+  for (std::size_t row = input_len(r.task.train_len); row < 40; ++row) want.push_back(row);
+  EXPECT_EQ(table->untrained_rows(), want);
+  // learned-randomized: positions sampled from the whole table.
+  r.model.pe = "learned-randomized";
+  r.model.max_seq_len = 64;
+  Trainer rnd(r);
+  for (int s = 0; s < 3; ++s) rnd.train_step();
+  const auto left = rnd.model().encoding().learned_table()->untrained_rows();
+  EXPECT_LT(left.size(), 64u - input_len(r.task.train_len));
+}
+
+}  // namespace
+}  // namespace posemb::lab

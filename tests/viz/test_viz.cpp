@@ -1,0 +1,216 @@
+// The renderer (viz/): heatmaps decoded back from their PNG bytes and checked pixel by pixel
+// (size, scaling of small matrices, cell colours, the colour bar, text present where the title
+// and ticks go); charts checked in their SVG (one polyline per unbroken run, distinct dash
+// patterns, markers at x in the axis' units).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <stb_image.h>
+
+#include "posemb/matrix.hpp"
+#include "viz/chart.hpp"
+#include "viz/heatmap.hpp"
+
+namespace posemb::viz {
+namespace {
+
+struct Decoded {
+  int w = 0, h = 0;
+  std::vector<unsigned char> rgb;
+  std::array<int, 3> at(int x, int y) const {
+    const auto* p = &rgb[(static_cast<std::size_t>(y) * w + x) * 3];
+    return {p[0], p[1], p[2]};
+  }
+};
+
+Decoded decode(const std::string& png) {
+  Decoded d;
+  int n = 0;
+  unsigned char* px = stbi_load_from_memory(reinterpret_cast<const unsigned char*>(png.data()),
+                                            static_cast<int>(png.size()), &d.w, &d.h, &n, 3);
+  EXPECT_NE(px, nullptr) << "not a PNG stb can read";
+  if (px != nullptr) {
+    d.rgb.assign(px, px + static_cast<std::size_t>(d.w) * d.h * 3);
+    stbi_image_free(px);
+  }
+  return d;
+}
+
+bool is_dark(std::array<int, 3> c) {
+  return c[0] < 110 && c[1] < 110 && c[2] < 110;
+}
+
+// Dark (text or tick) pixels in the rectangle [x0, x1) x [y0, y1).
+int dark_pixels(const Decoded& d, int x0, int y0, int x1, int y1) {
+  int n = 0;
+  for (int y = std::max(0, y0); y < std::min(d.h, y1); ++y) {
+    for (int x = std::max(0, x0); x < std::min(d.w, x1); ++x) n += is_dark(d.at(x, y)) ? 1 : 0;
+  }
+  return n;
+}
+
+bool is_red(std::array<int, 3> c) {
+  return c[0] > 150 && c[1] < 80 && c[2] < 80;
+}
+bool is_blue(std::array<int, 3> c) {
+  return c[2] > 150 && c[0] < 80 && c[1] < 140;
+}
+
+// The cells of a matrix whose (0, 0) is +1 (red): the top-left red pixel in reading order is
+// cell (0, 0)'s corner (nothing above or left of the cells is red), and its run of red pixels
+// is one cell wide when (0, 1) is not +1.
+struct Box {
+  int x0, y0, x1, y1;
+};
+struct Cells {
+  int x0 = -1, y0 = -1, cell = 0;
+};
+Cells find_cells(const Decoded& d) {
+  Cells c;
+  for (int y = 0; y < d.h && c.x0 < 0; ++y) {
+    for (int x = 0; x < d.w; ++x) {
+      if (is_red(d.at(x, y))) {
+        c.x0 = x;
+        c.y0 = y;
+        break;
+      }
+    }
+  }
+  if (c.x0 >= 0) {
+    while (is_red(d.at(c.x0 + c.cell, c.y0))) ++c.cell;
+  }
+  return c;
+}
+
+TEST(Heatmap, SmallTableIsScaledUpWithTicksColourBarAndTitle) {
+  // 34 x 34: +1 on the diagonal, -1 at (0, 33) and (33, 0), 0 elsewhere.
+  Matrix<float> m(34, 34);
+  for (std::size_t i = 0; i < 34; ++i) m(i, i) = 1.0f;
+  m(0, 33) = m(33, 0) = -1.0f;
+  HeatmapOptions o;
+  o.title = "a title";
+  const Decoded d = decode(heatmap_png(m, o));
+  ASSERT_GT(d.w, 0);
+  // Scaled: at least min_side pixels of cells a side, not one pixel per row.
+  EXPECT_GE(d.w, 480 + 100);
+  EXPECT_GE(d.h, 480 + 60);
+  const Cells c = find_cells(d);
+  ASSERT_GT(c.cell, 0) << "no red cell";
+  EXPECT_GE(34 * c.cell, 480) << "cells of " << c.cell << " pixels";
+  auto centre = [&](int i, int j) {
+    return d.at(c.x0 + j * c.cell + c.cell / 2, c.y0 + i * c.cell + c.cell / 2);
+  };
+  // Row 0 at the top, column 0 at the left: red +1 on the diagonal, blue -1 at (0, 33) and
+  // (33, 0), white 0 elsewhere; nothing past cell 33.
+  EXPECT_TRUE(is_red(centre(20, 20)));
+  EXPECT_TRUE(is_red(centre(33, 33)));
+  EXPECT_TRUE(is_blue(centre(0, 33)));
+  EXPECT_TRUE(is_blue(centre(33, 0)));
+  EXPECT_EQ(centre(0, 1), (std::array<int, 3>{255, 255, 255}));
+  EXPECT_FALSE(is_red(centre(34, 34)));
+  EXPECT_FALSE(is_blue(centre(0, 34)));
+  Box b{c.x0, c.y0, c.x0 + 34 * c.cell, c.y0 + 34 * c.cell};
+  // The colour bar right of the cells: red at its top, blue at its bottom, white in the middle.
+  int bar_x = -1;
+  for (int x = b.x1 + 5; x < d.w && bar_x < 0; ++x) {
+    if (is_red(d.at(x, b.y0 + 2))) bar_x = x + 3;
+  }
+  ASSERT_GT(bar_x, 0) << "no colour bar right of the cells";
+  EXPECT_TRUE(is_blue(d.at(bar_x, b.y1 - 3)));
+  const auto mid = d.at(bar_x, (b.y0 + b.y1) / 2);
+  EXPECT_GT(mid[0], 235);
+  EXPECT_GT(mid[2], 235);
+  // Text: the title above, x tick labels below, y tick labels left, colour-bar labels right.
+  EXPECT_GT(dark_pixels(d, 0, 0, d.w, b.y0 - 8), 20) << "no title";
+  EXPECT_GT(dark_pixels(d, b.x0, b.y1 + 6, b.x1, b.y1 + 24), 20) << "no x tick labels";
+  EXPECT_GT(dark_pixels(d, 0, b.y0, b.x0 - 6, b.y1), 20) << "no y tick labels";
+  EXPECT_GT(dark_pixels(d, bar_x + 12, b.y0 - 6, d.w, b.y1 + 6), 20) << "no colour-bar labels";
+}
+
+TEST(Heatmap, LargerMatrixIsScaledByAWholeFactor) {
+  // 300 x 300 cells (a table thinned to every 2nd position): scaled by 2 to reach 480 pixels.
+  Matrix<float> m(300, 300);
+  for (std::size_t i = 0; i < 300; ++i) m(i, i) = 1.0f;
+  HeatmapOptions o;
+  o.index_step = 2;
+  const Decoded d = decode(heatmap_png(m, o));
+  const Cells c = find_cells(d);
+  EXPECT_EQ(c.cell, 2);
+  EXPECT_TRUE(is_red(d.at(c.x0 + 299 * 2, c.y0 + 299 * 2)));
+  EXPECT_FALSE(is_red(d.at(c.x0 + 300 * 2 + 1, c.y0 + 300 * 2 + 1)));
+}
+
+TEST(Heatmap, RefusesBadInputs) {
+  Matrix<float> empty;
+  EXPECT_THROW(heatmap_png(empty, {}), std::invalid_argument);
+  Matrix<float> m(2, 2);
+  HeatmapOptions o;
+  o.vmin = 1;
+  o.vmax = 1;
+  EXPECT_THROW(heatmap_png(m, o), std::invalid_argument);
+  EXPECT_THROW(cosine_similarity(m, 0), std::invalid_argument);
+}
+
+TEST(CosineSimilarity, MatchesTheDefinitionAndThins) {
+  Matrix<float> t(3, 2);
+  t(0, 0) = 1;
+  t(1, 0) = 1;
+  t(1, 1) = 1;
+  t(2, 0) = -2;  // row 2 = -row 0
+  const auto s = cosine_similarity(t);
+  EXPECT_NEAR(s(0, 1), std::sqrt(0.5f), 1e-6);
+  EXPECT_EQ(s(0, 2), -1.0f);
+  EXPECT_EQ(s(1, 0), s(0, 1));
+  Matrix<float> z(2, 3);  // zero rows: similarity 0, not NaN
+  EXPECT_EQ(cosine_similarity(z)(0, 1), 0.0f);
+  const auto thin = cosine_similarity(t, 2);  // rows 0 and 2
+  ASSERT_EQ(thin.rows(), 2u);
+  EXPECT_EQ(thin(0, 1), -1.0f);
+}
+
+TEST(LineChart, LinesBreakAtGapsStyledApartAndMarkersInAxisUnits) {
+  LineChart c;
+  c.title = "t";
+  c.x_label = "n";
+  c.y_label = "exact";
+  c.series.push_back({"a", {1, 2, 3, 4, 5}, {1, 1, 1, NAN, NAN}});
+  c.series.push_back({"b", {1, 2, 3, 4, 5}, {1, 1, 1, 0.5, 0.2}});
+  c.series.push_back({"c", {1, 2, 3, 4, 5}, {1, NAN, 1, 1, 0}});
+  c.markers.push_back({3, "training length n = 3", ""});
+  c.markers.push_back({3, "a: table holds n <= 3", "a"});
+  c.markers.push_back({50, "off the axis", ""});
+  const std::string svg = line_chart_svg(c);
+  const std::regex poly("<polyline[^>]*points=\"([^\"]*)\"");
+  std::vector<std::string> lines;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), poly); it != std::sregex_iterator();
+       ++it) {
+    lines.push_back((*it)[0]);
+  }
+  // a: one run (1..3); b: one run; c: two runs (1) and (3..5).
+  EXPECT_EQ(lines.size(), 4u);
+  // Each series has its own dash pattern (the first solid).
+  std::set<std::string> dashes;
+  for (const auto& l : lines) {
+    std::smatch m;
+    dashes.insert(std::regex_search(l, m, std::regex("stroke-dasharray=\"([^\"]*)\"")) ? m[1].str()
+                                                                                       : "solid");
+  }
+  EXPECT_EQ(dashes.size(), 3u);
+  // The two markers at n = 3 sit where the points of n = 3 are; the one at 50 is left out.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      svg, m, std::regex("points=\"([0-9.]+),[0-9.]+ ([0-9.]+),[0-9.]+ ([0-9.]+),")));
+  const std::string x3 = m[3];
+  EXPECT_NE(svg.find("<line x1=\"" + x3 + "\""), std::string::npos) << "no marker at x(3) = " << x3;
+  EXPECT_EQ(svg.find("off the axis"), std::string::npos);
+  EXPECT_NE(svg.find("training length n = 3"), std::string::npos);
+  EXPECT_THROW(line_chart_svg({}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace posemb::viz

@@ -1,0 +1,191 @@
+#include "viz/chart.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+#include "viz/ticks.hpp"
+
+namespace posemb::viz {
+namespace {
+
+// Colour-blind-safe (Okabe-Ito), then dash patterns and marker shapes, one each per series.
+constexpr const char* kColours[] = {"#0072B2", "#D55E00", "#009E73",
+                                    "#CC79A7", "#E69F00", "#56B4E9"};
+constexpr const char* kDashes[] = {"", "8,4", "2,3", "10,3,2,3", "4,4", "1,2"};
+enum class Shape { circle, square, triangle, diamond };
+constexpr Shape kShapes[] = {Shape::circle, Shape::square, Shape::triangle, Shape::diamond};
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<') {
+      o += "&lt;";
+    } else if (c == '>') {
+      o += "&gt;";
+    } else if (c == '&') {
+      o += "&amp;";
+    } else if (c == '"') {
+      o += "&quot;";
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+// A marker shape of radius r at (x, y), white-filled with a coloured outline.
+std::string shape(Shape s, double x, double y, double r, const char* colour) {
+  const std::string style =
+      std::string(" fill=\"white\" stroke=\"") + colour + "\" stroke-width=\"1.5\"/>\n";
+  switch (s) {
+    case Shape::circle:
+      return "<circle cx=\"" + num(x) + "\" cy=\"" + num(y) + "\" r=\"" + num(r) + "\"" + style;
+    case Shape::square:
+      return "<rect x=\"" + num(x - r) + "\" y=\"" + num(y - r) + "\" width=\"" + num(2 * r) +
+             "\" height=\"" + num(2 * r) + "\"" + style;
+    case Shape::triangle:
+      return "<polygon points=\"" + num(x) + "," + num(y - 1.2 * r) + " " + num(x - r) + "," +
+             num(y + 0.8 * r) + " " + num(x + r) + "," + num(y + 0.8 * r) + "\"" + style;
+    case Shape::diamond:
+      return "<polygon points=\"" + num(x) + "," + num(y - 1.3 * r) + " " + num(x + r) + "," +
+             num(y) + " " + num(x) + "," + num(y + 1.3 * r) + " " + num(x - r) + "," + num(y) +
+             "\"" + style;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string line_chart_svg(const LineChart& c) {
+  if (!(c.y_min < c.y_max)) {
+    throw std::invalid_argument("line_chart_svg: y_min " + format_tick(c.y_min) +
+                                " must be below y_max " + format_tick(c.y_max));
+  }
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const auto& s : c.series) {
+    if (s.x.size() != s.y.size()) {
+      throw std::invalid_argument("line_chart_svg: series '" + s.name + "' has " +
+                                  std::to_string(s.x.size()) + " x values and " +
+                                  std::to_string(s.y.size()) + " y values");
+    }
+    for (double x : s.x) {
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+    }
+  }
+  if (!(lo <= hi)) throw std::invalid_argument("line_chart_svg: no points to plot");
+  if (hi == lo) hi = lo + 1;
+  // The legend's width from its longest text (DejaVu Sans averages about 0.52 em per character).
+  double legend = 10.0 * 0.55 * static_cast<double>(c.note.size());
+  for (const auto& s : c.series) {
+    legend = std::max(legend, 42 + 12.0 * 0.55 * static_cast<double>(s.name.size()));
+  }
+  const double pw = 560, ph = 342, L = 72, R = 16 + std::max(160.0, legend) + 12, T = 56, B = 62;
+  const double W = L + pw + R, H = T + ph + B;
+  auto X = [&](double x) { return L + pw * (x - lo) / (hi - lo); };
+  auto Y = [&](double y) { return T + ph * (1.0 - (y - c.y_min) / (c.y_max - c.y_min)); };
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << num(W) << "\" height=\"" << num(H)
+    << "\" viewBox=\"0 0 " << num(W) << ' ' << num(H)
+    << "\" font-family=\"DejaVu Sans, sans-serif\" font-size=\"12\">\n";
+  o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o << "<text x=\"" << num(L + pw / 2) << "\" y=\"30\" text-anchor=\"middle\" font-size=\"15\">"
+    << esc(c.title) << "</text>\n";
+  // Grid, ticks, axes.
+  for (double y : nice_ticks(c.y_min, c.y_max, 6)) {
+    o << "<line x1=\"" << num(L) << "\" y1=\"" << num(Y(y)) << "\" x2=\"" << num(L + pw)
+      << "\" y2=\"" << num(Y(y)) << "\" stroke=\"#e3e3e3\"/>\n";
+    o << "<text x=\"" << num(L - 8) << "\" y=\"" << num(Y(y) + 4) << "\" text-anchor=\"end\">"
+      << format_tick(y) << "</text>\n";
+  }
+  for (double x : nice_ticks(lo, hi, 14)) {
+    o << "<line x1=\"" << num(X(x)) << "\" y1=\"" << num(T + ph) << "\" x2=\"" << num(X(x))
+      << "\" y2=\"" << num(T + ph + 5) << "\" stroke=\"black\"/>\n";
+    o << "<text x=\"" << num(X(x)) << "\" y=\"" << num(T + ph + 19) << "\" text-anchor=\"middle\">"
+      << format_tick(x) << "</text>\n";
+  }
+  o << "<rect x=\"" << num(L) << "\" y=\"" << num(T) << "\" width=\"" << num(pw) << "\" height=\""
+    << num(ph) << "\" fill=\"none\" stroke=\"black\"/>\n";
+  o << "<text x=\"" << num(L + pw / 2) << "\" y=\"" << num(H - 16) << "\" text-anchor=\"middle\">"
+    << esc(c.x_label) << "</text>\n";
+  o << "<text transform=\"translate(20," << num(T + ph / 2)
+    << ") rotate(-90)\" text-anchor=\"middle\">" << esc(c.y_label) << "</text>\n";
+  // Vertical markers, labels stacked from the top of the plot.
+  double dy = 0;
+  for (const auto& m : c.markers) {
+    if (m.x < lo || m.x > hi) continue;
+    const char* colour = "#333333";
+    for (std::size_t i = 0; i < c.series.size(); ++i) {
+      if (!m.series.empty() && c.series[i].name == m.series) colour = kColours[i % 6];
+    }
+    const bool neutral = m.series.empty();
+    o << "<line x1=\"" << num(X(m.x)) << "\" y1=\"" << num(T) << "\" x2=\"" << num(X(m.x))
+      << "\" y2=\"" << num(T + ph) << "\" stroke=\"" << colour << "\" stroke-width=\"1.2\" "
+      << "stroke-dasharray=\"" << (neutral ? "6,4" : "2,3") << "\"/>\n";
+    // Labels right of the line, or left of it in the right half of the plot.
+    const bool left_side = X(m.x) > L + pw * 0.6;
+    o << "<text x=\"" << num(X(m.x) + (left_side ? -5 : 5)) << "\" y=\"" << num(T + 15 + dy)
+      << "\" fill=\"" << colour << "\" text-anchor=\"" << (left_side ? "end" : "start") << "\">"
+      << esc(m.label) << "</text>\n";
+    dy += 16;
+  }
+  // Series: first drawn widest with the largest markers, later ones thinner on top.
+  for (std::size_t i = 0; i < c.series.size(); ++i) {
+    const auto& s = c.series[i];
+    const char* colour = kColours[i % 6];
+    const char* dash = kDashes[i % 6];
+    const double width = std::max(1.5, 3.0 - 0.5 * static_cast<double>(i));
+    const double radius = std::max(2.5, 5.5 - 1.0 * static_cast<double>(i));
+    std::string pts;
+    auto flush = [&] {
+      if (!pts.empty()) {
+        o << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"" << num(width)
+          << "\"" << (*dash ? std::string(" stroke-dasharray=\"") + dash + "\"" : "")
+          << " points=\"" << pts << "\"/>\n";
+      }
+      pts.clear();
+    };
+    for (std::size_t k = 0; k < s.x.size(); ++k) {
+      if (std::isnan(s.y[k])) {
+        flush();
+        continue;
+      }
+      pts += num(X(s.x[k])) + "," + num(Y(s.y[k])) + " ";
+    }
+    flush();
+    for (std::size_t k = 0; k < s.x.size(); ++k) {
+      if (!std::isnan(s.y[k])) o << shape(kShapes[i % 4], X(s.x[k]), Y(s.y[k]), radius, colour);
+    }
+  }
+  // Legend.
+  for (std::size_t i = 0; i < c.series.size(); ++i) {
+    const char* colour = kColours[i % 6];
+    const char* dash = kDashes[i % 6];
+    const double ly = T + 14 + 24.0 * static_cast<double>(i), lx = L + pw + 16;
+    o << "<line x1=\"" << num(lx) << "\" y1=\"" << num(ly) << "\" x2=\"" << num(lx + 34)
+      << "\" y2=\"" << num(ly) << "\" stroke=\"" << colour << "\" stroke-width=\"2\""
+      << (*dash ? std::string(" stroke-dasharray=\"") + dash + "\"" : "") << "/>\n";
+    o << shape(kShapes[i % 4], lx + 17, ly, 4.5, colour);
+    o << "<text x=\"" << num(lx + 42) << "\" y=\"" << num(ly + 4) << "\">" << esc(c.series[i].name)
+      << "</text>\n";
+  }
+  if (!c.note.empty()) {
+    o << "<text x=\"" << num(L + pw + 16) << "\" y=\""
+      << num(T + 14 + 24.0 * static_cast<double>(c.series.size()) + 6)
+      << "\" font-size=\"10\" fill=\"#555\">" << esc(c.note) << "</text>\n";
+  }
+  o << "</svg>\n";
+  return o.str();
+}
+
+}  // namespace posemb::viz

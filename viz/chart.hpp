@@ -1,0 +1,46 @@
+// viz/chart.hpp: the one chart renderer (SVG): lines of y against x, with axes, ticks, a
+// legend and labelled vertical markers.
+//
+//   viz::LineChart c;
+//   c.title = "copy, trained on n <= 12";
+//   c.x_label = "n";  c.y_label = "exact match";
+//   c.series.push_back({"learned", {1, 2, 3}, {1.0, 1.0, NAN}});   // NaN: a gap in the line
+//   c.markers.push_back({12, "training length n = 12", ""});
+//   std::string svg = viz::line_chart_svg(c);
+//
+// Lines stay visible where they overlap: each series has its own colour, dash pattern and
+// marker shape, and later series are drawn thinner and with smaller markers on top of earlier
+// ones. Markers and ticks are in the x axis' units.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace posemb::viz {
+
+struct Series {
+  std::string name;
+  std::vector<double> x, y;  // same length; y NaN breaks the line there
+};
+
+// A vertical line at x with a label; colour "" is the series-neutral dark grey, or the colour of
+// the series named `series` when that is set.
+struct Marker {
+  double x;
+  std::string label;
+  std::string series;  // "" or the name of a series whose colour the marker takes
+};
+
+struct LineChart {
+  std::string title, x_label, y_label;
+  double y_min = 0.0, y_max = 1.0;
+  std::vector<Series> series;
+  std::vector<Marker> markers;  // outside the x range: left out
+  std::string note;             // a line of small text under the legend ("" for none)
+};
+
+// The SVG document. Throws std::invalid_argument when no series has a point, when x and y differ
+// in length, or y_min >= y_max.
+std::string line_chart_svg(const LineChart& chart);
+
+}  // namespace posemb::viz
