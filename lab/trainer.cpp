@@ -1,5 +1,7 @@
 #include "lab/trainer.hpp"
 
+#include "lab/checkpoint.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <exception>
@@ -8,13 +10,9 @@
 #include <type_traits>
 
 #include "posemb/parallel.hpp"
-#include "posemb/position_table_file.hpp"
-#include "posemb/safetensors.hpp"
 
 namespace posemb::lab {
 namespace {
-
-constexpr const char* kFormat = "posemb-lab-checkpoint/1";
 
 const ModelConfig& validated(const RunConfig& cfg) {
   cfg.validate();
@@ -177,139 +175,16 @@ double Trainer::train_step() {
 }
 
 void Trainer::save(const std::string& path) {
-  const auto slots = model_.tensors();
-  std::vector<Tensor> tensors;
-  for (const auto& s : slots) tensors.push_back(Tensor::from_matrix(s.name, s.value));
-  const auto& m1 = opt_.first_moments();
-  const auto& m2 = opt_.second_moments();
-  for (std::size_t i = 0; i < m1.size() && i < slots.size(); ++i) {
-    tensors.push_back(Tensor::from_matrix("optimizer.adamw.m." + slots[i].name, m1[i].cview()));
-    tensors.push_back(Tensor::from_matrix("optimizer.adamw.v." + slots[i].name, m2[i].cview()));
-  }
-  Metadata meta = {{"format", kFormat},
-                   {"posemb.lab.run", cfg_.to_json()},
-                   {"posemb.lab.step", std::to_string(step_)},
-                   {"posemb.lab.adamw_steps", std::to_string(opt_.steps())}};
-  if (model_.encoding_spec().has_table) {
-    // The position table's metadata (posemb/position_table_file.hpp), so `posemb resize` and
-    // `posemb inspect` find it without a --tensor.
-    meta["posemb.tensor"] = std::string(model_.encoding_spec().table_tensor);
-    meta["posemb.reserved_rows"] = "0";
-    meta["posemb.training_length"] = std::to_string(input_len(cfg_.task.train_len));
-    meta["posemb.initializer"] = "normal(std=" + std::to_string(cfg_.model.init_std) +
-                                 ", seed derived from " + std::to_string(cfg_.train.seed) + ")";
-    meta["posemb.provenance"] =
-        "posemb train (" + cfg_.model.pe + ", step " + std::to_string(step_) + ")";
-  }
-  write_safetensors(path, tensors, meta);
+  write_checkpoint(path, model_, opt_, cfg_, step_);
 }
-
-namespace {
-
-TensorFile read_checkpoint(const std::string& path) {
-  try {
-    return read_safetensors(path);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(std::string("checkpoint: cannot read a posemb lab checkpoint: ") +
-                             e.what());
-  }
-}
-
-RunConfig read_settings(const TensorFile& f, const std::string& path) {
-  const auto fmt = f.metadata.find("format");
-  const auto run = f.metadata.find("posemb.lab.run");
-  if (fmt == f.metadata.end() || fmt->second != kFormat || run == f.metadata.end()) {
-    throw std::runtime_error("checkpoint: " + path +
-                             " is not a posemb lab checkpoint (no format '" + kFormat +
-                             "' metadata)");
-  }
-  return RunConfig::from_json(run->second);
-}
-
-// The float32 values of tensor `name` of the checkpoint.
-Matrix<float> tensor_matrix(const TensorFile& f, const std::string& name, const std::string& path) {
-  const Tensor* t = f.find(name);
-  if (t == nullptr) throw std::runtime_error("checkpoint: " + path + " has no tensor " + name);
-  return t->to_matrix<float>();
-}
-
-void copy_into(MatrixView<float> dst, MatrixView<const float> src, const std::string& name,
-               const std::string& path) {
-  if (src.rows() != dst.rows() || src.cols() != dst.cols()) {
-    throw std::runtime_error("checkpoint: tensor " + name + " in " + path + " is " +
-                             std::to_string(src.rows()) + " x " + std::to_string(src.cols()) +
-                             ", the model needs " + std::to_string(dst.rows()) + " x " +
-                             std::to_string(dst.cols()));
-  }
-  for (std::size_t r = 0; r < src.rows(); ++r) {
-    std::copy_n(src.row(r).data(), src.cols(), dst.row(r).data());
-  }
-}
-
-// Every tensor of the model from the checkpoint (but the learned table's when skip_table).
-void load_tensors(Model& model, const TensorFile& f, const std::string& path,
-                  bool skip_table = false) {
-  for (const auto& s : model.tensors()) {
-    if (skip_table && s.name == model.encoding_spec().table_tensor) continue;
-    copy_into(s.value, tensor_matrix(f, s.name, path), s.name, path);
-  }
-}
-
-}  // namespace
 
 Trainer Trainer::load(const std::string& path) {
-  const TensorFile f = read_checkpoint(path);
-  Trainer tr(read_settings(f, path));
-  load_tensors(tr.model_, f, path);
-  tr.step_ = std::stoul(f.metadata.at("posemb.lab.step"));
-  const auto adam_steps = std::stoll(f.metadata.at("posemb.lab.adamw_steps"));
-  if (adam_steps > 0) {
-    std::vector<Matrix<float>> m1, m2;
-    for (const auto& s : tr.model_.tensors()) {
-      m1.push_back(tensor_matrix(f, "optimizer.adamw.m." + s.name, path));
-      m2.push_back(tensor_matrix(f, "optimizer.adamw.v." + s.name, path));
-      if (m1.back().rows() != s.value.rows() || m2.back().rows() != s.value.rows() ||
-          m1.back().cols() != s.value.cols() || m2.back().cols() != s.value.cols()) {
-        throw std::runtime_error("checkpoint: the optimizer state of " + s.name + " in " + path +
-                                 " does not match the parameter's shape");
-      }
-    }
-    tr.opt_.first_moments() = std::move(m1);
-    tr.opt_.second_moments() = std::move(m2);
-    tr.opt_.set_steps(adam_steps);
-  }
+  const Checkpoint ck = read_checkpoint(path);
+  Trainer tr(ck.run);
+  load_tensors(tr.model_, ck);
+  tr.step_ = ck.step;
+  load_optimizer_state(tr.opt_, tr.model_, ck);
   return tr;
-}
-
-Model load_model(const std::string& path, RunConfig* settings, const std::string& table_path) {
-  const TensorFile f = read_checkpoint(path);
-  RunConfig run = read_settings(f, path);
-  const auto& spec = find_encoding(run.model.pe);
-  std::optional<PositionTable> table;
-  if (!table_path.empty()) {
-    if (!spec.has_table) {
-      throw std::invalid_argument("load_model: " + path + " uses " + run.model.pe +
-                                  ", which has no learned table to replace");
-    }
-    table = load_position_table(table_path);
-    if (table->usable().cols() != run.model.d_model) {
-      throw std::invalid_argument("load_model: the table in " + table_path + " has " +
-                                  std::to_string(table->usable().cols()) +
-                                  " columns, the model's d_model is " +
-                                  std::to_string(run.model.d_model));
-    }
-    run.model.max_seq_len = table->positions();
-  } else if (spec.has_table) {
-    run.model.max_seq_len = tensor_matrix(f, std::string(spec.table_tensor), path).rows();
-  }
-  Model model(run.model);
-  load_tensors(model, f, path, table.has_value());
-  if (table) {
-    const auto slot = model.encoding().tensors().front();
-    copy_into(slot.value, table->usable(), "position table", table_path);
-  }
-  if (settings != nullptr) *settings = run;
-  return model;
 }
 
 }  // namespace posemb::lab

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "lab/checkpoint.hpp"
 #include "lab/config.hpp"
 #include "lab/model.hpp"
 #include "lab/task.hpp"
@@ -54,12 +55,5 @@ class Trainer {
   Batch batch_, sorted_;
   std::size_t step_ = 0;
 };
-
-// The model of a checkpoint, for evaluation: settings from its metadata, parameters from its
-// tensors. table_path (optional): a position table file (e.g. made by `posemb resize` from the
-// checkpoint) that replaces the checkpoint's learned table; its number of positions becomes
-// max_seq_len (reserved rows, if any, are skipped). Also returns the run settings.
-Model load_model(const std::string& path, RunConfig* settings = nullptr,
-                 const std::string& table_path = {});
 
 }  // namespace posemb::lab

@@ -46,6 +46,8 @@ class AdamW {
   // State for checkpoints: first and second moments per parameter, in params order.
   std::vector<Matrix<float>>& first_moments() noexcept { return m_; }
   std::vector<Matrix<float>>& second_moments() noexcept { return v_; }
+  const std::vector<Matrix<float>>& first_moments() const noexcept { return m_; }
+  const std::vector<Matrix<float>>& second_moments() const noexcept { return v_; }
   // Sets the step count (for resuming from a checkpoint); throws for t < 0.
   void set_steps(std::int64_t t);
   AdamWConfig& config() noexcept { return cfg_; }

@@ -1,0 +1,65 @@
+// lab/checkpoint.hpp: the lab's checkpoints (safetensors: every parameter, the AdamW moments,
+// the run settings and the step in the metadata), written and read.
+//
+//   lab::write_checkpoint("out/checkpoint.safetensors", model, opt, run, step);   // atomic
+//   lab::Checkpoint ck = lab::read_checkpoint("out/checkpoint.safetensors");
+//   lab::Model model(ck.run.model);  lab::load_tensors(model, ck);
+//   lab::Model eval = lab::load_model("out/checkpoint.safetensors");   // settings + weights
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "lab/config.hpp"
+#include "lab/model.hpp"
+#include "posemb/matrix.hpp"
+#include "posemb/optimizers.hpp"
+#include "posemb/tensor_file.hpp"
+
+namespace posemb::lab {
+
+// The `format` metadata value of a lab checkpoint.
+inline constexpr const char* kCheckpointFormat = "posemb-lab-checkpoint/1";
+
+// A lab checkpoint read from a file: its tensors (views over the mapped file) and its metadata,
+// decoded.
+struct Checkpoint {
+  std::string path;
+  TensorFile file;
+  RunConfig run;                 // posemb.lab.run
+  std::size_t step = 0;          // posemb.lab.step
+  std::int64_t adamw_steps = 0;  // posemb.lab.adamw_steps
+  // The float32 values of tensor `name`; throws std::runtime_error naming the file when absent.
+  Matrix<float> tensor(const std::string& name) const;
+};
+
+// Writes the model's tensors, the optimizer's moments, the settings and the step to path,
+// atomically (posemb::write_safetensors). Models with a learned table also get the position
+// table metadata (posemb.tensor, posemb.training_length, ...), so `posemb inspect` and `resize`
+// find the table.
+void write_checkpoint(const std::string& path, Model& model, const AdamW& opt, const RunConfig& cfg,
+                      std::size_t step);
+
+// Reads and checks a checkpoint written by write_checkpoint.
+Checkpoint read_checkpoint(const std::string& path);
+
+// Copies every tensor of the model from the checkpoint (but the learned table's when
+// skip_table); throws naming the tensor and the file when one is missing or of another shape.
+void load_tensors(Model& model, const Checkpoint& ck, bool skip_table = false);
+
+// The AdamW moments and step count of the checkpoint into opt (nothing when it has none).
+void load_optimizer_state(AdamW& opt, Model& model, const Checkpoint& ck);
+
+// dst = src, throwing (naming tensor `name` of file `path`) when the shapes differ.
+void copy_into(MatrixView<float> dst, MatrixView<const float> src, const std::string& name,
+               const std::string& path);
+
+// The model of a checkpoint, for evaluation: settings from its metadata, parameters from its
+// tensors. table_path (optional): a position table file (e.g. made by `posemb resize` from the
+// checkpoint) that replaces the checkpoint's learned table; its number of positions becomes
+// max_seq_len (reserved rows, if any, are skipped). Also returns the run settings.
+Model load_model(const std::string& path, RunConfig* settings = nullptr,
+                 const std::string& table_path = {});
+
+}  // namespace posemb::lab
