@@ -32,6 +32,7 @@ LAYER_OF = {
     "half.hpp": "core",
     "random.hpp": "core",
     "parallel.hpp": "core",
+    "simd.hpp": "core",
     "memory.hpp": "core",
     "embedding.hpp": "nn",
     "layer.hpp": "nn",

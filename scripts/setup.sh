@@ -12,6 +12,7 @@ set -euo pipefail
 build=(
   build-essential cmake make pkg-config
   libomp-dev libopenblas-dev libcli11-dev nlohmann-json3-dev libfmt-dev libstb-dev
+  libhwy-dev
 )
 bench=(libbenchmark-dev python3 python3-numpy python3-torch)
 test=(

@@ -24,6 +24,7 @@
 #include "posemb/random.hpp"
 #include "posemb/resize.hpp"
 #include "posemb/safetensors.hpp"
+#include "posemb/simd.hpp"
 #include "posemb/sinusoidal.hpp"
 #include "posemb/tensor_file.hpp"
 #include "posemb/version.hpp"
