@@ -5,7 +5,8 @@
             public headers (posemb/...) and internal headers (src/<layer>/...) of its own layer
             and the layers below, never above.
   lab       lab/: public posemb/... headers and its own lab/... headers; nothing from src/.
-  tools     tools/: public headers, the lab, its own headers; nothing from src/ or tests/.
+  tools     tools/: public headers, the lab, the benchmark harness and peers (bench/harness,
+            bench/peers), its own headers; nothing from src/ or tests/.
   bench, examples, fuzz: public headers (bench also the lab and its own); nothing from src/.
 
 A new public header must be given a layer in LAYER_OF below (and in docs/architecture.md).
@@ -132,7 +133,9 @@ for p in stray:
 for f in sources("lab"):
     check_client(f, ["lab/"], "lab")
 for f in sources("tools"):
-    check_client(f, ["lab/"], "tools")
+    check_client(f, ["lab/", "harness/", "peers/"], "tools")
+for f in sources("bench"):
+    check_client(f, ["lab/"], "bench")
 for f in sources("examples"):
     check_client(f, [], "examples")
 for f in sources("fuzz"):

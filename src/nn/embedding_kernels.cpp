@@ -129,6 +129,25 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   const bool with_positions = !dwpe.empty();
   if (!with_tokens && !with_positions) return;
 
+  BackwardJob job{};
+  job.dout = dout.data();
+  job.dout_stride = dout.row_stride();
+  job.B = batch;
+  job.T = seq_len;
+  job.C = C;
+  job.dwte = with_tokens ? dwte.data() : nullptr;
+  job.dwte_stride = dwte.row_stride();
+  job.tokens = tokens.data();
+  job.token_stride = tokens.row_stride();
+  job.dwpe = with_positions ? dwpe.data() : nullptr;
+  job.dwpe_stride = dwpe.row_stride();
+  job.pos = positions.pos;
+  // On one thread the serial loop itself is the order to keep, and needs no plan.
+  if (!worth_parallel(n_rows * C) || parallel_threads() == 1) {
+    backward_serial()(job);
+    return;
+  }
+
   std::vector<std::uint8_t> direct(n_rows, 0);
   std::vector<Bucket> buckets;
   std::vector<std::uint32_t> order;
@@ -145,19 +164,6 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
         dwpe.row_stride(), 2, direct, buckets, order);
   }
 
-  BackwardJob job{};
-  job.dout = dout.data();
-  job.dout_stride = dout.row_stride();
-  job.B = batch;
-  job.T = seq_len;
-  job.C = C;
-  job.dwte = with_tokens ? dwte.data() : nullptr;
-  job.dwte_stride = dwte.row_stride();
-  job.tokens = tokens.data();
-  job.token_stride = tokens.row_stride();
-  job.dwpe = with_positions ? dwpe.data() : nullptr;
-  job.dwpe_stride = dwpe.row_stride();
-  job.pos = positions.pos;
   job.contiguous = contiguous;
   job.direct = direct.data();
   // Row tasks: with contiguous positions a task is a block of positions over the whole batch

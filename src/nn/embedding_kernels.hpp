@@ -115,5 +115,9 @@ struct BackwardJob {
 using BackwardTaskFn = void (*)(const BackwardJob& job, std::size_t task_begin,
                                 std::size_t task_end);
 BackwardTaskFn backward_tasks();  // the chosen target's version
+// The whole backward as the serial loop, in order (for work that stays on one thread; uses the
+// job's gradients, dout, tokens and pos only).
+using BackwardSerialFn = void (*)(const BackwardJob& job);
+BackwardSerialFn backward_serial();  // the chosen target's version
 
 }  // namespace posemb::detail

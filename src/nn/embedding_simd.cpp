@@ -35,13 +35,11 @@ HWY_INLINE hn::Vec<DF> load_widened(DF d, const bfloat16* p) {
   return hn::BitCast(d, hn::ShiftLeft<16>(h));
 }
 
-// binary16 -> float with integer operations, so every target widens the same way (Highway's own
-// conversion differs between targets for infinities and NaN).
-HWY_INLINE hn::Vec<DF> load_widened(DF d, const float16* p) {
-  const hn::Rebind<std::uint16_t, DF> d16;
+// binary16 -> float with integer operations, exact for every input (NaN payloads kept as
+// posemb::float16, numpy and torch keep them).
+HWY_INLINE hn::Vec<DF> widen_f16_bits(DF d, hn::Vec<hn::RebindToUnsigned<DF>> h) {
   const hn::RebindToUnsigned<DF> du;
   const hn::RebindToSigned<DF> di;
-  const auto h = hn::PromoteTo(du, hn::LoadU(d16, reinterpret_cast<const std::uint16_t*>(p)));
   const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
   const auto exp = hn::And(hn::ShiftRight<10>(h), hn::Set(du, 0x1fu));
   const auto mant = hn::And(h, hn::Set(du, 0x3ffu));
@@ -54,6 +52,24 @@ HWY_INLINE hn::Vec<DF> load_widened(DF d, const float16* p) {
   auto bits = hn::IfThenElse(hn::Eq(exp, hn::Zero(du)), small, normal);
   bits = hn::IfThenElse(hn::Eq(exp, hn::Set(du, 0x1fu)), inf_nan, bits);
   return hn::BitCast(d, hn::Or(bits, sign));
+}
+
+HWY_INLINE hn::Vec<DF> load_widened(DF d, const float16* p) {
+  const hn::Rebind<std::uint16_t, DF> d16;
+  const hn::RebindToUnsigned<DF> du;
+  const auto h16 = hn::LoadU(d16, reinterpret_cast<const std::uint16_t*>(p));
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  // F16C's conversion is exact too, except that it quiets signaling NaNs: NaN lanes (rare) are
+  // redone with the integer conversion. (Highway's conversion without F16C mishandles
+  // infinities and NaN, hence the integer path on the other targets.)
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  const auto f = hn::PromoteTo(d, hn::BitCast(dh, h16));
+  const auto nan = hn::IsNaN(f);
+  if (HWY_LIKELY(hn::AllFalse(d, nan))) return f;
+  return hn::IfThenElse(nan, widen_f16_bits(d, hn::PromoteTo(du, h16)), f);
+#else
+  return widen_f16_bits(d, hn::PromoteTo(du, h16));
+#endif
 }
 
 HWY_INLINE float widen(float x) {
@@ -120,24 +136,33 @@ HWY_INLINE void add_into(float* HWY_RESTRICT x, const E* HWY_RESTRICT a, std::si
   for (; c < c1; ++c) x[c] += widen(a[c]);
 }
 
-// x[c] += a[c] and y[c] += a[c] for c in [c0, c1), reading a once; prefetches rows p and q
-// (or null) for the next call.
+// x[c] += a[c] and (y not null) y[c] += a[c] for c in [c0, c1), reading a once; prefetches
+// rows p and q (or null) for the next call.
 HWY_INLINE void add_into_both(float* HWY_RESTRICT x, float* HWY_RESTRICT y,
                               const float* HWY_RESTRICT a, std::size_t c0, std::size_t c1,
                               const float* p = nullptr, const float* q = nullptr) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   std::size_t c = c0;
-  for (; c + N <= c1; c += N) {
-    prefetch(p, c);
-    prefetch(q, c);
-    const auto v = hn::LoadU(d, a + c);
-    hn::StoreU(hn::Add(hn::LoadU(d, x + c), v), d, x + c);
-    hn::StoreU(hn::Add(hn::LoadU(d, y + c), v), d, y + c);
-  }
-  for (; c < c1; ++c) {
-    x[c] += a[c];
-    y[c] += a[c];
+  if (y != nullptr) {
+    for (; c + N <= c1; c += N) {
+      prefetch(p, c);
+      prefetch(q, c);
+      const auto v = hn::LoadU(d, a + c);
+      hn::StoreU(hn::Add(hn::LoadU(d, x + c), v), d, x + c);
+      hn::StoreU(hn::Add(hn::LoadU(d, y + c), v), d, y + c);
+    }
+    for (; c < c1; ++c) {
+      x[c] += a[c];
+      y[c] += a[c];
+    }
+  } else {
+    for (; c + N <= c1; c += N) {
+      prefetch(p, c);
+      prefetch(q, c);
+      hn::StoreU(hn::Add(hn::LoadU(d, x + c), hn::LoadU(d, a + c)), d, x + c);
+    }
+    for (; c < c1; ++c) x[c] += a[c];
   }
 }
 
@@ -191,6 +216,35 @@ void ForwardTasks(const ForwardJob& job, std::size_t begin, std::size_t end) {
 }
 
 // ---- Backward -----------------------------------------------------------------------------
+
+// The serial loop itself, for work that stays on one thread: for n = b*T + t in order,
+// dwte[tokens[n]] += dout[n] and dwpe[pos[n]] += dout[n], reading dout[n] once.
+void BackwardSerial(const BackwardJob& j) {
+  const std::size_t n_rows = j.B * j.T;
+  auto token_row = [&](std::size_t n) -> float* {
+    if (j.dwte == nullptr) return nullptr;
+    const std::size_t b = n / j.T, t = n % j.T;
+    return j.dwte + static_cast<std::size_t>(j.tokens[b * j.token_stride + t]) * j.dwte_stride;
+  };
+  auto position_row = [&](std::size_t n) -> float* {
+    if (j.dwpe == nullptr || j.pos[n] < 0) return nullptr;
+    return j.dwpe + static_cast<std::size_t>(j.pos[n]) * j.dwpe_stride;
+  };
+  float* te = token_row(0);
+  float* pe = position_row(0);
+  for (std::size_t n = 0; n < n_rows; ++n) {
+    float* next_te = n + 1 < n_rows ? token_row(n + 1) : nullptr;
+    float* next_pe = n + 1 < n_rows ? position_row(n + 1) : nullptr;
+    const float* d = j.dout + n * j.dout_stride;
+    if (te != nullptr && pe != nullptr) {
+      add_into_both(te, pe, d, 0, j.C, next_te, next_pe);
+    } else if (te != nullptr || pe != nullptr) {
+      add_into_both(te != nullptr ? te : pe, nullptr, d, 0, j.C, next_te, next_pe);
+    }
+    te = next_te;
+    pe = next_pe;
+  }
+}
 
 void BackwardTasks(const BackwardJob& j, std::size_t begin, std::size_t end) {
   for (std::size_t k = begin; k < end; ++k) {
@@ -267,7 +321,11 @@ namespace posemb::detail {
 
 HWY_EXPORT(ForwardTasks);
 HWY_EXPORT(BackwardTasks);
+HWY_EXPORT(BackwardSerial);
 
+BackwardSerialFn backward_serial() {
+  return &POSEMB_DISPATCH(BackwardSerial);
+}
 ForwardTaskFn forward_tasks() {
   return &POSEMB_DISPATCH(ForwardTasks);
 }
