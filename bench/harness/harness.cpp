@@ -33,7 +33,7 @@ std::size_t flush_size() {
   return std::max(kMinFlushBytes, twice);
 }
 
-double median(std::vector<double> v) {
+double median(std::vector<double> v) {  // the upper median for an even count
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
   return v[v.size() / 2];
 }
@@ -70,8 +70,8 @@ double Harness::time_once(const Variant& v) const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
 }
 
-std::vector<double> Harness::run_interleaved(const std::vector<Variant>& variants, int repetitions,
-                                             int warmup) const {
+std::vector<Harness::Stats> Harness::run_interleaved(const std::vector<Variant>& variants,
+                                                     int repetitions, int warmup) const {
   for (const Variant& v : variants) {
     set_threads(v.threads);
     for (int i = 0; i < warmup; ++i) v.run();
@@ -80,8 +80,8 @@ std::vector<double> Harness::run_interleaved(const std::vector<Variant>& variant
   for (int r = 0; r < std::max(1, repetitions); ++r) {
     for (std::size_t i = 0; i < variants.size(); ++i) seconds[i].push_back(time_once(variants[i]));
   }
-  std::vector<double> out;
-  for (auto& s : seconds) out.push_back(median(std::move(s)));
+  std::vector<Stats> out;
+  for (auto& s : seconds) out.push_back({median(s), *std::min_element(s.begin(), s.end())});
   return out;
 }
 

@@ -3,7 +3,7 @@
 //
 //   posemb::bench::Harness h;                                  // allocates the flush buffer
 //   std::vector<posemb::bench::Variant> vs = ...;              // what to time, at which threads
-//   auto seconds = h.run_interleaved(vs, 20);                  // medians, one per variant
+//   auto stats = h.run_interleaved(vs, 20);                    // median and min per variant
 //   posemb::bench::PeerResult torch = posemb::bench::run_peer({"/usr/bin/python3", script});
 //
 // The protocol: before every timed repetition of every variant the caches are flushed by
@@ -44,9 +44,12 @@ class Harness {
   // Seconds of one call of v.run after setting its thread count and flushing.
   double time_once(const Variant& v) const;
   // `warmup` untimed calls of each variant, then `repetitions` rounds that time every variant
-  // once (flushing before each); returns the median seconds of each variant, in order.
-  std::vector<double> run_interleaved(const std::vector<Variant>& variants, int repetitions,
-                                      int warmup = 2) const;
+  // once (flushing before each); returns the statistics of each variant, in order.
+  struct Stats {
+    double median = 0, min = 0;  // seconds
+  };
+  std::vector<Stats> run_interleaved(const std::vector<Variant>& variants, int repetitions,
+                                     int warmup = 2) const;
 
  private:
   float* flush_ = nullptr;

@@ -27,7 +27,7 @@ StandaloneResult train_step_demo(const BenchContext& ctx) {
   res.name = "train_step/demo";
   res.shape = "B=32 T=34 C=64 L=2 H=4 V=12";
   const bench::Variant step{"train_step/demo", ctx.threads, [&] { tr.train_step(); }};
-  res.seconds = ctx.harness->run_interleaved({step}, reps, 3).front();
+  res.seconds = ctx.harness->run_interleaved({step}, reps, 3).front().median;
   res.tokens = 32.0 * static_cast<double>(lab::input_len(r.task.train_len));
   if (!ctx.run_peers) {
     res.peer_status = "not measured (--no-peer)";
