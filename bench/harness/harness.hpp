@@ -56,9 +56,9 @@ class Harness {
   std::size_t flush_bytes_ = 0;
 };
 
-// Bytes per second of a copy (read n bytes, write n bytes with streaming stores, the write
-// going straight to memory) split over `threads` threads, as a Variant over its own two
-// 256 MiB buffers; `bytes` receives 2n, the bytes moved.
+// A copy of n = 256 MiB (read n bytes, write n bytes with streaming stores of the widest vectors
+// the CPU has, the write going straight to memory) in chunks of 1 MiB over `threads` threads,
+// as a Variant over its own two buffers; `bytes` receives 2n, the bytes moved.
 Variant copy_variant(int threads, double& bytes);
 
 // The 1-minute load average, or -1 when unknown.
