@@ -16,6 +16,10 @@ namespace {
 // without first being read into the cache (a third less traffic), which pays off when the output
 // is much larger than the per-core caches.
 constexpr std::size_t kStreamBytes = std::size_t{8} << 20;
+// Tables of at least this many bytes are larger than a core's L2: the next token row is
+// prefetched, and the position rows are reused across the batch while in L1 (a task covers a
+// block of positions over several batch rows). Smaller problems run in plain row order.
+constexpr std::size_t kLargeTableBytes = std::size_t{1} << 20;
 // About this many bytes of rows per task: large enough that a task costs far more than taking
 // it, small enough that there are many tasks to share when a thread is slow.
 constexpr std::size_t kTaskBytes = std::size_t{96} << 10;
@@ -41,6 +45,16 @@ std::uint32_t* zeroed_counters(std::size_t n) {
 }
 
 constexpr std::uint32_t kSlot = std::uint32_t{1} << 31;  // counter holds a bucket index
+
+// The token ids as one contiguous array of B*T (a copy only when the view has a row stride).
+const TokenId* flat_tokens(MatrixView<const TokenId> tokens, std::vector<TokenId>& copy) {
+  if (tokens.empty() || tokens.is_contiguous()) return tokens.data();
+  copy.resize(tokens.size());
+  for (std::size_t b = 0; b < tokens.rows(); ++b) {
+    std::copy(tokens.row(b).begin(), tokens.row(b).end(), copy.begin() + b * tokens.cols());
+  }
+  return copy.data();
+}
 
 // The rows of one gradient that are used more than once get a bucket each (their contributions
 // in ascending n); rows used once get flag `bit` in direct[n].
@@ -96,15 +110,20 @@ void embed_rows_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
   // Tasks: a block of positions t by a block of batch rows b, about kTaskBytes of output. Inside
   // a task the batch rows are the inner loop, so that a position row is reused while in L1.
   const std::size_t rows = rows_per_task(C);
-  const std::size_t b_per_task = std::min(batch, rows);
+  const std::size_t element_bytes = (wte.empty() ? wpe : wte).type == TableType::f32 ? 4 : 2;
+  const std::size_t wpe_bytes = seq_len * C * element_bytes;
+  // At most 8 batch rows: their output rows are T*C floats apart, often a multiple of 4 KiB,
+  // which maps them onto the same L1 sets.
+  const std::size_t b_per_task =
+      wpe.empty() || wpe_bytes < kLargeTableBytes ? 1 : std::min({batch, rows, std::size_t{8}});
   const std::size_t t_per_task = std::max<std::size_t>(1, rows / b_per_task);
   ForwardJob job{};
   job.out = out.data();
   job.out_stride = out.row_stride();
   job.wte = wte;
   job.wpe = wpe;
-  job.tokens = tokens.data();
-  job.token_stride = tokens.row_stride();
+  std::vector<TokenId> token_copy;
+  job.tokens = flat_tokens(tokens, token_copy);
   job.pos = positions.pos;
   job.B = batch;
   job.T = seq_len;
@@ -113,6 +132,7 @@ void embed_rows_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
   job.b_per_task = b_per_task;
   job.b_tasks = ceil_div(batch, b_per_task);
   job.stream = !wte.empty() && n_rows * C * sizeof(float) >= kStreamBytes;
+  job.prefetch = !wte.empty() && wte.rows * C * element_bytes >= kLargeTableBytes;
   const std::size_t tasks = ceil_div(seq_len, t_per_task) * job.b_tasks;
   const ForwardTaskFn run = forward_tasks();
   parallel_for(tasks, 1, n_rows * C,
@@ -137,11 +157,13 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   job.C = C;
   job.dwte = with_tokens ? dwte.data() : nullptr;
   job.dwte_stride = dwte.row_stride();
-  job.tokens = tokens.data();
-  job.token_stride = tokens.row_stride();
+  std::vector<TokenId> token_copy;
+  job.tokens = flat_tokens(tokens, token_copy);
   job.dwpe = with_positions ? dwpe.data() : nullptr;
   job.dwpe_stride = dwpe.row_stride();
   job.pos = positions.pos;
+  job.prefetch = (with_tokens ? dwte.rows() : 0) * C * sizeof(float) >= kLargeTableBytes ||
+                 (with_positions ? dwpe.rows() : 0) * C * sizeof(float) >= kLargeTableBytes;
   // On one thread the serial loop itself is the order to keep, and needs no plan.
   if (!worth_parallel(n_rows * C) || parallel_threads() == 1) {
     backward_serial()(job);
@@ -153,8 +175,7 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   std::vector<std::uint32_t> order;
   if (with_tokens) {
     plan_rows(
-        n_rows, dwte.rows(),
-        [&](std::size_t n) -> std::int64_t { return tokens(n / seq_len, n % seq_len); },
+        n_rows, dwte.rows(), [&](std::size_t n) -> std::int64_t { return job.tokens[n]; },
         dwte.data(), dwte.row_stride(), 1, direct, buckets, order);
   }
   const bool contiguous = with_positions && positions.contiguous;

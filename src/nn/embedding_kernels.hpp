@@ -22,18 +22,18 @@ enum class TableType : std::uint8_t { f32, bf16, f16 };
 // A table as the kernels read it: rows of `stride` elements of `type`. Empty: no table.
 struct TableRef {
   const void* data = nullptr;
-  std::size_t stride = 0;
+  std::size_t rows = 0, stride = 0;
   TableType type = TableType::f32;
   bool empty() const noexcept { return data == nullptr; }
 };
 inline TableRef table_ref(MatrixView<const float> m) {
-  return {m.empty() ? nullptr : m.data(), m.row_stride(), TableType::f32};
+  return {m.empty() ? nullptr : m.data(), m.rows(), m.row_stride(), TableType::f32};
 }
 inline TableRef table_ref(MatrixView<const bfloat16> m) {
-  return {m.empty() ? nullptr : m.data(), m.row_stride(), TableType::bf16};
+  return {m.empty() ? nullptr : m.data(), m.rows(), m.row_stride(), TableType::bf16};
 }
 inline TableRef table_ref(MatrixView<const float16> m) {
-  return {m.empty() ? nullptr : m.data(), m.row_stride(), TableType::f16};
+  return {m.empty() ? nullptr : m.data(), m.rows(), m.row_stride(), TableType::f16};
 }
 
 // The batch's positions: pos (B*T, row-major, -1 for "no position"), and whether they are
@@ -73,12 +73,12 @@ struct ForwardJob {
   float* out;
   std::size_t out_stride;
   TableRef wte, wpe;
-  const TokenId* tokens;
-  std::size_t token_stride;
+  const TokenId* tokens;    // (B*T), contiguous
   const std::int64_t* pos;  // (B*T)
   std::size_t B, T, C;
   std::size_t t_per_task, b_per_task, b_tasks;  // task k: t block k / b_tasks, b block k % b_tasks
   bool stream;                                  // write out with streaming (non-temporal) stores
+  bool prefetch;  // prefetch the next token row (tables larger than the caches)
 };
 using ForwardTaskFn = void (*)(const ForwardJob& job, std::size_t task_begin, std::size_t task_end);
 ForwardTaskFn forward_tasks();  // the chosen target's version
@@ -96,11 +96,11 @@ struct BackwardJob {
   std::size_t B, T, C;
   float* dwte;  // or null
   std::size_t dwte_stride;
-  const TokenId* tokens;
-  std::size_t token_stride;
-  float* dwpe;  // or null
+  const TokenId* tokens;  // (B*T), contiguous
+  float* dwpe;            // or null
   std::size_t dwpe_stride;
   const std::int64_t* pos;  // (B*T)
+  bool prefetch;            // prefetch the next gradient rows (tables larger than the caches)
   bool contiguous;          // row task: positions t of all b (else: rows n)
   // Per row n: bit 0, its token row is used once (added in the row task); bit 1, its position
   // row is used once (non-contiguous positions only).

@@ -185,13 +185,12 @@ void forward_tasks_typed(const ForwardJob& j, std::size_t begin, std::size_t end
         const E* p =
             wpe != nullptr && q >= 0 ? wpe + static_cast<std::size_t>(q) * j.wpe.stride : nullptr;
         if (wte != nullptr) {
-          const auto tok = static_cast<std::size_t>(j.tokens[b * j.token_stride + t]);
+          const auto tok = static_cast<std::size_t>(j.tokens[n]);
           // The next token's row in this task, to prefetch.
           const E* next = nullptr;
-          if (b + 1 < b1 || t + 1 < t1) {
+          if (j.prefetch && (b + 1 < b1 || t + 1 < t1)) {
             const std::size_t nb = b + 1 < b1 ? b + 1 : b0, nt = b + 1 < b1 ? t : t + 1;
-            next =
-                wte + static_cast<std::size_t>(j.tokens[nb * j.token_stride + nt]) * j.wte.stride;
+            next = wte + static_cast<std::size_t>(j.tokens[nb * j.T + nt]) * j.wte.stride;
           }
           write_row(o, wte + tok * j.wte.stride, p, j.C, j.stream, next);
         } else if (p != nullptr) {
@@ -223,8 +222,7 @@ void BackwardSerial(const BackwardJob& j) {
   const std::size_t n_rows = j.B * j.T;
   auto token_row = [&](std::size_t n) -> float* {
     if (j.dwte == nullptr) return nullptr;
-    const std::size_t b = n / j.T, t = n % j.T;
-    return j.dwte + static_cast<std::size_t>(j.tokens[b * j.token_stride + t]) * j.dwte_stride;
+    return j.dwte + static_cast<std::size_t>(j.tokens[n]) * j.dwte_stride;
   };
   auto position_row = [&](std::size_t n) -> float* {
     if (j.dwpe == nullptr || j.pos[n] < 0) return nullptr;
@@ -236,10 +234,12 @@ void BackwardSerial(const BackwardJob& j) {
     float* next_te = n + 1 < n_rows ? token_row(n + 1) : nullptr;
     float* next_pe = n + 1 < n_rows ? position_row(n + 1) : nullptr;
     const float* d = j.dout + n * j.dout_stride;
+    const float* p = j.prefetch ? next_te : nullptr;
+    const float* q = j.prefetch ? next_pe : nullptr;
     if (te != nullptr && pe != nullptr) {
-      add_into_both(te, pe, d, 0, j.C, next_te, next_pe);
+      add_into_both(te, pe, d, 0, j.C, p, q);
     } else if (te != nullptr || pe != nullptr) {
-      add_into_both(te != nullptr ? te : pe, nullptr, d, 0, j.C, next_te, next_pe);
+      add_into_both(te != nullptr ? te : pe, nullptr, d, 0, j.C, p, q);
     }
     te = next_te;
     pe = next_pe;
@@ -262,15 +262,15 @@ void BackwardTasks(const BackwardJob& j, std::size_t begin, std::size_t end) {
             const std::size_t n = b * j.T + t;
             const float* d = j.dout + n * j.dout_stride;
             if (j.dwte != nullptr && (j.direct[n] & 1u) != 0) {
-              const auto tok = static_cast<std::size_t>(j.tokens[b * j.token_stride + t]);
+              const auto tok = static_cast<std::size_t>(j.tokens[n]);
               // Prefetch the next batch row's token row (random) and dout row.
               const float* next_te = nullptr;
               const float* next_d = nullptr;
-              if (b + 1 < j.B || t + 1 < t1) {
+              if (j.prefetch && (b + 1 < j.B || t + 1 < t1)) {
                 const std::size_t nb = b + 1 < j.B ? b + 1 : 0, nt = b + 1 < j.B ? t : t + 1;
                 next_d = j.dout + (nb * j.T + nt) * j.dout_stride;
-                next_te = j.dwte + static_cast<std::size_t>(j.tokens[nb * j.token_stride + nt]) *
-                                       j.dwte_stride;
+                next_te =
+                    j.dwte + static_cast<std::size_t>(j.tokens[nb * j.T + nt]) * j.dwte_stride;
               }
               add_into_both(dp, j.dwte + tok * j.dwte_stride, d, c0, c1, next_te, next_d);
             } else {
@@ -288,9 +288,7 @@ void BackwardTasks(const BackwardJob& j, std::size_t begin, std::size_t end) {
           float* te = nullptr;
           float* pe = nullptr;
           if ((direct & 1u) != 0) {
-            const std::size_t b = n / j.T, t = n % j.T;
-            te =
-                j.dwte + static_cast<std::size_t>(j.tokens[b * j.token_stride + t]) * j.dwte_stride;
+            te = j.dwte + static_cast<std::size_t>(j.tokens[n]) * j.dwte_stride;
           }
           if ((direct & 2u) != 0) pe = j.dwpe + static_cast<std::size_t>(j.pos[n]) * j.dwpe_stride;
           if (te != nullptr && pe != nullptr) {
