@@ -177,6 +177,15 @@ void forward_tasks_typed(const ForwardJob& j, std::size_t begin, std::size_t end
     const std::size_t t1 = t0 + j.t_per_task < j.T ? t0 + j.t_per_task : j.T;
     const std::size_t b0 = (k % j.b_tasks) * j.b_per_task;
     const std::size_t b1 = b0 + j.b_per_task < j.B ? b0 + j.b_per_task : j.B;
+    if (j.prefetch && wte != nullptr) {
+      // The first line of every token row of the task: the address translations of these
+      // random rows (TLB misses, page walks) then overlap instead of queueing one by one.
+      for (std::size_t t = t0; t < t1; ++t) {
+        for (std::size_t b = b0; b < b1; ++b) {
+          hwy::Prefetch(wte + static_cast<std::size_t>(j.tokens[b * j.T + t]) * j.wte.stride);
+        }
+      }
+    }
     for (std::size_t t = t0; t < t1; ++t) {
       for (std::size_t b = b0; b < b1; ++b) {
         const std::size_t n = b * j.T + t;
@@ -228,9 +237,16 @@ void BackwardSerial(const BackwardJob& j) {
     if (j.dwpe == nullptr || j.pos[n] < 0) return nullptr;
     return j.dwpe + static_cast<std::size_t>(j.pos[n]) * j.dwpe_stride;
   };
+  // The first line of the token row kAhead rows on, so that its address translation (a TLB
+  // miss, a page walk) overlaps the rows in between.
+  constexpr std::size_t kAhead = 8;
+  if (j.prefetch && j.dwte != nullptr) {
+    for (std::size_t n = 1; n < kAhead && n < n_rows; ++n) prefetch(token_row(n), 0);
+  }
   float* te = token_row(0);
   float* pe = position_row(0);
   for (std::size_t n = 0; n < n_rows; ++n) {
+    if (j.prefetch && j.dwte != nullptr && n + kAhead < n_rows) prefetch(token_row(n + kAhead), 0);
     float* next_te = n + 1 < n_rows ? token_row(n + 1) : nullptr;
     float* next_pe = n + 1 < n_rows ? position_row(n + 1) : nullptr;
     const float* d = j.dout + n * j.dout_stride;
@@ -256,6 +272,16 @@ void BackwardTasks(const BackwardJob& j, std::size_t begin, std::size_t end) {
       if (j.contiguous) {
         // Positions r0.. of every batch row: dwpe[pos] sums over b in order, without buckets.
         const std::size_t t1 = r0 + j.rows_per_task < j.T ? r0 + j.rows_per_task : j.T;
+        if (j.prefetch && j.dwte != nullptr) {  // as in the forward: overlap the page walks
+          for (std::size_t t = r0; t < t1; ++t) {
+            for (std::size_t b = 0; b < j.B; ++b) {
+              if ((j.direct[b * j.T + t] & 1u) != 0) {
+                prefetch(j.dwte + static_cast<std::size_t>(j.tokens[b * j.T + t]) * j.dwte_stride,
+                         c0);
+              }
+            }
+          }
+        }
         for (std::size_t t = r0; t < t1; ++t) {
           float* dp = j.dwpe + static_cast<std::size_t>(j.pos[t]) * j.dwpe_stride;
           for (std::size_t b = 0; b < j.B; ++b) {
