@@ -6,8 +6,8 @@
             and the layers below, never above.
   lab       lab/: public posemb/... headers and its own lab/... headers; nothing from src/.
   viz       viz/ (the plot renderer): public posemb/... headers and its own viz/... headers.
-  tools     tools/: public headers, the lab, the renderer, its own headers; nothing from src/ or
-            tests/.
+  tools     tools/: public headers, the lab, the renderer, the benchmark harness and peers
+            (bench/harness, bench/peers), its own headers; nothing from src/ or tests/.
   bench, examples, fuzz: public headers (bench also the lab and its own); nothing from src/.
 
 A new public header must be given a layer in LAYER_OF below (and in docs/architecture.md).
@@ -35,6 +35,7 @@ LAYER_OF = {
     "half.hpp": "core",
     "random.hpp": "core",
     "parallel.hpp": "core",
+    "simd.hpp": "core",
     "memory.hpp": "core",
     "embedding.hpp": "nn",
     "layer.hpp": "nn",
@@ -136,7 +137,9 @@ for f in sources("lab"):
 for f in sources("viz"):
     check_client(f, ["viz/"], "viz")
 for f in sources("tools"):
-    check_client(f, ["lab/", "viz/"], "tools")
+    check_client(f, ["lab/", "viz/", "harness/", "peers/"], "tools")
+for f in sources("bench"):
+    check_client(f, ["lab/"], "bench")
 for f in sources("examples"):
     check_client(f, [], "examples")
 for f in sources("fuzz"):

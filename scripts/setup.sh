@@ -13,6 +13,7 @@ build=(
   build-essential cmake make pkg-config
   libomp-dev libopenblas-dev libcli11-dev nlohmann-json3-dev libfmt-dev libstb-dev
   fonts-dejavu-core                                          # text in the tool's PNG plots
+  libhwy-dev
 )
 bench=(libbenchmark-dev python3 python3-numpy python3-torch)
 test=(

@@ -1,68 +1,92 @@
-"""PyTorch peer for posemb's embedding benchmarks: the fused token + position embedding
-(GPT-2's input layer) forward, backward, and forward + backward, at the shapes posemb measures.
+#!/usr/bin/python3
+"""PyTorch peer for posemb's embedding benchmarks: GPT-2's input layer (token + position
+embedding) forward, backward, and forward + backward, at the shapes posemb measures, with the
+protocol of bench/harness/harness.hpp: caches flushed (a buffer of twice the last-level cache,
+at least 256 MiB, read) before every timed call, the cases interleaved, the median reported.
 
-usage: /usr/bin/python3 bench/peers/torch_embed.py [--threads 2] [--reps 20]
-Prints one JSON document: {"torch": version, "threads": n, "cases": {"forward/gpt2": seconds,
-...}} with the median seconds per call. The backward accumulates into the existing .grad, as
-posemb's embed_backward adds into its gradients.
+usage: /usr/bin/python3 bench/peers/torch_embed.py [--threads 2] [--reps 15]
+Prints one JSON document: {"torch": version, "threads": n, "cases": {"embed_forward/gpt2":
+seconds, ...}}. The backward accumulates into the existing .grad, as posemb's embed_backward
+adds into its gradients.
 """
 import argparse
 import json
+import os
 import time
 
+import numpy as np
 import torch
 
 SHAPES = {"gpt2": (4, 1024, 768, 50257), "small": (32, 64, 64, 64)}
 
 
-def median(xs):
-    xs = sorted(xs)
-    return xs[len(xs) // 2]
+def flush_buffer():
+    try:
+        llc = os.sysconf("SC_LEVEL3_CACHE_SIZE")
+    except (ValueError, OSError):
+        llc = 0
+    n = max(256 << 20, 2 * max(llc, 0))
+    return np.ones(n // 4, dtype=np.float32)
 
 
-def measure(tag, B, T, C, V, reps):
-    g = torch.Generator().manual_seed(0)
-    wte = torch.nn.Embedding(V, C)
-    wpe = torch.nn.Embedding(T, C)
-    torch.nn.init.normal_(wte.weight, std=0.02)
-    torch.nn.init.normal_(wpe.weight, std=0.01)
-    idx = torch.randint(0, V, (B, T), generator=g)
-    pos = torch.arange(T).unsqueeze(0)
-    dout = torch.randn(B, T, C, generator=g)
-
-    def forward():
-        return wte(idx) + wpe(pos)
-
-    fwd, bwd, both = [], [], []
-    for i in range(reps + 2):
-        t0 = time.perf_counter()
-        with torch.no_grad():
-            forward()
-        t1 = time.perf_counter()
-        out = forward()
-        t2 = time.perf_counter()
-        out.backward(dout)
-        t3 = time.perf_counter()
-        out = forward()
-        out.backward(dout)
-        t4 = time.perf_counter()
-        if i >= 2:
-            fwd.append(t1 - t0)
-            bwd.append(t3 - t2)
-            both.append(t4 - t3)
-    return {f"forward/{tag}": median(fwd), f"backward/{tag}": median(bwd),
-            f"forward_backward/{tag}": median(both)}
+def flush(buf):
+    # One element per 64-byte line brings every line in.
+    float(buf[::16].sum())
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=15)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    buf = flush_buffer()
+
     cases = {}
     for tag, (B, T, C, V) in SHAPES.items():
-        cases.update(measure(tag, B, T, C, V, a.reps))
+        g = torch.Generator().manual_seed(0)
+        wte = torch.nn.Embedding(V, C)
+        wpe = torch.nn.Embedding(T, C)
+        torch.nn.init.normal_(wte.weight, std=0.02)
+        torch.nn.init.normal_(wpe.weight, std=0.01)
+        idx = torch.randint(0, V, (B, T), generator=g)
+        pos = torch.arange(T).unsqueeze(0)
+        dout = torch.randn(B, T, C, generator=g)
+
+        def forward_only():
+            with torch.no_grad():
+                return wte(idx) + wpe(pos)
+
+        def forward_backward():
+            (wte(idx) + wpe(pos)).backward(dout)
+
+        out = {}
+
+        def backward_only():
+            out["y"].backward(dout)
+
+        def prepare_backward():
+            out["y"] = wte(idx) + wpe(pos)
+
+        runs = {f"embed_forward/{tag}": (None, forward_only),
+                f"embed_backward/{tag}": (prepare_backward, backward_only),
+                f"embed_forward_backward/{tag}": (None, forward_backward)}
+        for _, (prep, fn) in runs.items():  # warm-up
+            for _ in range(2):
+                if prep:
+                    prep()
+                fn()
+        times = {k: [] for k in runs}
+        for _ in range(a.reps):
+            for k, (prep, fn) in runs.items():
+                if prep:
+                    prep()
+                flush(buf)
+                t0 = time.perf_counter()
+                fn()
+                times[k].append(time.perf_counter() - t0)
+        for k, ts in times.items():
+            cases[k] = sorted(ts)[len(ts) // 2]
     print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(),
                       "cases": cases}))
 

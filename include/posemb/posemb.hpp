@@ -25,6 +25,7 @@
 #include "posemb/resize.hpp"
 #include "posemb/rope.hpp"
 #include "posemb/safetensors.hpp"
+#include "posemb/simd.hpp"
 #include "posemb/sinusoidal.hpp"
 #include "posemb/tensor_file.hpp"
 #include "posemb/version.hpp"

@@ -58,19 +58,72 @@ void check_token_ids(const char* op, MatrixView<const TokenId> tokens, std::size
   }
 }
 
-}  // namespace
+// The positions of a batch, resolved and checked (every argument has been checked before).
+struct Resolved {
+  Matrix<std::int64_t> pos;
+  bool contiguous;
+  detail::BatchPositions view() const { return {pos.data(), contiguous}; }
+};
+Resolved resolve(const char* op, const PositionSource& positions, std::size_t batch,
+                 std::size_t seq_len, std::size_t max_seq_len) {
+  return {resolve_positions(positions, batch, seq_len, max_seq_len, op),
+          positions.kind() == PositionSource::Kind::contiguous};
+}
 
-void embed_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
-                   const PositionSource& positions, MatrixView<const float> wte,
-                   MatrixView<const float> wpe) {
+template <class E>
+void embed_forward_impl(MatrixView<float> out, MatrixView<const TokenId> tokens,
+                        const PositionSource& positions, MatrixView<const E> wte,
+                        MatrixView<const E> wpe) {
   constexpr const char* op = "embed_forward";
   const std::size_t B = tokens.rows(), T = tokens.cols(), C = wte.cols();
   check_batch(op, B, T, C);
   expect_shape(op, "wpe", wpe.rows(), wpe.cols(), wpe.rows(), C);
   expect_shape(op, "out", out.rows(), out.cols(), B * T, C);
   check_token_ids(op, tokens, wte.rows());
-  const Matrix<std::int64_t> pos = resolve_positions(positions, B, T, wpe.rows(), op);
-  detail::gather_add_rows(out, tokens, wte, pos, wpe);
+  const Resolved pos = resolve(op, positions, B, T, wpe.rows());
+  detail::embed_rows_forward(out, tokens, B, T, detail::table_ref(wte), detail::table_ref(wpe),
+                             pos.view());
+}
+
+template <class E>
+void embed_forward_tokens_impl(MatrixView<float> out, MatrixView<const TokenId> tokens,
+                               MatrixView<const E> wte) {
+  constexpr const char* op = "embed_forward";
+  const std::size_t B = tokens.rows(), T = tokens.cols(), C = wte.cols();
+  check_batch(op, B, T, C);
+  expect_shape(op, "out", out.rows(), out.cols(), B * T, C);
+  check_token_ids(op, tokens, wte.rows());
+  Matrix<std::int64_t> none(B, T);
+  for (std::int64_t& p : none.flat()) p = -1;
+  detail::embed_rows_forward(out, tokens, B, T, detail::table_ref(wte), {}, {none.data(), false});
+}
+
+template <class E>
+void add_positions_forward_impl(MatrixView<float> x, std::size_t batch, std::size_t seq_len,
+                                const PositionSource& positions, MatrixView<const E> wpe) {
+  constexpr const char* op = "add_positions_forward";
+  check_batch(op, batch, seq_len, wpe.cols());
+  expect_shape(op, "x", x.rows(), x.cols(), batch * seq_len, wpe.cols());
+  const Resolved pos = resolve(op, positions, batch, seq_len, wpe.rows());
+  detail::embed_rows_forward(x, {}, batch, seq_len, {}, detail::table_ref(wpe), pos.view());
+}
+
+}  // namespace
+
+void embed_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
+                   const PositionSource& positions, MatrixView<const float> wte,
+                   MatrixView<const float> wpe) {
+  embed_forward_impl(out, tokens, positions, wte, wpe);
+}
+void embed_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
+                   const PositionSource& positions, MatrixView<const bfloat16> wte,
+                   MatrixView<const bfloat16> wpe) {
+  embed_forward_impl(out, tokens, positions, wte, wpe);
+}
+void embed_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
+                   const PositionSource& positions, MatrixView<const float16> wte,
+                   MatrixView<const float16> wpe) {
+  embed_forward_impl(out, tokens, positions, wte, wpe);
 }
 
 void embed_backward(MatrixView<float> dwte, MatrixView<float> dwpe, MatrixView<const float> dout,
@@ -81,23 +134,21 @@ void embed_backward(MatrixView<float> dwte, MatrixView<float> dwpe, MatrixView<c
   expect_shape(op, "dwpe", dwpe.rows(), dwpe.cols(), dwpe.rows(), C);
   expect_shape(op, "dout", dout.rows(), dout.cols(), B * T, C);
   check_token_ids(op, tokens, dwte.rows());
-  const Matrix<std::int64_t> pos = resolve_positions(positions, B, T, dwpe.rows(), op);
-  // Token rows first, in ascending row order (ascending addresses stream far better than the
-  // batch's random order), then position rows; each row is summed by one thread, in order.
-  detail::scatter_add_rows({dwte, nullptr, tokens.data(), T, tokens.row_stride()}, dout);
-  detail::scatter_add_rows({dwpe, pos.data(), nullptr, T, 0}, dout);
+  const Resolved pos = resolve(op, positions, B, T, dwpe.rows());
+  detail::embed_rows_backward(dwte, dwpe, dout, tokens, B, T, pos.view());
 }
 
 void embed_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
                    MatrixView<const float> wte) {
-  constexpr const char* op = "embed_forward";
-  const std::size_t B = tokens.rows(), T = tokens.cols(), C = wte.cols();
-  check_batch(op, B, T, C);
-  expect_shape(op, "out", out.rows(), out.cols(), B * T, C);
-  check_token_ids(op, tokens, wte.rows());
-  Matrix<std::int64_t> none(B, T);
-  for (std::int64_t& p : none.flat()) p = -1;
-  detail::gather_add_rows(out, tokens, wte, none, {});
+  embed_forward_tokens_impl(out, tokens, wte);
+}
+void embed_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
+                   MatrixView<const bfloat16> wte) {
+  embed_forward_tokens_impl(out, tokens, wte);
+}
+void embed_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
+                   MatrixView<const float16> wte) {
+  embed_forward_tokens_impl(out, tokens, wte);
 }
 
 void embed_backward(MatrixView<float> dwte, MatrixView<const float> dout,
@@ -107,16 +158,22 @@ void embed_backward(MatrixView<float> dwte, MatrixView<const float> dout,
   check_batch(op, B, T, C);
   expect_shape(op, "dout", dout.rows(), dout.cols(), B * T, C);
   check_token_ids(op, tokens, dwte.rows());
-  detail::scatter_add_rows({dwte, nullptr, tokens.data(), T, tokens.row_stride()}, dout);
+  Matrix<std::int64_t> none(B, T);
+  for (std::int64_t& p : none.flat()) p = -1;
+  detail::embed_rows_backward(dwte, {}, dout, tokens, B, T, {none.data(), false});
 }
 
 void add_positions_forward(MatrixView<float> x, std::size_t batch, std::size_t seq_len,
                            const PositionSource& positions, MatrixView<const float> wpe) {
-  constexpr const char* op = "add_positions_forward";
-  check_batch(op, batch, seq_len, wpe.cols());
-  expect_shape(op, "x", x.rows(), x.cols(), batch * seq_len, wpe.cols());
-  const Matrix<std::int64_t> pos = resolve_positions(positions, batch, seq_len, wpe.rows(), op);
-  detail::gather_add_rows(x, {}, {}, pos, wpe);
+  add_positions_forward_impl(x, batch, seq_len, positions, wpe);
+}
+void add_positions_forward(MatrixView<float> x, std::size_t batch, std::size_t seq_len,
+                           const PositionSource& positions, MatrixView<const bfloat16> wpe) {
+  add_positions_forward_impl(x, batch, seq_len, positions, wpe);
+}
+void add_positions_forward(MatrixView<float> x, std::size_t batch, std::size_t seq_len,
+                           const PositionSource& positions, MatrixView<const float16> wpe) {
+  add_positions_forward_impl(x, batch, seq_len, positions, wpe);
 }
 
 void add_positions_backward(MatrixView<float> dwpe, MatrixView<const float> dx, std::size_t batch,
@@ -124,8 +181,8 @@ void add_positions_backward(MatrixView<float> dwpe, MatrixView<const float> dx, 
   constexpr const char* op = "add_positions_backward";
   check_batch(op, batch, seq_len, dwpe.cols());
   expect_shape(op, "dx", dx.rows(), dx.cols(), batch * seq_len, dwpe.cols());
-  const Matrix<std::int64_t> pos = resolve_positions(positions, batch, seq_len, dwpe.rows(), op);
-  detail::scatter_add_rows({dwpe, pos.data(), nullptr, seq_len, 0}, dx);
+  const Resolved pos = resolve(op, positions, batch, seq_len, dwpe.rows());
+  detail::embed_rows_backward({}, dwpe, dx, {}, batch, seq_len, pos.view());
 }
 
 }  // namespace posemb

@@ -1,157 +1,225 @@
+// Planning the embedding kernels: tasks, buckets of repeated gradient rows, the parallel loop.
+// The tasks themselves are in embedding_simd.cpp.
 #include "embedding_kernels.hpp"
 
-#include "posemb/parallel.hpp"
-
-#include <emmintrin.h>  // SSE2 (x86-64 baseline): streaming stores
-
+#include <algorithm>
 #include <cassert>
 #include <cstdint>
-#include <cstring>
 #include <vector>
+
+#include "posemb/parallel.hpp"
 
 namespace posemb::detail {
 namespace {
 
-// Below this many elements (1 MiB of floats) a kernel runs on the calling thread only: waking
-// the team costs more than it saves, and far more on a busy machine.
-constexpr std::size_t kParallelThreshold = 1 << 18;
-// Outputs of at least this many bytes are written with streaming stores (see add2_stream).
+// Outputs of at least this many bytes are written with streaming stores: they go to memory
+// without first being read into the cache (a third less traffic), which pays off when the output
+// is much larger than the per-core caches.
 constexpr std::size_t kStreamBytes = std::size_t{8} << 20;
+// Tables of at least this many bytes are larger than a core's L2: the next token row is
+// prefetched, and the position rows are reused across the batch while in L1 (a task covers a
+// block of positions over several batch rows). Smaller problems run in plain row order.
+constexpr std::size_t kLargeTableBytes = std::size_t{1} << 20;
+// About this many bytes of rows per task: large enough that a task costs far more than taking
+// it, small enough that there are many tasks to share when a thread is slow.
+constexpr std::size_t kTaskBytes = std::size_t{96} << 10;
+// Bucket tasks gather about this many contributions.
+constexpr std::size_t kBucketTaskRows = 32;
+// Aim for at least this many tasks per thread (columns are split when rows alone give fewer).
+constexpr std::size_t kTasksPerThread = 4;
 
-inline void add2(float* __restrict out, const float* __restrict a, const float* __restrict b,
-                 std::size_t n) {
-#pragma omp simd
-  for (std::size_t c = 0; c < n; ++c) out[c] = a[c] + b[c];
+std::size_t rows_per_task(std::size_t C) {
+  return std::max<std::size_t>(1, kTaskBytes / (C * sizeof(float)));
 }
 
-// out = a + b with streaming (non-temporal) stores: the output of a large forward goes to
-// memory without first being read into the cache (saving a third of the traffic). Falls back
-// to add2 when out is not 16-byte aligned.
-inline void add2_stream(float* __restrict out, const float* __restrict a, const float* __restrict b,
-                        std::size_t n) {
-  if (reinterpret_cast<std::uintptr_t>(out) % 16 != 0) {
-    add2(out, a, b, n);
+std::size_t ceil_div(std::size_t a, std::size_t b) {
+  return a / b + (a % b != 0 ? 1 : 0);
+}
+
+// A per-thread array of counters, all zero between calls, for counting rows used by a batch.
+// It grows to the largest table seen and is never shrunk (4 bytes per table row).
+std::uint32_t* zeroed_counters(std::size_t n) {
+  thread_local std::vector<std::uint32_t> counters;
+  if (counters.size() < n) counters.resize(n, 0);
+  return counters.data();
+}
+
+constexpr std::uint32_t kSlot = std::uint32_t{1} << 31;  // counter holds a bucket index
+
+// The token ids as one contiguous array of B*T (a copy only when the view has a row stride).
+const TokenId* flat_tokens(MatrixView<const TokenId> tokens, std::vector<TokenId>& copy) {
+  if (tokens.empty() || tokens.is_contiguous()) return tokens.data();
+  copy.resize(tokens.size());
+  for (std::size_t b = 0; b < tokens.rows(); ++b) {
+    std::copy(tokens.row(b).begin(), tokens.row(b).end(), copy.begin() + b * tokens.cols());
+  }
+  return copy.data();
+}
+
+// The rows of one gradient that are used more than once get a bucket each (their contributions
+// in ascending n); rows used once get flag `bit` in direct[n].
+//   target(n) -> the gradient row of contribution n, or -1 for none.
+template <class Target>
+void plan_rows(std::size_t n_rows, std::size_t table_rows, Target target, float* dst,
+               std::size_t dst_stride, std::uint8_t bit, std::vector<std::uint8_t>& direct,
+               std::vector<Bucket>& buckets, std::vector<std::uint32_t>& order) {
+  std::uint32_t* count = zeroed_counters(table_rows);
+  for (std::size_t n = 0; n < n_rows; ++n) {
+    const std::int64_t r = target(n);
+    if (r >= 0) ++count[static_cast<std::size_t>(r)];
+  }
+  // Buckets in order of first use; a bucket's counter becomes kSlot | its index.
+  std::uint32_t total = static_cast<std::uint32_t>(order.size());
+  for (std::size_t n = 0; n < n_rows; ++n) {
+    const std::int64_t r = target(n);
+    if (r < 0) continue;
+    std::uint32_t& c = count[static_cast<std::size_t>(r)];
+    if (c == 1) {
+      direct[n] |= bit;
+    } else if ((c & kSlot) == 0) {
+      buckets.push_back({dst + static_cast<std::size_t>(r) * dst_stride, total, 0});
+      total += c;
+      c = kSlot | static_cast<std::uint32_t>(buckets.size() - 1);
+    }
+  }
+  order.resize(total);
+  for (std::size_t n = 0; n < n_rows; ++n) {
+    const std::int64_t r = target(n);
+    if (r < 0) continue;
+    const std::uint32_t c = count[static_cast<std::size_t>(r)];
+    if ((c & kSlot) != 0) {
+      Bucket& b = buckets[c & ~kSlot];
+      order[b.first + b.count++] = static_cast<std::uint32_t>(n);
+    }
+  }
+  for (std::size_t n = 0; n < n_rows; ++n) {
+    const std::int64_t r = target(n);
+    if (r >= 0) count[static_cast<std::size_t>(r)] = 0;
+  }
+}
+
+}  // namespace
+
+void embed_rows_forward(MatrixView<float> out, MatrixView<const TokenId> tokens, std::size_t batch,
+                        std::size_t seq_len, TableRef wte, TableRef wpe, BatchPositions positions) {
+  const std::size_t C = out.cols();
+  const std::size_t n_rows = batch * seq_len;
+  assert(out.rows() == n_rows && positions.pos != nullptr);
+  assert(wte.empty() || wpe.empty() || wte.type == wpe.type);
+  if (wte.empty() && wpe.empty()) return;
+  // Tasks: a block of positions t by a block of batch rows b, about kTaskBytes of output. Inside
+  // a task the batch rows are the inner loop, so that a position row is reused while in L1.
+  const std::size_t rows = rows_per_task(C);
+  const std::size_t element_bytes = (wte.empty() ? wpe : wte).type == TableType::f32 ? 4 : 2;
+  const std::size_t wpe_bytes = seq_len * C * element_bytes;
+  // At most 8 batch rows: their output rows are T*C floats apart, often a multiple of 4 KiB,
+  // which maps them onto the same L1 sets.
+  const std::size_t b_per_task =
+      wpe.empty() || wpe_bytes < kLargeTableBytes ? 1 : std::min({batch, rows, std::size_t{8}});
+  const std::size_t t_per_task = std::max<std::size_t>(1, rows / b_per_task);
+  ForwardJob job{};
+  job.out = out.data();
+  job.out_stride = out.row_stride();
+  job.wte = wte;
+  job.wpe = wpe;
+  std::vector<TokenId> token_copy;
+  job.tokens = flat_tokens(tokens, token_copy);
+  job.pos = positions.pos;
+  job.B = batch;
+  job.T = seq_len;
+  job.C = C;
+  job.t_per_task = t_per_task;
+  job.b_per_task = b_per_task;
+  job.b_tasks = ceil_div(batch, b_per_task);
+  job.stream = !wte.empty() && n_rows * C * sizeof(float) >= kStreamBytes;
+  job.prefetch = !wte.empty() && wte.rows * C * element_bytes >= kLargeTableBytes;
+  const std::size_t tasks = ceil_div(seq_len, t_per_task) * job.b_tasks;
+  const ForwardTaskFn run = forward_tasks();
+  parallel_for(tasks, 1, n_rows * C,
+               [&](std::size_t begin, std::size_t end) { run(job, begin, end); });
+}
+
+void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
+                         MatrixView<const float> dout, MatrixView<const TokenId> tokens,
+                         std::size_t batch, std::size_t seq_len, BatchPositions positions) {
+  const std::size_t C = dout.cols();
+  const std::size_t n_rows = batch * seq_len;
+  assert(dout.rows() == n_rows && positions.pos != nullptr);
+  const bool with_tokens = !dwte.empty();
+  const bool with_positions = !dwpe.empty();
+  if (!with_tokens && !with_positions) return;
+
+  BackwardJob job{};
+  job.dout = dout.data();
+  job.dout_stride = dout.row_stride();
+  job.B = batch;
+  job.T = seq_len;
+  job.C = C;
+  job.dwte = with_tokens ? dwte.data() : nullptr;
+  job.dwte_stride = dwte.row_stride();
+  std::vector<TokenId> token_copy;
+  job.tokens = flat_tokens(tokens, token_copy);
+  job.dwpe = with_positions ? dwpe.data() : nullptr;
+  job.dwpe_stride = dwpe.row_stride();
+  job.pos = positions.pos;
+  job.prefetch = (with_tokens ? dwte.rows() : 0) * C * sizeof(float) >= kLargeTableBytes ||
+                 (with_positions ? dwpe.rows() : 0) * C * sizeof(float) >= kLargeTableBytes;
+  // On one thread the serial loop itself is the order to keep, and needs no plan.
+  if (!worth_parallel(n_rows * C) || parallel_threads() == 1) {
+    backward_serial()(job);
     return;
   }
-  std::size_t c = 0;
-  for (; c + 4 <= n; c += 4) {
-    _mm_stream_ps(out + c, _mm_add_ps(_mm_loadu_ps(a + c), _mm_loadu_ps(b + c)));
-  }
-  for (; c < n; ++c) out[c] = a[c] + b[c];
-}
 
-inline void add_into(float* __restrict dst, const float* __restrict src, std::size_t n) {
-#pragma omp simd
-  for (std::size_t c = 0; c < n; ++c) dst[c] += src[c];
-}
-
-}  // namespace
-
-void gather_add_rows(MatrixView<float> out, MatrixView<const TokenId> tokens,
-                     MatrixView<const float> wte, const Matrix<std::int64_t>& pos,
-                     MatrixView<const float> wpe) {
-  const std::size_t seq_len = pos.cols();
-  const std::size_t n_rows = pos.rows() * seq_len;
-  const std::size_t C = out.cols();
-  const bool fused = !wte.empty();
-  const std::int64_t* p = pos.data();
-  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(n_rows);
-  // Streaming stores pay off when the output is much larger than the per-core caches.
-  const bool stream = fused && n_rows * C * sizeof(float) >= kStreamBytes;
-#pragma omp parallel if (worth_parallel(n_rows * C))
-  {
-#pragma omp for schedule(static)
-    for (std::ptrdiff_t i = 0; i < n; ++i) {
-      const std::size_t r = static_cast<std::size_t>(i);
-      float* o = out.row(r).data();
-      const std::int64_t q = p[r];
-      if (fused) {
-        const TokenId tok = tokens(r / seq_len, r % seq_len);
-        assert(tok >= 0 && static_cast<std::size_t>(tok) < wte.rows());
-        const float* e = wte.row(static_cast<std::size_t>(tok)).data();
-        if (q >= 0) {
-          assert(static_cast<std::size_t>(q) < wpe.rows());
-          if (stream) {
-            add2_stream(o, e, wpe.row(static_cast<std::size_t>(q)).data(), C);
-          } else {
-            add2(o, e, wpe.row(static_cast<std::size_t>(q)).data(), C);
-          }
-        } else {
-          std::memcpy(o, e, C * sizeof(float));
-        }
-      } else if (q >= 0) {
-        assert(static_cast<std::size_t>(q) < wpe.rows());
-        add_into(o, wpe.row(static_cast<std::size_t>(q)).data(), C);
-      }
-    }
-    // Streaming stores are weakly ordered: make them visible before the team's barrier.
-    if (stream) _mm_sfence();
-  }
-}
-
-namespace {
-
-// The contributions of one scatter, counting-sorted by target row: order[first[k] ..
-// first[k + 1]) are the source rows of the k-th touched row rows[k], ascending.
-struct Buckets {
-  std::vector<std::uint32_t> rows;
-  std::vector<std::uint32_t> first;
+  std::vector<std::uint8_t> direct(n_rows, 0);
+  std::vector<Bucket> buckets;
   std::vector<std::uint32_t> order;
-};
+  if (with_tokens) {
+    plan_rows(
+        n_rows, dwte.rows(), [&](std::size_t n) -> std::int64_t { return job.tokens[n]; },
+        dwte.data(), dwte.row_stride(), 1, direct, buckets, order);
+  }
+  const bool contiguous = with_positions && positions.contiguous;
+  if (with_positions && !contiguous) {
+    plan_rows(
+        n_rows, dwpe.rows(), [&](std::size_t n) { return positions.pos[n]; }, dwpe.data(),
+        dwpe.row_stride(), 2, direct, buckets, order);
+  }
 
-Buckets bucket_by_target(const ScatterTarget& t, std::size_t n_src) {
-  const std::size_t R = t.dst.rows();
-  auto target = [&](std::size_t i) -> std::int64_t {
-    if (t.target64 != nullptr) return t.target64[i];
-    return t.target32[(i / t.seq_len) * t.token_stride + i % t.seq_len];
-  };
-  std::vector<std::uint32_t> count(R, 0);
-  for (std::size_t i = 0; i < n_src; ++i) {
-    const std::int64_t r = target(i);
-    if (r >= 0) {
-      assert(static_cast<std::size_t>(r) < R);
-      ++count[static_cast<std::size_t>(r)];
+  job.contiguous = contiguous;
+  job.direct = direct.data();
+  // Row tasks: with contiguous positions a task is a block of positions over the whole batch
+  // (each position row sums its batch rows in order); otherwise a block of rows n.
+  const std::size_t rows = rows_per_task(C);
+  job.rows_per_task = contiguous ? std::max<std::size_t>(1, rows / batch) : rows;
+  job.row_tasks = ceil_div(contiguous ? seq_len : n_rows, job.rows_per_task);
+  // Bucket tasks: consecutive buckets of about kBucketTaskRows contributions together.
+  std::vector<std::uint32_t> bucket_task_first{0};
+  std::size_t in_task = 0;
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    in_task += buckets[i].count;
+    if (in_task >= kBucketTaskRows || i + 1 == buckets.size()) {
+      bucket_task_first.push_back(static_cast<std::uint32_t>(i + 1));
+      in_task = 0;
     }
   }
-  Buckets b;
-  std::uint32_t total = 0;
-  for (std::size_t r = 0; r < R; ++r) {
-    const std::uint32_t c = count[r];
-    if (c == 0) continue;
-    b.rows.push_back(static_cast<std::uint32_t>(r));
-    b.first.push_back(total);
-    count[r] = total;  // becomes the insertion cursor
-    total += c;
+  job.buckets = buckets.data();
+  job.order = order.data();
+  job.bucket_task_first = bucket_task_first.data();
+  job.bucket_tasks = bucket_task_first.size() - 1;
+  // Columns: split when there are too few tasks for the threads (a single position row summed
+  // over a large batch, a batch of one token repeated...), in blocks of whole cache lines.
+  const std::size_t tasks = job.row_tasks + job.bucket_tasks;
+  const std::size_t wanted = kTasksPerThread * parallel_threads();
+  std::size_t col_tasks = 1;
+  if (tasks < wanted && worth_parallel(n_rows * C)) {
+    col_tasks = std::min(ceil_div(wanted, tasks), ceil_div(C, 16));
   }
-  b.first.push_back(total);
-  b.order.resize(total);
-  for (std::size_t i = 0; i < n_src; ++i) {
-    const std::int64_t r = target(i);
-    if (r >= 0) b.order[count[static_cast<std::size_t>(r)]++] = static_cast<std::uint32_t>(i);
-  }
-  return b;
-}
+  job.cols_per_task = ceil_div(ceil_div(C, col_tasks), 16) * 16;
+  job.col_tasks = ceil_div(C, job.cols_per_task);
 
-// d += src[order[0]]; d += src[order[1]]; ... in that order (the reference's rounding). The
-// destination row stays in L1 between the additions.
-void add_rows_in_order(float* __restrict d, MatrixView<const float> src, const std::uint32_t* order,
-                       std::size_t count) {
-  for (std::size_t j = 0; j < count; ++j) add_into(d, src.row(order[j]).data(), src.cols());
-}
-
-}  // namespace
-
-void scatter_add_rows(const ScatterTarget& target, MatrixView<const float> src) {
-  const Buckets b = bucket_by_target(target, src.rows());
-  // Each touched row is one task, owned by one thread: no two threads write the same row and
-  // each row's sum keeps its order.
-  const std::ptrdiff_t n_rows = static_cast<std::ptrdiff_t>(b.rows.size());
-#pragma omp parallel for schedule(dynamic, 8) if (worth_parallel(b.order.size() * src.cols()))
-  for (std::ptrdiff_t k = 0; k < n_rows; ++k) {
-    const auto kk = static_cast<std::size_t>(k);
-    add_rows_in_order(target.dst.row(b.rows[kk]).data(), src, b.order.data() + b.first[kk],
-                      b.first[kk + 1] - b.first[kk]);
-  }
+  const BackwardTaskFn run = backward_tasks();
+  parallel_for(tasks * job.col_tasks, 1, n_rows * C,
+               [&](std::size_t begin, std::size_t end) { run(job, begin, end); });
 }
 
 }  // namespace posemb::detail

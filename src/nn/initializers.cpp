@@ -1,11 +1,12 @@
 #include "posemb/initializers.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
+#include "initializer_kernels.hpp"
 #include "posemb/parallel.hpp"
-#include "posemb/random.hpp"
 #include "posemb/sinusoidal.hpp"
 
 namespace posemb {
@@ -21,17 +22,13 @@ constexpr NamedKind kKinds[] = {{"normal", InitKind::normal},
                                 {"zeros", InitKind::zeros},
                                 {"sinusoidal", InitKind::sinusoidal}};
 
-template <class F>
-void fill(MatrixView<float> table, F&& value) {
-  const std::size_t cols = table.cols();
-  const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(table.rows());
-#pragma omp parallel for schedule(static) if (worth_parallel(table.size()))
-  for (std::ptrdiff_t r = 0; r < rows; ++r) {
-    float* row = table.row(static_cast<std::size_t>(r)).data();
-    for (std::size_t c = 0; c < cols; ++c) {
-      row[c] = static_cast<float>(value(static_cast<std::size_t>(r) * cols + c));
-    }
-  }
+void fill(MatrixView<float> table, detail::FillKind kind, std::uint64_t seed, double scale) {
+  const detail::FillJob job{table.data(), table.row_stride(), table.cols(), kind, seed, scale};
+  const detail::FillRowsFn run = detail::fill_rows();
+  const std::size_t rows_per_chunk =
+      std::max<std::size_t>(1, (std::size_t{16} << 10) / std::max<std::size_t>(table.cols(), 1));
+  parallel_for(table.rows(), rows_per_chunk, table.size(),
+               [&](std::size_t r0, std::size_t r1) { run(job, r0, r1); });
 }
 
 }  // namespace
@@ -63,23 +60,22 @@ void initialize_table(MatrixView<float> table, const Initializer& init) {
             "0, got " +
             std::to_string(init.stddev));
       }
-      const double s = init.stddev;
-      fill(table, [=](std::uint64_t k) { return s * counter_normal(seed, k); });
+      fill(table, detail::FillKind::normal, seed, init.stddev);
       break;
     }
     case InitKind::scaled_normal: {
       const double s = table.cols() == 0 ? 0.0 : 1.0 / std::sqrt(double(table.cols()));
-      fill(table, [=](std::uint64_t k) { return s * counter_normal(seed, k); });
+      fill(table, detail::FillKind::normal, seed, s);
       break;
     }
     case InitKind::glorot_uniform: {
       const double fan = static_cast<double>(table.rows() + table.cols());
       const double a = fan == 0.0 ? 0.0 : std::sqrt(6.0 / fan);
-      fill(table, [=](std::uint64_t k) { return a * (2.0 * counter_uniform01(seed, 3, k) - 1.0); });
+      fill(table, detail::FillKind::uniform, seed, a);
       break;
     }
     case InitKind::zeros:
-      fill(table, [](std::uint64_t) { return 0.0; });
+      fill(table, detail::FillKind::zeros, seed, 0.0);
       break;
     case InitKind::sinusoidal:
       sinusoidal_positional_encoding_into(table, 0);

@@ -77,7 +77,8 @@ void LearnedPositionalEmbedding::forward_add(MatrixView<float> x, std::size_t ba
   constexpr const char* op = "LearnedPositionalEmbedding::forward_add";
   const Matrix<std::int64_t> pos = resolve_positions(positions, batch, seq_len, max_seq_len(), op);
   check_activation(op, x, batch, seq_len, embed_dim());
-  detail::gather_add_rows(x, {}, {}, pos, table_);
+  const detail::BatchPositions bp{pos.data(), positions.kind() == PositionSource::Kind::contiguous};
+  detail::embed_rows_forward(x, {}, batch, seq_len, {}, detail::table_ref(table_), bp);
 }
 
 void LearnedPositionalEmbedding::backward_add(MatrixView<const float> dx, std::size_t batch,
@@ -86,7 +87,8 @@ void LearnedPositionalEmbedding::backward_add(MatrixView<const float> dx, std::s
   constexpr const char* op = "LearnedPositionalEmbedding::backward_add";
   const Matrix<std::int64_t> pos = resolve_positions(positions, batch, seq_len, max_seq_len(), op);
   check_activation(op, dx, batch, seq_len, embed_dim());
-  detail::scatter_add_rows({grad_.view(), pos.data(), nullptr, seq_len, 0}, dx);
+  const detail::BatchPositions bp{pos.data(), positions.kind() == PositionSource::Kind::contiguous};
+  detail::embed_rows_backward({}, grad_.view(), dx, {}, batch, seq_len, bp);
 }
 
 bool LearnedPositionalEmbedding::grad_row_nonzero(std::size_t r) const noexcept {

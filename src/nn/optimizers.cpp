@@ -1,9 +1,12 @@
 #include "posemb/optimizers.hpp"
-#include "posemb/parallel.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+
+#include "optimizer_kernels.hpp"
+#include "posemb/parallel.hpp"
 
 namespace posemb {
 namespace {
@@ -50,6 +53,11 @@ std::vector<Matrix<float>> zeros_like(std::span<const ParamRef> params) {
   return out;
 }
 
+// Rows per parallel chunk: about 64 KiB of each array.
+std::size_t rows_per_chunk(std::size_t cols) {
+  return std::max<std::size_t>(1, (std::size_t{64} << 10) / (std::max<std::size_t>(cols, 1) * 4));
+}
+
 bool finite_all(std::initializer_list<float> xs) {
   for (float x : xs) {
     if (!std::isfinite(x)) return false;
@@ -93,27 +101,26 @@ void AdamW::step(std::span<const ParamRef> params) {
   const double bc2 = 1.0 - std::pow(static_cast<double>(b2), static_cast<double>(t));
   const float step_size = static_cast<float>(lr / bc1);
   const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+  const detail::AdamWRowsFn update = detail::adamw_rows();
   for (std::size_t i = 0; i < params.size(); ++i) {
     const ParamRef& p = params[i];
-    const std::size_t cols = p.value.cols();
-    const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(p.value.rows());
-    Matrix<float>& m = m_[i];
-    Matrix<float>& v = v_[i];
-#pragma omp parallel for schedule(static) if (worth_parallel(p.value.size()))
-    for (std::ptrdiff_t r = 0; r < rows; ++r) {
-      const std::size_t ur = static_cast<std::size_t>(r);
-      float* w = p.value.row(ur).data();
-      const float* g = p.grad.row(ur).data();
-      float* mr = m.row(ur).data();
-      float* vr = v.row(ur).data();
-      for (std::size_t c = 0; c < cols; ++c) {
-        w[c] *= decay;
-        mr[c] = b1 * mr[c] + (1.0f - b1) * g[c];
-        vr[c] = b2 * vr[c] + (1.0f - b2) * g[c] * g[c];
-        const float denom = std::sqrt(vr[c]) / bc2_sqrt + eps;
-        w[c] -= step_size * (mr[c] / denom);
-      }
-    }
+    const detail::AdamWJob job{p.value.data(),
+                               p.value.row_stride(),
+                               p.grad.data(),
+                               p.grad.row_stride(),
+                               m_[i].data(),
+                               v_[i].data(),
+                               p.value.cols(),
+                               decay,
+                               b1,
+                               1.0f - b1,
+                               b2,
+                               1.0f - b2,
+                               bc2_sqrt,
+                               eps,
+                               step_size};
+    parallel_for(p.value.rows(), rows_per_chunk(p.value.cols()), p.value.size(),
+                 [&](std::size_t r0, std::size_t r1) { update(job, r0, r1); });
   }
   steps_ = t;
 }
@@ -138,23 +145,20 @@ void Sgd::step(std::span<const ParamRef> params) {
   check_params("Sgd::step", params, velocity_);
   if (velocity_.empty()) velocity_ = zeros_like(params);
   const float lr = cfg_.lr, mu = cfg_.momentum, wd = cfg_.weight_decay;
+  const detail::SgdRowsFn update = detail::sgd_rows();
   for (std::size_t i = 0; i < params.size(); ++i) {
     const ParamRef& p = params[i];
-    const std::size_t cols = p.value.cols();
-    const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(p.value.rows());
-    Matrix<float>& buf = velocity_[i];
-#pragma omp parallel for schedule(static) if (worth_parallel(p.value.size()))
-    for (std::ptrdiff_t r = 0; r < rows; ++r) {
-      const std::size_t ur = static_cast<std::size_t>(r);
-      float* w = p.value.row(ur).data();
-      const float* g = p.grad.row(ur).data();
-      float* b = buf.row(ur).data();
-      for (std::size_t c = 0; c < cols; ++c) {
-        const float d = g[c] + wd * w[c];
-        b[c] = mu * b[c] + d;
-        w[c] -= lr * b[c];
-      }
-    }
+    const detail::SgdJob job{p.value.data(),
+                             p.value.row_stride(),
+                             p.grad.data(),
+                             p.grad.row_stride(),
+                             velocity_[i].data(),
+                             p.value.cols(),
+                             lr,
+                             mu,
+                             wd};
+    parallel_for(p.value.rows(), rows_per_chunk(p.value.cols()), p.value.size(),
+                 [&](std::size_t r0, std::size_t r1) { update(job, r0, r1); });
   }
   ++steps_;
 }

@@ -49,5 +49,7 @@ contains out "--json" "bench help lists --json"
 expect 2 "bench with zero repetitions" -- bench --reps 0 --no-peer
 one_line "bench with zero repetitions"
 contains err "--reps" "bench usage error names the flag"
+expect 2 "bench with a bad thread count" -- bench --threads 1,0 --no-peer
+contains err "--threads" "bench thread-count error names the flag"
 
 finish "cli"

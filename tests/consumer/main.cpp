@@ -32,7 +32,14 @@ int main() {
   posemb::Matrix<float> sin = posemb::sinusoidal_positional_encoding(4, 8, 100);
   if (sin.rows() != 4 || sin.cols() != 8) return 6;
   posemb::Matrix<float> copy(pe);
-  std::printf("consumer ok: posemb %s, copy %zux%zu\n", posemb::version(), copy.rows(),
-              copy.cols());
+  // A SIMD kernel (links Google Highway's runtime dispatch through the package's dependencies).
+  posemb::Matrix<posemb::TokenId> tokens(1, 2);
+  tokens(0, 1) = 3;
+  posemb::Matrix<float> wte(4, 16), out(2, 16);
+  wte(3, 3) = 1.0f;
+  posemb::embed_forward(out, tokens, posemb::PositionSource::contiguous(5), wte, table);
+  if (out(1, 3) != 1.0f || out(0, 3) != 2.5f) return 7;
+  std::printf("consumer ok: posemb %s, copy %zux%zu, SIMD target %s\n", posemb::version(),
+              copy.rows(), copy.cols(), posemb::simd_target().c_str());
   return 0;
 }

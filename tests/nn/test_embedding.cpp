@@ -1,5 +1,7 @@
 // embed_forward / embed_backward / add_positions_*: bit for bit against the scalar reference
-// (tests/reference), determinism across thread counts, central finite differences.
+// (tests/support/embed_reference.hpp), determinism across thread counts (and OpenMP dynamic
+// teams), the backward's paths (rows used once, contiguous positions, buckets, column blocks),
+// central finite differences.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -110,7 +112,7 @@ TEST(EmbedBackward, EqualsTheReferenceSummationOrderBitForBit) {
 }
 
 // Large enough to run on several threads; V small so that token rows repeat many times.
-TEST(EmbedBackward, BitwiseIdenticalForOneAndTwoThreadsAndRunToRun) {
+TEST(EmbedBackward, BitwiseIdenticalForAnyThreadCountAndRunToRun) {
   const std::size_t B = 8, T = 256, C = 160, maxT = 256;  // > 2^18 elements
   // V = 37: every token row repeats; V = 20000: most token rows are used once (another path).
   for (const std::size_t V : {std::size_t{37}, std::size_t{20000}})
@@ -118,23 +120,74 @@ TEST(EmbedBackward, BitwiseIdenticalForOneAndTwoThreadsAndRunToRun) {
       const auto batch = make_batch(kind, B, T, V, maxT, 7);
       const auto dout = random_matrix(B * T, C, 8, 3.0f);
       const auto wte = random_matrix(V, C, 9), wpe = random_matrix(maxT, C, 10);
-      std::vector<std::vector<unsigned char>> results;
-      for (int threads : {1, 2, 2, 1}) {
-        omp_set_num_threads(threads);
+      const auto pos = resolve_positions(batch.source(), batch.tokens, maxT);
+      Matrix<float> rte(V, C), rpe(maxT, C), rout(B * T, C);
+      reference::embed_backward(rte.view(), rpe.view(), dout, batch.tokens, pos.data());
+      reference::embed_backward(rte.view(), rpe.view(), dout, batch.tokens, pos.data());
+      reference::embed_forward(rout.view(), batch.tokens, pos.data(), wte, wpe);
+      auto want = bytes_of(rte);
+      for (auto v : {bytes_of(rpe), bytes_of(rout)}) want.insert(want.end(), v.begin(), v.end());
+      // 1, 2 and 3 threads (more threads than cores), then OpenMP dynamic teams.
+      for (int threads : {1, 2, 3, 2, 1, -2}) {
+        omp_set_dynamic(threads < 0 ? 1 : 0);
+        omp_set_num_threads(std::abs(threads));
         Matrix<float> dwte(V, C), dwpe(maxT, C), out(B * T, C);
         embed_backward(dwte.view(), dwpe.view(), dout, batch.tokens, batch.source());
         embed_backward(dwte.view(), dwpe.view(), dout, batch.tokens, batch.source());
         embed_forward(out.view(), batch.tokens, batch.source(), wte, wpe);
         auto all = bytes_of(dwte);
         for (auto v : {bytes_of(dwpe), bytes_of(out)}) all.insert(all.end(), v.begin(), v.end());
-        results.push_back(all);
+        EXPECT_EQ(all, want) << testing::source_name(kind) << " V " << V << " threads " << threads;
       }
+      omp_set_dynamic(0);
       omp_set_num_threads(2);
-      for (std::size_t i = 1; i < results.size(); ++i) {
-        EXPECT_EQ(results[i], results[0])
-            << testing::source_name(kind) << " V " << V << " run " << i;
+    }
+}
+
+// Few gradient rows with many contributions: the work is split into column blocks (one
+// position row summed over a batch of 512; a single token id; one explicit position for all).
+TEST(EmbedBackward, FewHeavyRowsSplitIntoColumnBlocksStayBitwiseEqualToTheReference) {
+  const std::size_t B = 512, T = 1, C = 1031, maxT = 4;
+  for (const std::size_t V : {std::size_t{1}, std::size_t{3000}}) {
+    const auto tokens = testing::random_tokens(B, T, V, 3);
+    Matrix<std::int64_t> ids(B, T);
+    for (auto& v : ids.flat()) v = 2;
+    const PositionSource sources[] = {PositionSource::contiguous(3),
+                                      PositionSource::explicit_ids(ids)};
+    for (const PositionSource& src : sources) {
+      const auto dout = random_matrix(B * T, C, 4);
+      const auto pos = resolve_positions(src, tokens, maxT);
+      Matrix<float> rte(V, C), rpe(maxT, C);
+      reference::embed_backward(rte.view(), rpe.view(), dout, tokens, pos.data());
+      for (int threads : {1, 2, 3}) {
+        omp_set_num_threads(threads);
+        Matrix<float> dwte(V, C), dwpe(maxT, C), dpos(maxT, C);
+        embed_backward(dwte.view(), dwpe.view(), dout, tokens, src);
+        add_positions_backward(dpos.view(), dout, B, T, src);
+        EXPECT_EQ(bytes_of(dwte), bytes_of(rte)) << "V " << V << " threads " << threads;
+        EXPECT_EQ(bytes_of(dwpe), bytes_of(rpe)) << "V " << V << " threads " << threads;
+        EXPECT_EQ(bytes_of(dpos), bytes_of(rpe)) << "V " << V << " threads " << threads;
       }
     }
+  }
+  omp_set_num_threads(2);
+}
+
+// The token-only overloads against the reference (positions all "none").
+TEST(EmbedTokensOnly, ForwardAndBackwardEqualTheReference) {
+  const std::size_t B = 6, T = 50, C = 37, V = 40;
+  const auto tokens = testing::random_tokens(B, T, V, 5);
+  const auto wte = random_matrix(V, C, 6), dout = random_matrix(B * T, C, 7);
+  Matrix<std::int64_t> none(B, T);
+  for (auto& v : none.flat()) v = -1;
+  Matrix<float> out(B * T, C), ref(B * T, C), dwte = random_matrix(V, C, 8);
+  Matrix<float> rte = dwte, unused(1, C);
+  embed_forward(out.view(), tokens, wte);
+  reference::embed_forward(ref.view(), tokens, none.data(), wte, unused);
+  EXPECT_EQ(bytes_of(out), bytes_of(ref));
+  embed_backward(dwte.view(), dout, tokens);
+  reference::embed_backward(rte.view(), unused.view(), dout, tokens, none.data());
+  EXPECT_EQ(bytes_of(dwte), bytes_of(rte));
 }
 
 // L(wte, wpe) = sum_{n,c} out[n,c] * R[n,c] accumulated in double; its gradient is what

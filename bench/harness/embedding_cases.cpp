@@ -1,0 +1,155 @@
+// The embedding cases (embedding_cases.hpp).
+//
+// Traffic model, the bytes an operation must move at the least: the forward writes its output
+// once and reads each distinct token row and each position row it uses once (2 bytes per
+// element from 16-bit tables); the backward reads dout once and reads and writes each distinct
+// gradient row it touches once. Cache reuse (a position row shared by the batch rows) is thereby
+// already subtracted.
+#include "harness/embedding_cases.hpp"
+
+#include <memory>
+#include <random>
+#include <set>
+
+#include "peers/llmc_encoder.hpp"
+#include "posemb/posemb.hpp"
+
+namespace posemb::bench {
+
+std::string Shape::describe() const {
+  return "B=" + std::to_string(B) + " T=" + std::to_string(T) + " C=" + std::to_string(C) +
+         " V=" + std::to_string(V);
+}
+
+const char* impl_name(Impl impl) {
+  switch (impl) {
+    case Impl::posemb:
+      return "posemb";
+    case Impl::llmc:
+      return "llm.c";
+    case Impl::llmc_omp:
+      return "llm.c omp";
+    case Impl::copy:
+      return "copy";
+  }
+  return "?";
+}
+
+Variant Case::variant() const {
+  return {name() + " " + impl_name(impl) + " " + std::to_string(threads) + "t", threads, run};
+}
+
+namespace {
+
+// GPT-2 style N(0, 0.02) tables (and their bfloat16 / float16 roundings), uniformly random
+// tokens, contiguous positions 0..T-1.
+struct Problem {
+  Shape s;
+  Matrix<float> wte, wpe, out, dout, dwte, dwpe;
+  Matrix<bfloat16> wte_bf, wpe_bf;
+  Matrix<float16> wte_h, wpe_h;
+  Matrix<TokenId> tokens;
+  std::size_t distinct_tokens = 0;
+
+  explicit Problem(const Shape& sh)
+      : s(sh),
+        wte(sh.V, sh.C),
+        wpe(sh.T, sh.C),
+        out(sh.B * sh.T, sh.C),
+        dout(sh.B * sh.T, sh.C),
+        dwte(sh.V, sh.C),
+        dwpe(sh.T, sh.C),
+        wte_bf(sh.V, sh.C),
+        wpe_bf(sh.T, sh.C),
+        wte_h(sh.V, sh.C),
+        wpe_h(sh.T, sh.C),
+        tokens(sh.B, sh.T) {
+    initialize_table(wte.view(), {InitKind::normal, 0.02, 1});
+    initialize_table(wpe.view(), {InitKind::normal, 0.01, 2});
+    initialize_table(dout.view(), {InitKind::normal, 1.0, 3});
+    for (std::size_t i = 0; i < wte.size(); ++i) {
+      wte_bf.data()[i] = bfloat16(wte.data()[i]);
+      wte_h.data()[i] = float16(wte.data()[i]);
+    }
+    for (std::size_t i = 0; i < wpe.size(); ++i) {
+      wpe_bf.data()[i] = bfloat16(wpe.data()[i]);
+      wpe_h.data()[i] = float16(wpe.data()[i]);
+    }
+    std::mt19937_64 rng(4);
+    std::uniform_int_distribution<TokenId> u(0, static_cast<TokenId>(sh.V - 1));
+    for (auto& t : tokens.flat()) t = u(rng);
+    distinct_tokens = std::set<TokenId>(tokens.flat().begin(), tokens.flat().end()).size();
+  }
+
+  double rows(std::size_t n, std::size_t element_bytes) const {
+    return static_cast<double>(n * s.C * element_bytes);
+  }
+  double forward_bytes(std::size_t table_element_bytes) const {
+    return rows(s.B * s.T, 4) + rows(distinct_tokens + s.T, table_element_bytes);
+  }
+  double backward_bytes() const { return rows(s.B * s.T, 4) + 2 * rows(distinct_tokens + s.T, 4); }
+
+  void forward() { embed_forward(out.view(), tokens, PositionSource::contiguous(), wte, wpe); }
+  void forward_bf16() {
+    embed_forward(out.view(), tokens, PositionSource::contiguous(), wte_bf, wpe_bf);
+  }
+  void forward_f16() {
+    embed_forward(out.view(), tokens, PositionSource::contiguous(), wte_h, wpe_h);
+  }
+  void backward() {
+    embed_backward(dwte.view(), dwpe.view(), dout, tokens, PositionSource::contiguous());
+  }
+  int i(std::size_t v) const { return static_cast<int>(v); }
+  void llmc_forward() {
+    posemb_llmc_encoder_forward(out.data(), tokens.data(), wte.data(), wpe.data(), i(s.B), i(s.T),
+                                i(s.C));
+  }
+  void llmc_forward_omp() {
+    posemb_llmc_encoder_forward_omp(out.data(), tokens.data(), wte.data(), wpe.data(), i(s.B),
+                                    i(s.T), i(s.C));
+  }
+  void llmc_backward() {
+    posemb_llmc_encoder_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), i(s.B),
+                                 i(s.T), i(s.C));
+  }
+};
+
+}  // namespace
+
+std::vector<Case> embedding_cases(const std::vector<int>& threads, bool with_llmc) {
+  std::vector<Case> cases;
+  for (int t : threads) {
+    double bytes = 0;
+    Variant v = copy_variant(t, bytes);
+    cases.push_back({"copy", "", "2 x 256 MiB", Impl::copy, t, bytes, v.run});
+  }
+  for (const Shape& s : {kGpt2Shape, kSmallShape}) {
+    auto p = std::make_shared<Problem>(s);
+    const double fwd = p->forward_bytes(4), bwd = p->backward_bytes();
+    auto add = [&](const char* op, Impl impl, int t, double bytes, std::function<void()> run) {
+      cases.push_back({op, s.tag, s.describe(), impl, t, bytes, std::move(run)});
+    };
+    if (with_llmc) {
+      add("embed_forward", Impl::llmc, 1, fwd, [p] { p->llmc_forward(); });
+      add("embed_backward", Impl::llmc, 1, bwd, [p] { p->llmc_backward(); });
+      add("embed_forward_backward", Impl::llmc, 1, fwd + bwd, [p] {
+        p->llmc_forward();
+        p->llmc_backward();
+      });
+    }
+    for (int t : threads) {
+      if (with_llmc) add("embed_forward", Impl::llmc_omp, t, fwd, [p] { p->llmc_forward_omp(); });
+      add("embed_forward", Impl::posemb, t, fwd, [p] { p->forward(); });
+      add("embed_backward", Impl::posemb, t, bwd, [p] { p->backward(); });
+      add("embed_forward_backward", Impl::posemb, t, fwd + bwd, [p] {
+        p->forward();
+        p->backward();
+      });
+      add("embed_forward_bf16", Impl::posemb, t, p->forward_bytes(2), [p] { p->forward_bf16(); });
+      add("embed_forward_f16", Impl::posemb, t, p->forward_bytes(2), [p] { p->forward_f16(); });
+    }
+  }
+  return cases;
+}
+
+}  // namespace posemb::bench

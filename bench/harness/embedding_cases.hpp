@@ -1,0 +1,51 @@
+// bench/harness/embedding_cases.hpp: the embedding benchmark cases, defined once for
+// `posemb bench` and the Google Benchmark program: the problems (GPT-2-small's input layer and a
+// small one), what each case runs, at which thread count, and the bytes it must move.
+//
+//   for (const auto& c : posemb::bench::embedding_cases({1, 2}, peers)) ... c.variant() ...
+//
+// Implementations: posemb's kernels (float, and bfloat16 / float16 tables for the forward), the
+// llm.c encoder loop (serial, and the forward with OpenMP; bench/peers/llmc_encoder.hpp) and a
+// streaming copy of 2 x 256 MiB (the machine's bandwidth in the same run).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness/harness.hpp"
+
+namespace posemb::bench {
+
+struct Shape {
+  const char* tag;  // "gpt2"
+  std::size_t B, T, C, V;
+  std::string describe() const;  // "B=4 T=1024 C=768 V=50257"
+};
+inline constexpr Shape kGpt2Shape{"gpt2", 4, 1024, 768, 50257};
+inline constexpr Shape kSmallShape{"small", 32, 64, 64, 64};
+
+enum class Impl { posemb, llmc, llmc_omp, copy };
+const char* impl_name(Impl impl);  // "posemb", "llm.c", "llm.c omp", "copy"
+
+struct Case {
+  std::string op;     // embed_forward, embed_backward, embed_forward_backward,
+                      // embed_forward_bf16, embed_forward_f16, copy
+  std::string shape;  // Shape::tag ("" for copy)
+  std::string shape_text;
+  Impl impl = Impl::posemb;
+  int threads = 1;
+  double bytes = 0;  // the bytes the operation must move (see embedding_cases.cpp)
+  std::function<void()> run;
+
+  std::string name() const {
+    return shape.empty() ? op : op + "/" + shape;
+  }  // "embed_forward/gpt2"
+  Variant variant() const;
+};
+
+// Every case at every thread count in `threads`. The serial llm.c loops appear once (threads
+// 1) and only when `with_llmc` (see llmc_peer_available).
+std::vector<Case> embedding_cases(const std::vector<int>& threads, bool with_llmc);
+
+}  // namespace posemb::bench

@@ -1,0 +1,215 @@
+#include "harness/harness.hpp"
+
+#include <fcntl.h>
+#include <immintrin.h>
+#include <omp.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
+
+#include "posemb/parallel.hpp"
+
+extern char** environ;
+
+namespace posemb::bench {
+namespace {
+
+constexpr std::size_t kMinFlushBytes = std::size_t{256} << 20;
+
+// Twice the last-level cache, at least 256 MiB.
+std::size_t flush_size() {
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  const std::size_t twice = llc > 0 ? 2 * static_cast<std::size_t>(llc) : 0;
+  return std::max(kMinFlushBytes, twice);
+}
+
+double median(std::vector<double> v) {  // the upper median for an even count
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+void set_threads(int threads) {
+  omp_set_num_threads(std::max(1, threads));
+}
+
+// dst = src, n bytes (a multiple of 64, both 64-byte aligned), with streaming stores of the
+// widest vectors the CPU has: the copy that writes once, straight to memory.
+__attribute__((target("avx512f"))) void stream_copy_avx512(char* dst, const char* src,
+                                                           std::size_t n) {
+  for (std::size_t i = 0; i < n; i += 64) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i),
+                        _mm512_load_si512(reinterpret_cast<const __m512i*>(src + i)));
+  }
+  _mm_sfence();
+}
+__attribute__((target("avx"))) void stream_copy_avx(char* dst, const char* src, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += 32) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_load_si256(reinterpret_cast<const __m256i*>(src + i)));
+  }
+  _mm_sfence();
+}
+void stream_copy_sse2(char* dst, const char* src, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm_load_si128(reinterpret_cast<const __m128i*>(src + i)));
+  }
+  _mm_sfence();
+}
+using CopyFn = void (*)(char*, const char*, std::size_t);
+CopyFn stream_copy() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return stream_copy_avx512;
+  if (__builtin_cpu_supports("avx")) return stream_copy_avx;
+  return stream_copy_sse2;
+}
+
+}  // namespace
+
+Harness::Harness() : flush_bytes_(flush_size()) {
+  flush_ = static_cast<float*>(::operator new (flush_bytes_, std::align_val_t{64}));
+  std::memset(flush_, 1, flush_bytes_);  // touch every page
+}
+
+Harness::~Harness() {
+  ::operator delete (flush_, std::align_val_t{64});
+}
+
+void Harness::flush() const {
+  // One float per cache line is enough to bring the whole line in.
+  const std::size_t n = flush_bytes_ / sizeof(float);
+  float sum = 0;
+  for (std::size_t i = 0; i < n; i += 16) sum += flush_[i];
+  volatile float sink = sum;
+  (void)sink;
+}
+
+double Harness::time_once(const Variant& v) const {
+  set_threads(v.threads);
+  flush();
+  const auto a = std::chrono::steady_clock::now();
+  v.run();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+}
+
+std::vector<Harness::Stats> Harness::run_interleaved(const std::vector<Variant>& variants,
+                                                     int repetitions, int warmup) const {
+  for (const Variant& v : variants) {
+    set_threads(v.threads);
+    for (int i = 0; i < warmup; ++i) v.run();
+  }
+  std::vector<std::vector<double>> seconds(variants.size());
+  for (int r = 0; r < std::max(1, repetitions); ++r) {
+    for (std::size_t i = 0; i < variants.size(); ++i) seconds[i].push_back(time_once(variants[i]));
+  }
+  std::vector<Stats> out;
+  for (auto& s : seconds) out.push_back({median(s), *std::min_element(s.begin(), s.end())});
+  return out;
+}
+
+Variant copy_variant(int threads, double& bytes) {
+  constexpr std::size_t kBytes = std::size_t{256} << 20;
+  struct Buffers {
+    char* src = static_cast<char*>(::operator new (kBytes, std::align_val_t{64}));
+    char* dst = static_cast<char*>(::operator new (kBytes, std::align_val_t{64}));
+    Buffers() {
+      std::memset(src, 1, kBytes);
+      std::memset(dst, 0, kBytes);
+    }
+    ~Buffers() {
+      ::operator delete (src, std::align_val_t{64});
+      ::operator delete (dst, std::align_val_t{64});
+    }
+    Buffers(const Buffers&) = delete;
+    Buffers& operator=(const Buffers&) = delete;
+  };
+  auto buf = std::make_shared<Buffers>();
+  bytes = 2.0 * static_cast<double>(kBytes);
+  Variant v;
+  v.name = "copy " + std::to_string(threads) + "t";
+  v.threads = threads;
+  v.run = [buf, copy = stream_copy()] {
+    // posemb's own parallel loop: dynamic chunks of 1 MiB.
+    constexpr std::size_t kChunk = std::size_t{1} << 20;
+    parallel_for(kBytes / kChunk, 1, kBytes / 4, [&](std::size_t begin, std::size_t end) {
+      copy(buf->dst + begin * kChunk, buf->src + begin * kChunk, (end - begin) * kChunk);
+    });
+  };
+  return v;
+}
+
+double load_average() {
+  double avg[1] = {-1};
+  return getloadavg(avg, 1) == 1 ? avg[0] : -1;
+}
+
+PeerResult run_peer(const std::vector<std::string>& argv) {
+  PeerResult r;
+  if (argv.empty() || access(argv[0].c_str(), X_OK) != 0) {
+    r.status =
+        "not measured (" + (argv.empty() ? std::string("no command") : argv[0]) + " not found)";
+    return r;
+  }
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    if (argv[i].ends_with(".py") && access(argv[i].c_str(), R_OK) != 0) {
+      r.status = "not measured (" + argv[i] + " not found)";
+      return r;
+    }
+  }
+  int out[2];
+  if (pipe(out) != 0) {
+    r.status = "not measured (pipe failed)";
+    return r;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&fa, out[0]);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(out[1]);
+  if (rc != 0) {
+    close(out[0]);
+    r.status = "not measured (cannot start " + argv[0] + ")";
+    return r;
+  }
+  std::string text;
+  std::array<char, 4096> buf{};
+  for (ssize_t n; (n = read(out[0], buf.data(), buf.size())) != 0;) {
+    if (n < 0) break;
+    text.append(buf.data(), static_cast<std::size_t>(n));
+  }
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    r.status = WIFSIGNALED(status)
+                   ? "not measured (peer killed by signal " + std::to_string(WTERMSIG(status)) + ")"
+                   : "not measured (peer exit status " + std::to_string(WEXITSTATUS(status)) + ")";
+    return r;
+  }
+  try {
+    r.json = nlohmann::json::parse(text);
+    r.status = "ok";
+  } catch (const std::exception& e) {
+    r.status = std::string("not measured (peer output is not JSON: ") + e.what() + ")";
+  }
+  return r;
+}
+
+}  // namespace posemb::bench

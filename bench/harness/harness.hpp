@@ -1,0 +1,76 @@
+// bench/harness/harness.hpp: how posemb measures, defined once for `posemb bench` and the Google
+// Benchmark program (bench/bench_embedding.cpp).
+//
+//   posemb::bench::Harness h;                                  // allocates the flush buffer
+//   std::vector<posemb::bench::Variant> vs = ...;              // what to time, at which threads
+//   auto stats = h.run_interleaved(vs, 20);                    // median and min per variant
+//   posemb::bench::PeerResult torch = posemb::bench::run_peer({"/usr/bin/python3", script});
+//
+// The protocol: before every timed repetition of every variant the caches are flushed by
+// reading a buffer larger than the last-level cache (at least 256 MiB; reading leaves clean
+// lines, so no write-back of the flush lands in the next timing); the variants are interleaved
+// (repetition 1 of every variant, then repetition 2, ...), so that a change in the machine's load
+// affects every variant alike; the result is the median. Ratios between variants of one run are
+// the figures to trust on a shared machine, together with the load average.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace posemb::bench {
+
+// One thing to time: `run` at `threads` threads (OpenMP's thread count, which posemb's
+// parallel_for follows too).
+struct Variant {
+  std::string name;  // "embed_forward/gpt2 posemb 2t", for listings
+  int threads = 1;
+  std::function<void()> run;
+};
+
+class Harness {
+ public:
+  Harness();
+  ~Harness();
+  Harness(const Harness&) = delete;
+  Harness& operator=(const Harness&) = delete;
+
+  // Evicts the caches: reads the whole flush buffer on the calling thread.
+  void flush() const;
+  std::size_t flush_bytes() const noexcept { return flush_bytes_; }
+  // Seconds of one call of v.run after setting its thread count and flushing.
+  double time_once(const Variant& v) const;
+  // `warmup` untimed calls of each variant, then `repetitions` rounds that time every variant
+  // once (flushing before each); returns the statistics of each variant, in order.
+  struct Stats {
+    double median = 0, min = 0;  // seconds
+  };
+  std::vector<Stats> run_interleaved(const std::vector<Variant>& variants, int repetitions,
+                                     int warmup = 2) const;
+
+ private:
+  float* flush_ = nullptr;
+  std::size_t flush_bytes_ = 0;
+};
+
+// A copy of n = 256 MiB (read n bytes, write n bytes with streaming stores of the widest vectors
+// the CPU has, the write going straight to memory) in chunks of 1 MiB over `threads` threads,
+// as a Variant over its own two buffers; `bytes` receives 2n, the bytes moved.
+Variant copy_variant(int threads, double& bytes);
+
+// The 1-minute load average, or -1 when unknown.
+double load_average();
+
+// An external peer (a Python script today): runs argv[0] with the arguments, reads its
+// standard output as one JSON document. On failure (not found, non-zero exit, bad JSON)
+// `json` is empty and `status` says why.
+struct PeerResult {
+  std::optional<nlohmann::json> json;
+  std::string status;
+};
+PeerResult run_peer(const std::vector<std::string>& argv);
+
+}  // namespace posemb::bench

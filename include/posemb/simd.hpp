@@ -1,0 +1,32 @@
+// posemb/simd.hpp: which instruction set posemb's kernels run on.
+//
+//   std::string t = posemb::simd_target();                // "avx512" on a CPU with AVX-512
+//   std::vector<std::string> all = posemb::simd_targets(); // {"avx512", "avx2", "sse4",
+//   "baseline"}
+//
+// One build runs on any x86-64 CPU. Each kernel (the embedding forward and backward, the
+// position-only add, the optimizers' updates, the initializers' fill) is compiled for several
+// targets: the build's baseline (plain x86-64 unless the build says otherwise), SSE4, AVX2 and
+// AVX-512; the best one this CPU supports is chosen once per process (Google Highway's dynamic
+// dispatch). Every target computes the same operations in the same order, so results are
+// bitwise identical whichever target runs (the tests compare them).
+//
+// The environment variable POSEMB_SIMD, read once when a kernel first runs, overrides the choice:
+//   POSEMB_SIMD=baseline   the build's baseline path (no dispatch)
+//   POSEMB_SIMD=avx2       that target (also sse4, avx512); it must be one simd_targets() lists
+//   unset, empty or best   the best target of this CPU
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace posemb {
+
+// The target the kernels of this process use. Throws std::invalid_argument when POSEMB_SIMD
+// names no target or one this build or this CPU lacks (the message lists the valid names).
+std::string simd_target();
+
+// The targets this build has and this CPU runs, best first; the last is "baseline".
+std::vector<std::string> simd_targets();
+
+}  // namespace posemb

@@ -1,0 +1,170 @@
+// The helper threads behind posemb::parallel_for (posemb/parallel.hpp).
+//
+// One job at a time. A job is published in `state_`, a 64-bit word holding the job's generation
+// (upper 32 bits), a "closed" bit and the number of helpers registered in it. A helper joins the
+// current job by incrementing that count with a compare-and-swap that also checks the generation
+// and that the job is still open; it then takes chunks from `next_` until none is left and
+// deregisters. The caller takes chunks too; when they run out it closes the job (no helper can
+// join any more) and waits only for the helpers that did join. A helper that wakes up late finds
+// the job closed and goes back to sleep: nobody waits for it.
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "posemb/parallel.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define POSEMB_CPU_RELAX() _mm_pause()
+#else
+#define POSEMB_CPU_RELAX() ((void)0)
+#endif
+
+namespace posemb {
+namespace {
+
+// How long a thread spins on a flag before sleeping on it.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+// Spins until pred() or kSpin has passed; returns pred()'s last value.
+template <class Pred>
+bool spin_until(Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (unsigned i = 1;; ++i) {
+    if (pred()) return true;
+    POSEMB_CPU_RELAX();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() >= deadline) return pred();
+  }
+}
+
+thread_local bool t_in_chunk = false;  // this thread is running a chunk of some job
+
+class Pool {
+ public:
+  static Pool& instance() {
+    // Never destroyed: helpers may still be asleep on its members when the process exits.
+    static Pool* pool = new Pool;
+    return *pool;
+  }
+
+  // Runs the job; false when the helpers are busy with another caller's job (run it serially).
+  bool run(std::size_t n_chunks, void (*fn)(void*, std::size_t), void* ctx, std::size_t helpers) {
+    std::unique_lock<std::mutex> lock(caller_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    grow(helpers);
+    fn_ = fn;
+    ctx_ = ctx;
+    n_chunks_ = n_chunks;
+    max_helpers_ = helpers;
+    next_.store(0, std::memory_order_relaxed);
+    generation_ += 1;
+    state_.store(generation_ << 32, std::memory_order_release);
+    wake_.fetch_add(1, std::memory_order_release);
+    wake_.notify_all();
+
+    take_chunks();
+
+    const std::uint64_t before = state_.fetch_or(kClosed, std::memory_order_acq_rel);
+    if (count(before) != 0) wait_for_helpers();
+    return true;
+  }
+
+ private:
+  static constexpr std::uint64_t kClosed = std::uint64_t{1} << 31;
+  static std::uint64_t count(std::uint64_t s) { return s & (kClosed - 1); }
+
+  void take_chunks() {
+    t_in_chunk = true;
+    for (;;) {
+      const std::size_t k = next_.fetch_add(1, std::memory_order_relaxed);
+      if (k >= n_chunks_) break;
+      fn_(ctx_, k);
+    }
+    t_in_chunk = false;
+  }
+
+  void wait_for_helpers() {
+    auto done = [&] { return count(state_.load(std::memory_order_acquire)) == 0; };
+    if (spin_until(done)) return;
+    for (;;) {
+      const std::uint32_t seen = finished_.load(std::memory_order_acquire);
+      if (done()) return;
+      finished_.wait(seen, std::memory_order_acquire);
+    }
+  }
+
+  // Starts helpers until there are n (under the caller lock).
+  void grow(std::size_t n) {
+    while (helpers_.size() < n) {
+      helpers_.emplace_back([this] { helper_loop(); });
+      helpers_.back().detach();
+    }
+  }
+
+  void helper_loop() {
+    std::uint32_t seen = wake_.load(std::memory_order_acquire);
+    for (;;) {
+      if (!spin_until([&] { return wake_.load(std::memory_order_acquire) != seen; })) {
+        wake_.wait(seen, std::memory_order_acquire);
+      }
+      seen = wake_.load(std::memory_order_acquire);
+      join_current_job();
+    }
+  }
+
+  void join_current_job() {
+    std::uint64_t s = state_.load(std::memory_order_acquire);
+    do {
+      if ((s & kClosed) != 0) return;
+    } while (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
+                                           std::memory_order_acquire));
+    // Registered: the job's fields stay as they are until this helper leaves.
+    if (count(s) < max_helpers_) take_chunks();
+    const std::uint64_t before = state_.fetch_sub(1, std::memory_order_acq_rel);
+    if ((before & kClosed) != 0 && count(before) == 1) {
+      finished_.fetch_add(1, std::memory_order_release);
+      finished_.notify_all();
+    }
+  }
+
+  std::mutex caller_;                 // one job at a time
+  std::vector<std::thread> helpers_;  // detached; sleep on wake_ when idle
+  std::uint64_t generation_ = 0;      // caller only
+  std::atomic<std::uint64_t> state_{kClosed};
+  std::atomic<std::uint32_t> wake_{0};      // bumped for every job
+  std::atomic<std::uint32_t> finished_{0};  // bumped when the last helper leaves a closed job
+  std::atomic<std::size_t> next_{0};        // the next chunk to take
+  // The job; written by the caller only while no helper is registered.
+  void (*fn_)(void*, std::size_t) = nullptr;
+  void* ctx_ = nullptr;
+  std::size_t n_chunks_ = 0;
+  std::size_t max_helpers_ = 0;
+};
+
+}  // namespace
+
+std::size_t parallel_threads() noexcept {
+  if (t_in_chunk || omp_in_parallel()) return 1;
+  return static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
+}
+
+namespace detail {
+
+void run_chunks(std::size_t n_chunks, void (*fn)(void* ctx, std::size_t chunk), void* ctx) {
+  const std::size_t threads = parallel_threads();
+  if (threads > 1 && n_chunks > 1 &&
+      Pool::instance().run(n_chunks, fn, ctx, std::min(threads, n_chunks) - 1)) {
+    return;
+  }
+  for (std::size_t k = 0; k < n_chunks; ++k) fn(ctx, k);
+}
+
+}  // namespace detail
+}  // namespace posemb

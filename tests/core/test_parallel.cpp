@@ -1,0 +1,137 @@
+// posemb::parallel_for (posemb/parallel.hpp): every index exactly once for any size, grain and
+// thread count; small work on the calling thread; nested calls, calls from inside an OpenMP
+// region and calls from several threads at once.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "posemb/parallel.hpp"
+
+namespace posemb {
+namespace {
+
+// Counts how often each index is visited; also records whether a chunk ran off the caller.
+struct Visits {
+  explicit Visits(std::size_t n) : count(n) {}
+  std::vector<std::atomic<int>> count;
+  std::atomic<int> other_threads{0};
+  bool each_once() const {
+    for (const auto& c : count) {
+      if (c.load() != 1) return false;
+    }
+    return true;
+  }
+};
+
+void visit(Visits& v, std::size_t n, std::size_t grain, std::size_t work) {
+  const auto caller = std::this_thread::get_id();
+  parallel_for(n, grain, work, [&](std::size_t begin, std::size_t end) {
+    ASSERT_LT(begin, end);
+    ASSERT_LE(end, n);
+    // chunks of `grain` indices, or the whole range on the calling thread
+    EXPECT_TRUE(end - begin <= (grain == 0 ? 1 : grain) || (begin == 0 && end == n));
+    for (std::size_t i = begin; i < end; ++i) v.count[i].fetch_add(1);
+    if (std::this_thread::get_id() != caller) v.other_threads.fetch_add(1);
+  });
+}
+
+TEST(ParallelFor, VisitsEveryIndexExactlyOnceForAnySizeGrainAndThreadCount) {
+  for (int threads : {1, 2, 3, 5}) {
+    omp_set_num_threads(threads);
+    for (std::size_t n : {0u, 1u, 2u, 7u, 64u, 1000u, 4099u}) {
+      for (std::size_t grain : {0u, 1u, 3u, 64u, 5000u}) {
+        Visits v(n);
+        visit(v, n, grain, kParallelMinWork);
+        EXPECT_TRUE(v.each_once()) << "threads " << threads << " n " << n << " grain " << grain;
+        if (threads == 1) {
+          EXPECT_EQ(v.other_threads.load(), 0);
+        }
+      }
+    }
+  }
+  omp_set_num_threads(2);
+}
+
+TEST(ParallelFor, SmallWorkRunsOnTheCallingThreadAsOneChunk) {
+  omp_set_num_threads(2);
+  int calls = 0;
+  const auto caller = std::this_thread::get_id();
+  parallel_for(1000, 10, kParallelMinWork - 1, [&](std::size_t begin, std::size_t end) {
+    ++calls;
+    EXPECT_EQ(begin, 0u);
+    EXPECT_EQ(end, 1000u);
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+  });
+  EXPECT_EQ(calls, 1);
+}
+
+// With two threads and enough chunks that each takes a while, a helper takes some of them.
+TEST(ParallelFor, UsesAHelperThreadWhenThereIsEnoughWork) {
+  omp_set_num_threads(2);
+  int helped = 0;
+  for (int attempt = 0; attempt < 50 && helped == 0; ++attempt) {
+    Visits v(256);
+    const auto caller = std::this_thread::get_id();
+    parallel_for(256, 1, kParallelMinWork, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) v.count[i].fetch_add(1);
+      if (std::this_thread::get_id() != caller) v.other_threads.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    });
+    EXPECT_TRUE(v.each_once());
+    helped = v.other_threads.load();
+  }
+  EXPECT_GT(helped, 0);
+}
+
+TEST(ParallelFor, NestedCallsAndCallsInsideAnOpenMpRegionRunInline) {
+  omp_set_num_threads(2);
+  std::vector<std::atomic<int>> count(64 * 64);
+  parallel_for(64, 1, kParallelMinWork, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t i = b0; i < b1; ++i) {
+      EXPECT_EQ(parallel_threads(), 1u);  // inside a chunk: one thread
+      parallel_for(64, 4, kParallelMinWork, [&](std::size_t c0, std::size_t c1) {
+        for (std::size_t j = c0; j < c1; ++j) count[i * 64 + j].fetch_add(1);
+      });
+    }
+  });
+  for (const auto& c : count) EXPECT_EQ(c.load(), 1);
+
+  // Inside an active OpenMP team each member runs its own loops alone.
+  std::atomic<int> alone{0}, wrong{0}, team{0};
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    team = omp_get_num_threads();
+    if (parallel_threads() == 1) alone.fetch_add(1);
+    Visits v(300);
+    visit(v, 300, 7, kParallelMinWork);
+    if (!v.each_once() || (team > 1 && v.other_threads.load() != 0)) wrong.fetch_add(1);
+  }
+  if (team > 1) {
+    EXPECT_EQ(alone.load(), team.load());
+  }
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(ParallelFor, ConcurrentCallersFromSeveralThreadsEachGetEveryIndexOnce) {
+  omp_set_num_threads(2);
+  std::atomic<int> bad{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c) {
+    callers.emplace_back([&] {
+      for (int rep = 0; rep < 200; ++rep) {
+        Visits v(97);
+        visit(v, 97, 3, kParallelMinWork);
+        if (!v.each_once()) bad.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+}  // namespace
+}  // namespace posemb
