@@ -1,10 +1,18 @@
 #include "lab/kernels.hpp"
 
 #include <cblas.h>
+#include <omp.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace posemb::lab {
 namespace {
@@ -19,7 +27,56 @@ std::size_t chunks(std::size_t n, std::size_t chunk) {
 
 }  // namespace
 
+// OpenBLAS's pool of work buffers (exported by libopenblas, declared in its internal common.h).
+extern "C" {
+void* blas_memory_alloc(int procpos);
+void blas_memory_free(void* buffer);
+}
+
+namespace {
+
+// OpenBLAS (0.3.21) takes a work buffer of BUFFER_SIZE (128 MiB on x86-64) from its pool for
+// every BLAS call in progress, allocating one when all are in use, and retries that allocation
+// forever when it fails: under an address-space limit (ulimit -v) a matrix product would spin
+// instead of failing. So before the lab's first product: check that the limit leaves room for
+// a buffer per OpenMP thread (and the threads' stacks and malloc arenas), then take those
+// buffers at once and give them back (the pool keeps them): later products never allocate, and
+// a later shortage of memory is a std::bad_alloc of our own allocations, not a hang.
+void prepare_blas() {
+  const auto threads = static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
+  constexpr std::size_t kBuffer = (std::size_t{128} << 20) + (std::size_t{8} << 10);
+  constexpr std::size_t kThread = std::size_t{72} << 20;  // an 8 MiB stack, a 64 MiB arena
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    std::size_t pages = 0;
+    if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(f, "%zu", &pages) != 1) pages = 0;
+      std::fclose(f);
+    }
+    const std::size_t in_use = pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t need = in_use + threads * kBuffer + (threads - 1) * kThread + (16 << 20);
+    if (need > rl.rlim_cur) {
+      throw std::runtime_error(
+          "lab: the address-space limit (ulimit -v) of " + std::to_string(rl.rlim_cur >> 20) +
+          " MiB is too small: with " + std::to_string(in_use >> 20) + " MiB in use, " +
+          std::to_string(threads) + " threads and OpenBLAS's " + std::to_string(kBuffer >> 20) +
+          " MiB work buffer for each, the lab needs at least " + std::to_string(need >> 20) +
+          " MiB before its own memory (raise the limit or use fewer threads)");
+    }
+  }
+  std::vector<void*> buffers;
+  for (std::size_t i = 0; i < threads; ++i) buffers.push_back(blas_memory_alloc(0));
+  for (void* b : buffers) blas_memory_free(b);
+    // Start the OpenMP threads now too (their stacks and malloc arenas).
+#pragma omp parallel
+  std::free(std::malloc(64));
+}
+
+}  // namespace
+
 void blas_single_threaded() {
+  static const bool prepared = (prepare_blas(), true);
+  (void)prepared;
   openblas_set_num_threads(1);
 }
 
