@@ -54,7 +54,12 @@ std::map<std::string, double> run_peer(const BenchOptions& o, std::string& statu
   }
   std::string text;
   std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), static_cast<int>(buf.size()), pipe) != nullptr) text += buf.data();
+  // The peer prints one small JSON document; more than 1 MiB is not it (a --python that
+  // prints forever is stopped here).
+  while (text.size() < (1u << 20) &&
+         std::fgets(buf.data(), static_cast<int>(buf.size()), pipe) != nullptr) {
+    text += buf.data();
+  }
   const int rc = pclose(pipe);
   std::map<std::string, double> out;
   try {
@@ -75,7 +80,9 @@ std::string ratio(std::optional<double> other, double ours) {
 }
 
 void run_bench(const BenchOptions& o) {
-  if (o.repetitions < 1) throw UsageError("--reps must be at least 1");
+  if (o.repetitions < 1 || o.repetitions > 1000) {
+    throw UsageError("--reps " + std::to_string(o.repetitions) + " is not in [1, 1000]");
+  }
   BenchContext ctx;
   ctx.repetitions = o.repetitions;
   ctx.run_peers = !o.no_peer;
