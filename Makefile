@@ -51,8 +51,9 @@ test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -L unit
 
-# The file readers under libFuzzer (clang, ASan + UBSan): FUZZ_SECONDS per target from a seed
-# corpus of the committed files in tests/data, after replaying the regression inputs.
+# The file readers and the lab's checkpoint metadata parser under libFuzzer (clang, ASan +
+# UBSan): FUZZ_SECONDS per target from a seed corpus of the committed files in tests/data, after
+# replaying the regression inputs.
 build-fuzz: setup
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
 	  -DPOSEMB_BUILD_FUZZERS=ON -DPOSEMB_BUILD_TESTS=OFF -DPOSEMB_BUILD_TOOLS=OFF \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target for a bounded time: first over the regression inputs kept in
 # tests/data (every one must pass), then fuzzing from a seed corpus of the committed valid and
-# malformed files. Usage: fuzz/run.sh BUILD_DIR [SECONDS_PER_TARGET]
+# malformed files (for the checkpoint metadata: the metadata of real lab checkpoints).
+# Usage: fuzz/run.sh BUILD_DIR [SECONDS_PER_TARGET]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$1"
@@ -10,13 +11,18 @@ data="$root/tests/data"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 status=0
-for target in safetensors npy; do
+for target in safetensors npy checkpoint_metadata; do
   bin="$build/fuzz/fuzz_$target"
   corpus="$build/fuzz-corpus/$target"
   artifacts="$build/fuzz-artifacts/$target/"
   mkdir -p "$corpus" "$artifacts"
   shopt -s nullglob
-  seeds=("$data"/valid/*."$target" "$data"/malformed/*."$target" "$data"/fuzz-regressions/"$target"/*)
+  if [ "$target" = checkpoint_metadata ]; then
+    # The __metadata__ of real checkpoints (one per encoding, from `posemb train`).
+    seeds=("$data"/checkpoint-metadata/*.json "$data"/fuzz-regressions/"$target"/*)
+  else
+    seeds=("$data"/valid/*."$target" "$data"/malformed/*."$target" "$data"/fuzz-regressions/"$target"/*)
+  fi
   shopt -u nullglob
   cp -f "${seeds[@]}" "$corpus"/
   echo "fuzz_$target: ${#seeds[@]} seed and regression inputs, then ${seconds}s of fuzzing"

@@ -27,12 +27,28 @@ inline constexpr const char* kCheckpointFormat = "posemb-lab-checkpoint/1";
 struct Checkpoint {
   std::string path;
   TensorFile file;
-  RunConfig run;                 // posemb.lab.run
+  RunConfig run;                 // posemb.lab.run (model.max_seq_len: the learned table's rows)
   std::size_t step = 0;          // posemb.lab.step
   std::int64_t adamw_steps = 0;  // posemb.lab.adamw_steps
-  // The float32 values of tensor `name`; throws std::runtime_error naming the file when absent.
+  // The float32 values of tensor `name`; throws FileFormatError naming the file when absent.
   Matrix<float> tensor(const std::string& name) const;
 };
+
+// A checkpoint's metadata comes from a file: it is untrusted. decode_checkpoint_metadata
+// checks every entry before anything is built from it: `format` is kCheckpointFormat;
+// posemb.lab.run is a run configuration (RunConfig::from_json: typed, bounded, validated
+// against the lab's limits); posemb.lab.step and posemb.lab.adamw_steps are whole numbers in
+// [0, limits::steps.max] written in decimal digits only. Throws posemb::FileFormatError
+// "'PATH': checkpoint metadata KEY: problem" naming the file and the key. Fills path, run, step
+// and adamw_steps of the result (not file).
+Checkpoint decode_checkpoint_metadata(const Metadata& metadata, const std::string& path);
+
+// Checks the tensors of a checkpoint against its run settings, reading shapes only: every
+// tensor of the model (Model::tensor_shapes) is present, 2-D, a float dtype and of the model's
+// shape; the learned table may have other rows than the settings say (a table resized by
+// `posemb resize`), within the limits and at least the longest training sequence: its rows
+// become ck.run.model.max_seq_len. Throws FileFormatError naming the file and the tensor.
+void check_checkpoint_tensors(Checkpoint& ck);
 
 // Writes the model's tensors, the optimizer's moments, the settings and the step to path,
 // atomically (posemb::write_safetensors). Models with a learned table also get the position
@@ -41,14 +57,18 @@ struct Checkpoint {
 void write_checkpoint(const std::string& path, Model& model, const AdamW& opt, const RunConfig& cfg,
                       std::size_t step);
 
-// Reads and checks a checkpoint written by write_checkpoint.
+// Reads and checks a checkpoint written by write_checkpoint (decode_checkpoint_metadata, then
+// check_checkpoint_tensors): a file that is not one throws FileFormatError naming the file.
 Checkpoint read_checkpoint(const std::string& path);
 
 // Copies every tensor of the model from the checkpoint (but the learned table's when
-// skip_table); throws naming the tensor and the file when one is missing or of another shape.
+// skip_table); throws FileFormatError naming the tensor and the file when one is missing, of
+// another shape, or holds NaN or infinity.
 void load_tensors(Model& model, const Checkpoint& ck, bool skip_table = false);
 
-// The AdamW moments and step count of the checkpoint into opt (nothing when it has none).
+// The AdamW moments and step count of the checkpoint into opt (nothing when it has none); the
+// moments must match the parameters' shapes and be finite (second moments >= 0), checked
+// before opt changes.
 void load_optimizer_state(AdamW& opt, Model& model, const Checkpoint& ck);
 
 // dst = src, throwing (naming tensor `name` of file `path`) when the shapes differ.

@@ -1,11 +1,11 @@
 #include "lab/config.hpp"
 
 #include <cmath>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <type_traits>
 
 #include "lab/encoding.hpp"
+#include "posemb/errors.hpp"
 
 namespace posemb::lab {
 
@@ -127,77 +127,12 @@ void RunConfig::validate() const {
 TaskKind parse_task_kind(const std::string& name) {
   if (name == "copy") return TaskKind::copy;
   if (name == "reverse") return TaskKind::reverse;
-  throw ConfigError({"task.kind"}, "task config: task '" + name + "' is not one of copy, reverse");
+  throw ConfigError({"task.kind"}, "task config: task " + quote_untrusted(name, 64) +
+                                       " is not one of copy, reverse");
 }
 
 std::string task_kind_name(TaskKind kind) {
   return kind == TaskKind::copy ? "copy" : "reverse";
-}
-
-std::string RunConfig::to_json() const {
-  nlohmann::ordered_json j;
-  j["model"] = {{"vocab_size", model.vocab_size},
-                {"d_model", model.d_model},
-                {"n_layers", model.n_layers},
-                {"n_heads", model.n_heads},
-                {"d_ff", model.d_ff},
-                {"pe", model.pe},
-                {"max_seq_len", model.max_seq_len},
-                {"rope_base", model.rope_base},
-                {"sinusoidal_base", model.sinusoidal_base},
-                {"init_std", model.init_std},
-                {"embed_init_std", model.embed_init_std}};
-  j["task"] = {{"kind", task_kind_name(task.kind)},
-               {"alphabet", task.alphabet},
-               {"train_len", task.train_len}};
-  j["train"] = {{"batch", train.batch},
-                {"micro_batch", train.micro_batch},
-                {"sort_by_length", train.sort_by_length},
-                {"steps", train.steps},
-                {"warmup", train.warmup},
-                {"lr", train.lr},
-                {"min_lr_ratio", train.min_lr_ratio},
-                {"weight_decay", train.weight_decay},
-                {"beta1", train.beta1},
-                {"beta2", train.beta2},
-                {"grad_clip", train.grad_clip},
-                {"seed", train.seed}};
-  return j.dump();
-}
-
-RunConfig RunConfig::from_json(const std::string& text) {
-  const auto j = nlohmann::json::parse(text);
-  RunConfig c;
-  const auto& m = j.at("model");
-  c.model.vocab_size = m.at("vocab_size");
-  c.model.d_model = m.at("d_model");
-  c.model.n_layers = m.at("n_layers");
-  c.model.n_heads = m.at("n_heads");
-  c.model.d_ff = m.at("d_ff");
-  c.model.pe = m.at("pe").get<std::string>();
-  c.model.max_seq_len = m.at("max_seq_len");
-  c.model.rope_base = m.at("rope_base");
-  c.model.sinusoidal_base = m.at("sinusoidal_base");
-  c.model.init_std = m.at("init_std");
-  c.model.embed_init_std = m.at("embed_init_std");
-  const auto& t = j.at("task");
-  c.task.kind = parse_task_kind(t.at("kind").get<std::string>());
-  c.task.alphabet = t.at("alphabet");
-  c.task.train_len = t.at("train_len");
-  const auto& r = j.at("train");
-  c.train.batch = r.at("batch");
-  c.train.micro_batch = r.at("micro_batch");
-  c.train.sort_by_length = r.at("sort_by_length");
-  c.train.steps = r.at("steps");
-  c.train.warmup = r.at("warmup");
-  c.train.lr = r.at("lr");
-  c.train.min_lr_ratio = r.at("min_lr_ratio");
-  c.train.weight_decay = r.at("weight_decay");
-  c.train.beta1 = r.at("beta1");
-  c.train.beta2 = r.at("beta2");
-  c.train.grad_clip = r.at("grad_clip");
-  c.train.seed = r.at("seed");
-  return c;
 }
 
 }  // namespace posemb::lab

@@ -62,6 +62,9 @@ inline constexpr Limit<double> non_negative{0.0, kInf, false, true};  // weight 
 // Evaluation.
 inline constexpr Limit<std::size_t> eval_len{1, 100000};  // n, symbols per instance
 inline constexpr Limit<std::size_t> samples{1, 100000};
+// Multiply-adds of one evaluation (lab::evaluation_work): about an hour on one core; 1000 times
+// the demo's.
+inline constexpr Limit<double> eval_work{0.0, 1e13};
 }  // namespace limits
 
 // An unusable setting. what() names the fields and values; fields() lists them qualified
@@ -146,10 +149,16 @@ struct RunConfig {
   // Each part, then what ties them: vocab_size is the task's, and a learned table holds the
   // longest training sequence.
   void validate() const;
-  // The settings as JSON (the checkpoint's metadata) and back (not validated).
+  // The settings as JSON (the checkpoint's metadata) and back. from_json takes untrusted text
+  // (at most kMaxRunJsonBytes): every setting exactly once with its JSON type (whole numbers
+  // for counts, numbers within float's range for float settings), no unknown or repeated key,
+  // then validate(); throws ConfigError naming the field ("model.d_model") otherwise.
   std::string to_json() const;
   static RunConfig from_json(const std::string& text);
 };
+
+// The longest run JSON from_json reads (to_json writes about 600 bytes).
+inline constexpr std::size_t kMaxRunJsonBytes = 65536;
 
 // Model input length of an instance with n symbols: 2n + 2 (BOS x1..xn SEP y1..yn).
 inline std::size_t input_len(std::size_t n) {

@@ -2,6 +2,7 @@
 #include <array>
 
 #include "lab/encoding.hpp"
+#include "posemb/errors.hpp"
 
 namespace posemb::lab {
 
@@ -29,8 +30,8 @@ const EncodingSpec& find_encoding(std::string_view name) {
   for (const auto* e : kRegistry) {
     if (e->name == name) return *e;
   }
-  throw ConfigError({"model.pe"}, "model config: positional encoding '" + std::string(name) +
-                                      "' is not one of " + encoding_names());
+  throw ConfigError({"model.pe"}, "model config: positional encoding " + quote_untrusted(name, 64) +
+                                      " is not one of " + encoding_names());
 }
 
 void Encoding::rotate_qk_forward(MatrixView<float>, std::span<const std::int64_t>,

@@ -1,15 +1,33 @@
 #include "lab/evaluate.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <stdexcept>
 
 #include "lab/kernels.hpp"
 #include "posemb/errors.hpp"
+#include "posemb/memory.hpp"
 
 namespace posemb::lab {
 
 namespace {
+
+// The rows of the learned table (SIZE_MAX for an encoding computed at any position).
+std::size_t table_rows(const Model& model) {
+  const LearnedPositionalEmbedding* t = model.encoding().learned_table();
+  return t != nullptr ? t->max_seq_len() : static_cast<std::size_t>(-1);
+}
+
+// The memory of one length's evaluation: its batch and its decoder.
+std::size_t length_bytes(const ModelConfig& mc, std::size_t samples, std::size_t n) {
+  const std::size_t len = input_len(n);
+  const std::size_t batch =
+      saturating_mul(saturating_mul(samples, len), sizeof(TokenId) + sizeof(std::int64_t) + 4);
+  return saturating_add(batch, Decoder::bytes(mc, samples, len));
+}
 
 LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalConfig& cfg,
                              PositionMode mode, std::size_t n) {
@@ -18,6 +36,16 @@ LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalCon
   res.length = n;
   res.samples = cfg.samples;
   const std::size_t B = cfg.samples, len = input_len(n);
+  // Beyond the table: known from the lengths alone, before any batch or decoder is built.
+  if (const std::size_t rows = table_rows(model); len > rows) {
+    res.beyond_table = true;
+    res.detail =
+        SequenceTooLong(
+            "evaluate", len, 0, rows,
+            mode == PositionMode::randomized ? "randomized positions need distinct table rows" : "")
+            .what();
+    return res;
+  }
   Batch batch;
   try {
     make_eval_batch(batch, task, n, cfg.samples, cfg.seed, mode, mc.max_seq_len);
@@ -60,36 +88,115 @@ LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalCon
   return res;
 }
 
+// The longest length of cfg whose positions the model has (0: none).
+std::size_t longest_in_table(const Model& model, const EvalConfig& cfg) {
+  const std::size_t rows = table_rows(model);
+  std::size_t n = cfg.max_len;
+  if (input_len(n) > rows) n = rows >= 2 ? (rows - 2) / 2 : 0;
+  return n >= cfg.min_len ? n : 0;
+}
+
 }  // namespace
+
+std::size_t evaluation_bytes(const ModelConfig& model, const EvalConfig& cfg,
+                             std::size_t concurrent) {
+  const std::size_t rows =
+      find_encoding(model.pe).has_table ? model.max_seq_len : static_cast<std::size_t>(-1);
+  std::size_t n = cfg.max_len;
+  if (input_len(n) > rows) n = rows >= 2 ? (rows - 2) / 2 : 0;
+  if (n < cfg.min_len) return 0;
+  // A computed encoding caches every position up to the longest length.
+  const std::size_t cache = find_encoding(model.pe).has_table
+                                ? 0
+                                : Model::bytes(model, input_len(n)) - Model::bytes(model, 0);
+  return saturating_add(cache, saturating_mul(std::max<std::size_t>(concurrent, 1),
+                                              length_bytes(model, cfg.samples, n)));
+}
+
+double evaluation_work(const ModelConfig& m, const EvalConfig& cfg) {
+  const std::size_t rows =
+      find_encoding(m.pe).has_table ? m.max_seq_len : static_cast<std::size_t>(-1);
+  const auto C = static_cast<double>(m.d_model), F = static_cast<double>(m.d_ff);
+  const auto L = static_cast<double>(m.n_layers), V = static_cast<double>(m.vocab_size);
+  double work = 0.0;
+  for (std::size_t n = cfg.min_len; n <= cfg.max_len && input_len(n) <= rows; ++n) {
+    const auto len = static_cast<double>(input_len(n));
+    // Each token: the projections and MLP of every layer and the head, and attention over the
+    // tokens before it (scores and values).
+    work += len * (L * (4 * C * C + 2 * C * F) + C * V) + L * C * len * (len + 1);
+  }
+  return work * static_cast<double>(cfg.samples);
+}
+
+void check_evaluation(const ModelConfig& model, const EvalConfig& cfg) {
+  cfg.validate();
+  const double work = evaluation_work(model, cfg);
+  if (!limits::eval_work.contains(work)) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%.3g multiply-adds, more than the %.3g an evaluation may take",
+                  work, limits::eval_work.max);
+    throw ConfigError({"eval.max_len", "eval.samples"},
+                      "eval config: lengths " + std::to_string(cfg.min_len) + ".." +
+                          std::to_string(cfg.max_len) + " with " + std::to_string(cfg.samples) +
+                          " samples each on this model (" + std::to_string(model.n_layers) +
+                          " layers, d_model " + std::to_string(model.d_model) + ") need about " +
+                          buf + " (hours of computing): evaluate fewer or shorter lengths");
+  }
+  const std::size_t bytes = evaluation_bytes(model, cfg, 1);
+  if (bytes != 0) {
+    check_allocation("evaluate (lengths up to " + std::to_string(cfg.max_len) + " with " +
+                         std::to_string(cfg.samples) + " samples each)",
+                     bytes);
+  }
+}
 
 std::vector<LengthResult> evaluate(Model& model, const TaskConfig& task, const EvalConfig& cfg,
                                    const std::function<void(std::size_t, std::size_t)>& progress) {
-  cfg.validate();
   task.validate();
   const auto& mc = model.config();
+  check_evaluation(mc, cfg);
   const PositionMode mode = model.encoding_spec().train_positions == PositionMode::randomized
                                 ? cfg.randomized_eval
                                 : PositionMode::contiguous;
-  // Lengths run in parallel (one per thread at a time; the kernels inside run serially), each
-  // with its own batch and decoder: a length's result does not depend on the thread count.
   const std::size_t total = cfg.max_len - cfg.min_len + 1;
-  std::size_t top = input_len(cfg.max_len);
-  if (mode == PositionMode::randomized) top = std::max(top, mc.max_seq_len);
-  model.reserve_positions(top);
+  // Memory, before anything is built: the lengths the table holds, one at a time at least;
+  // as many at a time as threads when the budget allows (the results do not depend on it).
+  const std::size_t longest = longest_in_table(model, cfg);
+  std::size_t concurrent = 1;
+  if (longest != 0) {
+    const std::size_t one = evaluation_bytes(mc, cfg, 1);
+    const std::size_t per = length_bytes(mc, cfg.samples, longest);
+    const std::size_t room = (memory_limit() - one) / std::max<std::size_t>(per, 1) + 1;
+    concurrent = std::clamp<std::size_t>(room, 1, static_cast<std::size_t>(omp_get_max_threads()));
+    std::size_t top = input_len(longest);
+    if (mode == PositionMode::randomized) top = std::max(top, mc.max_seq_len);
+    model.reserve_positions(top);
+  }
   std::vector<LengthResult> out(total);
   std::vector<std::exception_ptr> errors(total);
   std::size_t done = 0;
-#pragma omp parallel for schedule(dynamic, 1)
+  // Lengths run in parallel (one per thread at a time; the kernels inside run serially), each
+  // with its own batch and decoder: a length's result does not depend on the thread count.
+  // Nothing may leave the parallel region by an exception: each is kept and rethrown after.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(static_cast <int>(concurrent))
   for (std::int64_t ii = static_cast<std::int64_t>(total) - 1; ii >= 0; --ii) {
-    const std::size_t n = cfg.min_len + static_cast<std::size_t>(ii);
+    const auto i = static_cast<std::size_t>(ii);
     try {
-      out[static_cast<std::size_t>(ii)] = evaluate_length(model, task, cfg, mode, n);
-    } catch (...) {
-      errors[static_cast<std::size_t>(ii)] = std::current_exception();
-    }
-    if (progress) {
+      out[i] = evaluate_length(model, task, cfg, mode, cfg.min_len + i);
+      std::exception_ptr failed;
+      if (progress) {
 #pragma omp critical(posemb_lab_eval_progress)
-      progress(++done, total);
+        {
+          try {
+            progress(++done, total);
+          } catch (...) {
+            failed = std::current_exception();
+          }
+        }
+      }
+      if (failed) std::rethrow_exception(failed);
+    } catch (...) {
+      errors[i] = std::current_exception();
     }
   }
   for (const auto& e : errors) {

@@ -31,8 +31,26 @@ struct LengthResult {
   std::string detail;  // the SequenceTooLong message for beyond_table
 };
 
-// Throws ConfigError for an unusable cfg. progress(done, total) is called after each length
-// (may be empty).
+// Throws ConfigError for an unusable cfg. Lengths the learned table cannot hold are reported
+// beyond_table from the lengths alone (no batch is built for them); before anything else is
+// built, the memory of the others is checked against the memory budget (MemoryLimitExceeded:
+// evaluation_bytes(..., 1)), and lengths run concurrently, up to one per thread, as far as the
+// budget allows. progress(done, total) is called after each length (may be empty).
+// The bytes evaluate() needs for a model of these settings (its learned table's rows: model.
+// max_seq_len) with `concurrent` lengths at a time: the batch and decoder of the longest length
+// the table holds, and a computed encoding's cache (saturating; 0 when no length fits).
+std::size_t evaluation_bytes(const ModelConfig& model, const EvalConfig& cfg,
+                             std::size_t concurrent = 1);
+
+// The multiply-adds of evaluate() for a model of these settings: greedy decoding of every
+// length the table holds, samples at a time (an estimate: the products and the attention).
+double evaluation_work(const ModelConfig& model, const EvalConfig& cfg);
+
+// What evaluate() checks before it builds anything: the work within limits::eval_work
+// (ConfigError naming eval.max_len and eval.samples) and the memory of one length at a time
+// within the memory budget (MemoryLimitExceeded). For a front end to call before training.
+void check_evaluation(const ModelConfig& model, const EvalConfig& cfg);
+
 std::vector<LengthResult> evaluate(
     Model& model, const TaskConfig& task, const EvalConfig& cfg,
     const std::function<void(std::size_t, std::size_t)>& progress = {});

@@ -1,12 +1,14 @@
 #include "lab/model.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
 #include "lab/attention.hpp"
 #include "lab/kernels.hpp"
 #include "posemb/initializers.hpp"
+#include "posemb/memory.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -26,7 +28,34 @@ std::size_t top_position(std::span<const std::int64_t> pos) {
   return static_cast<std::size_t>(top);
 }
 
+// Saturating sums and products for the estimates: an overflow means "more than any budget".
+std::size_t sum_of(std::initializer_list<std::size_t> terms) {
+  std::size_t s = 0;
+  for (std::size_t t : terms) s = saturating_add(s, t);
+  return s;
+}
+std::size_t mul_of(std::initializer_list<std::size_t> factors) {
+  std::size_t p = 1;
+  for (std::size_t f : factors) p = saturating_mul(p, f);
+  return p;
+}
+
 }  // namespace
+
+std::size_t Activations::bytes(const ModelConfig& cfg, std::size_t mb, std::size_t ms) {
+  const std::size_t n = mul_of({mb, ms}), C = cfg.d_model, F = cfg.d_ff, V = cfg.vocab_size;
+  const std::size_t f = sizeof(float);
+  // Per block: ln1, att, res1, ln2, res2 (C), qkv (3C), fc, fct, fcg (F), 4 row statistics,
+  // the attention probabilities (B*H*T*T).
+  const std::size_t block =
+      sum_of({mul_of({n, 8 * C + 3 * F + 4, f}), mul_of({mb, cfg.n_heads, ms, ms, f})});
+  // x0, lnf, dres, dtmp, datt (C), dqkv (3C), dfc (F), logits, dlogits (V), 3 row statistics,
+  // the attention scratch (B*H*T), tokens, positions and targets.
+  const std::size_t rest =
+      sum_of({mul_of({n, 8 * C + F + 2 * V + 3, f}), mul_of({mb, cfg.n_heads, ms, f}),
+              mul_of({n, sizeof(TokenId) + sizeof(std::int64_t) + sizeof(std::int32_t)})});
+  return sum_of({mul_of({cfg.n_layers, block}), rest});
+}
 
 Activations::Activations(const ModelConfig& cfg, std::size_t mb, std::size_t ms)
     : max_batch(mb), max_seq(ms) {
@@ -67,11 +96,45 @@ Activations::Activations(const ModelConfig& cfg, std::size_t mb, std::size_t ms)
   targets.resize(n);
 }
 
+namespace {
+
+const ModelConfig& checked(const ModelConfig& cfg) {
+  cfg.validate();
+  check_allocation("lab model (" + std::to_string(cfg.n_layers) + " layers, d_model " +
+                       std::to_string(cfg.d_model) + ", d_ff " + std::to_string(cfg.d_ff) +
+                       ", max_seq_len " + std::to_string(cfg.max_seq_len) + ")",
+                   Model::bytes(cfg));
+  return cfg;
+}
+
+}  // namespace
+
 Model::Model(const ModelConfig& cfg)
-    : cfg_(cfg), spec_(&find_encoding(cfg.pe)), params_(cfg), enc_(spec_->make(cfg)) {
+    : cfg_(checked(cfg)), spec_(&find_encoding(cfg.pe)), params_(cfg), enc_(spec_->make(cfg)) {
   blas_single_threaded();
 }
 
+std::vector<ParamInfo> Model::tensor_shapes(const ModelConfig& cfg) {
+  std::vector<ParamInfo> own = Parameters::layout(cfg);
+  const EncodingSpec& spec = find_encoding(cfg.pe);
+  std::vector<ParamInfo> out;
+  out.push_back(own.front());  // wte.weight
+  if (spec.has_table) out.push_back({std::string(spec.table_tensor), cfg.max_seq_len, cfg.d_model});
+  out.insert(out.end(), own.begin() + 1, own.end());
+  return out;
+}
+
+std::size_t Model::bytes(const ModelConfig& cfg, std::size_t positions) {
+  const std::size_t f = sizeof(float);
+  const std::size_t params = mul_of({2, Parameters::arena_floats(cfg), f});
+  // A learned table: values and gradient (and a flag per row); a computed encoding: its cache,
+  // up to twice the positions asked for while it grows.
+  const std::size_t encoding =
+      find_encoding(cfg.pe).has_table
+          ? mul_of({cfg.max_seq_len, sum_of({mul_of({2, cfg.d_model, f}), 1})})
+          : mul_of({3, positions, cfg.d_model, f});
+  return sum_of({params, encoding});
+}
 std::vector<TensorSlot> Model::tensors() {
   auto& P = params_;
   std::vector<TensorSlot> out;
@@ -266,6 +329,16 @@ void Model::backward(Activations& a, Gradients* into) {
   }
   const MatrixView<const TokenId> tok(a.tokens.data(), B, T);
   enc_->embed_backward(G(P.wte), enc_grads, dres, tok, PositionSource::explicit_ids(pos));
+}
+
+std::size_t Decoder::bytes(const ModelConfig& cfg, std::size_t B, std::size_t cap) {
+  const std::size_t C = cfg.d_model, f = sizeof(float);
+  // The KV cache (per layer B*cap x 3C), x, ln, att, tmp (C), qkv (3C), fc (F), logits (V), two
+  // row statistics, the attention scratch (B*H*cap), positions and tokens.
+  return sum_of({mul_of({cfg.n_layers, B, cap, 3 * C, f}),
+                 mul_of({B, 7 * C + cfg.d_ff + cfg.vocab_size + 2, f}),
+                 mul_of({B, cfg.n_heads, cap, f}),
+                 mul_of({B, sizeof(std::int64_t) + sizeof(TokenId)})});
 }
 
 Decoder::Decoder(Model& model, std::size_t batch, std::size_t capacity)

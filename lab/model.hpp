@@ -34,6 +34,9 @@ namespace posemb::lab {
 // batch <= max_batch and seq_len <= max_seq (it uses the leading rows).
 struct Activations {
   Activations(const ModelConfig& cfg, std::size_t max_batch, std::size_t max_seq);
+  // The bytes the constructor allocates (saturating at SIZE_MAX), to check against the memory
+  // budget (posemb/memory.hpp) first.
+  static std::size_t bytes(const ModelConfig& cfg, std::size_t max_batch, std::size_t max_seq);
   struct Block {
     Matrix<float> ln1, qkv, att, res1, ln2, fc, fct, fcg, res2;  // (BT, C|3C|C|C|C|F|F|F|C)
     std::vector<float> ln1_mean, ln1_rstd, ln2_mean, ln2_rstd;   // (BT)
@@ -61,7 +64,16 @@ struct Gradients {
 
 class Model {
  public:
+  // Throws ConfigError for an unusable cfg, MemoryLimitExceeded (before allocating) when the
+  // model's memory (bytes(cfg)) exceeds the memory budget.
   explicit Model(const ModelConfig& cfg);
+  // The trainable tensors of a model of cfg in checkpoint order (tensors()): names and shapes,
+  // nothing allocated.
+  static std::vector<ParamInfo> tensor_shapes(const ModelConfig& cfg);
+  // The bytes of a model of cfg (saturating): parameters and their gradients, the learned
+  // table and its gradient, and for a computed encoding (sinusoidal, rope) its cache of
+  // `positions` positions (an upper bound, growth included).
+  static std::size_t bytes(const ModelConfig& cfg, std::size_t positions = 0);
   const ModelConfig& config() const { return cfg_; }
   const EncodingSpec& encoding_spec() const { return *spec_; }
   Encoding& encoding() { return *enc_; }
@@ -118,6 +130,8 @@ class Decoder {
  public:
   // Room for `capacity` tokens per sequence.
   Decoder(Model& model, std::size_t batch, std::size_t capacity);
+  // The bytes the constructor allocates (saturating), to check against the memory budget first.
+  static std::size_t bytes(const ModelConfig& cfg, std::size_t batch, std::size_t capacity);
   // tokens (B) at position t = length() of every sequence (the lookup of row t of a learned
   // table: PositionSource::contiguous(t)). Returns logits (B, V), valid until the next step.
   MatrixView<const float> step(std::span<const TokenId> tokens);

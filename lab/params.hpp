@@ -39,6 +39,10 @@ class Parameters {
   };
 
   explicit Parameters(const ModelConfig& cfg);
+  // The tensors a Parameters of cfg holds, in order (names and shapes; nothing allocated).
+  static std::vector<ParamInfo> layout(const ModelConfig& cfg);
+  // The floats of one arena (values or gradients) of cfg: every tensor rounded up to 16 floats.
+  static std::size_t arena_floats(const ModelConfig& cfg);
 
   std::size_t count() const { return infos_.size(); }
   const ParamInfo& info(std::size_t i) const { return infos_.at(i); }
@@ -57,7 +61,6 @@ class Parameters {
   std::vector<Block> blocks;
 
  private:
-  std::size_t add(std::string name, std::size_t rows, std::size_t cols);
   std::vector<ParamInfo> infos_;
   std::vector<std::size_t> offsets_;
   Matrix<float> values_, grads_;  // (1, arena)

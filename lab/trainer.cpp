@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "posemb/memory.hpp"
 #include "posemb/parallel.hpp"
 
 namespace posemb::lab {
@@ -16,6 +17,14 @@ namespace {
 
 const ModelConfig& validated(const RunConfig& cfg) {
   cfg.validate();
+  const auto& t = cfg.train;
+  check_allocation("train (batch " + std::to_string(t.batch) + " in micro-batches of " +
+                       std::to_string(std::min(t.micro_batch, t.batch)) + ", sequences of " +
+                       std::to_string(input_len(cfg.task.train_len)) + " tokens, " +
+                       std::to_string(cfg.model.n_layers) + " layers, d_model " +
+                       std::to_string(cfg.model.d_model) + ", d_ff " +
+                       std::to_string(cfg.model.d_ff) + ")",
+                   Trainer::memory_bytes(cfg));
   return cfg.model;
 }
 
@@ -34,6 +43,22 @@ Trainer::Trainer(const RunConfig& cfg)
     grads_.push_back(model_.make_gradients());
   }
   losses_.resize(nm);
+}
+
+std::size_t Trainer::memory_bytes(const RunConfig& cfg) {
+  const auto& m = cfg.model;
+  const std::size_t T = input_len(cfg.task.train_len);
+  const std::size_t mb = std::min(cfg.train.micro_batch, cfg.train.batch);
+  const std::size_t nm = (cfg.train.batch + mb - 1) / mb;
+  // Positions a computed encoding caches: the training sequences' (randomized: the table's).
+  const std::size_t positions = std::max(T, m.max_seq_len);
+  const std::size_t model = Model::bytes(m, positions);
+  // Per micro-batch: its gradients (laid out like the model's) and its activations; AdamW's two
+  // moments are the size of the parameters; the batch and its sorted copy.
+  std::size_t total = saturating_mul(2, model);
+  total = saturating_add(total,
+                         saturating_mul(nm, saturating_add(model, Activations::bytes(m, mb, T))));
+  return saturating_add(total, saturating_mul(saturating_mul(2 * cfg.train.batch, T), 16));
 }
 
 float Trainer::lr_at(std::size_t s) const {

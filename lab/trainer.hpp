@@ -27,8 +27,12 @@ namespace posemb::lab {
 
 class Trainer {
  public:
-  // Throws ConfigError (from RunConfig::validate) for unusable settings.
+  // Throws ConfigError (from RunConfig::validate) for unusable settings, MemoryLimitExceeded
+  // (before allocating) when memory_bytes(cfg) exceeds the memory budget (posemb/memory.hpp).
   explicit Trainer(const RunConfig& cfg);
+  // The bytes a Trainer of cfg allocates (an upper bound, saturating): the model, AdamW's
+  // moments, each micro-batch's gradients and activations, the batch.
+  static std::size_t memory_bytes(const RunConfig& cfg);
   // A trainer restored from a checkpoint written by save(): parameters, AdamW state, step.
   static Trainer load(const std::string& path);
 

@@ -11,7 +11,8 @@ set -euo pipefail
 
 build=(
   build-essential cmake make pkg-config
-  libomp-dev libopenblas-dev libcli11-dev nlohmann-json3-dev libfmt-dev libstb-dev
+  libomp-dev libopenblas-dev libopenblas-pthread-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+  libstb-dev
   fonts-dejavu-core                                          # text in the tool's PNG plots
   libhwy-dev
 )

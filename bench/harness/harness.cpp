@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -190,12 +191,22 @@ PeerResult run_peer(const std::vector<std::string>& argv) {
   }
   std::string text;
   std::array<char, 4096> buf{};
+  // The peer prints one small JSON document; more than 1 MiB is not it (a --python that prints
+  // forever is stopped here).
+  constexpr std::size_t kMaxOutput = std::size_t{1} << 20;
   for (ssize_t n; (n = read(out[0], buf.data(), buf.size())) != 0;) {
     if (n < 0) break;
     text.append(buf.data(), static_cast<std::size_t>(n));
+    if (text.size() > kMaxOutput) break;
   }
   close(out[0]);
   int status = 0;
+  if (text.size() > kMaxOutput) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    r.status = "not measured (the peer printed more than 1 MiB)";
+    return r;
+  }
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     r.status = WIFSIGNALED(status)

@@ -1,5 +1,7 @@
 #include "posemb/rope.hpp"
 
+#include <omp.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -111,14 +113,21 @@ void rotate_direct(const char* op, MatrixView<float> x, std::size_t heads, std::
               "The rotary embedding takes positions below 2^63 - 1");
   const Geometry g = geometry(rope, heads);
   const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(x.rows());
-#pragma omp parallel if (worth_parallel(x.size()))
+  // Each thread's cos and sin, allocated before the parallel region: an exception cannot leave
+  // an OpenMP region (it would end the process), and x is untouched if the allocation fails.
+  const bool parallel = worth_parallel(x.size());
+  const auto threads = static_cast<std::size_t>(parallel ? omp_get_max_threads() : 1);
+  std::vector<float> scratch(2 * g.pairs * threads);
+#pragma omp parallel if (parallel)
   {
-    std::vector<float> c(g.pairs), s(g.pairs);
+    const std::size_t t = static_cast<std::size_t>(omp_get_thread_num()) % threads;
+    const std::span<float> c(scratch.data() + 2 * g.pairs * t, g.pairs);
+    const std::span<float> s(scratch.data() + 2 * g.pairs * t + g.pairs, g.pairs);
 #pragma omp for schedule(static)
     for (std::ptrdiff_t ri = 0; ri < rows; ++ri) {
       const std::int64_t p = pos.data()[ri];
       if (p < 0) continue;
-      rope.angles(static_cast<std::size_t>(p), c, s);
+      rope.angles(static_cast<std::size_t>(p), c, s);  // sizes right: does not throw
       rotate_row<Inverse>(x.row(static_cast<std::size_t>(ri)).data(), c.data(), s.data(), g);
     }
   }

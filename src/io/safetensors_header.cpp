@@ -374,6 +374,13 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file,
   if (n == 0 || text[0] != '{') {
     throw FileFormatError(source, "header does not start with '{': it must be a JSON object");
   }
+  // JSON text holds no NUL byte (strings escape it as \u0000), and the JSON parser would take one
+  // for the end of the input, ignoring whatever follows it.
+  if (const void* nul = std::memchr(text, 0, static_cast<std::size_t>(n)); nul != nullptr) {
+    throw FileFormatError(source, "header holds a NUL byte at byte " +
+                                      std::to_string(static_cast<const char*>(nul) - text) +
+                                      " (JSON text cannot; padding is spaces)");
+  }
   check_allocation("read_safetensors: parsing a header of " + std::to_string(n) + " bytes",
                    saturating_mul(static_cast<std::size_t>(n), kParseBytesPerHeaderByte));
   const std::uint64_t data_size = file.size() - 8 - n;

@@ -41,7 +41,7 @@ one_line "bad demo value"
 expect 2 "demo value out of range" -- demo --samples 0
 expect 1 "runtime failure: not a checkpoint" -- eval --checkpoint "$bin" --lengths 1:2
 one_line "runtime failure"
-contains err "posemb: error: checkpoint" "runtime error names the operation"
+contains err "not a posemb lab checkpoint" "runtime error says what the file is not"
 contains help_out "train" "help lists train"
 contains help_out "eval" "help lists eval"
 expect 0 "bench help" -- bench --help

@@ -111,6 +111,10 @@ bad("hole.safetensors",
 bad("trailing_bytes.safetensors",
     st_bytes({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, bytes(12)),
     "last 4 bytes")
+# The JSON parser takes a NUL for the end of the input: what follows it must not be ignored.
+bad("nul_in_header.safetensors",
+    st_bytes(b'{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}\x00{"b": junk', bytes(8)),
+    "NUL byte")
 bad("offsets_reversed.safetensors",
     st_bytes({"a": {"dtype": "F32", "shape": [0], "data_offsets": [8, 0]}}, bytes(8)),
     "reversed")

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -20,6 +22,40 @@ class UsageError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
+
+// A whole number in decimal digits, at most max: CLI11 takes "-1" for an unsigned option as
+// 2^64 - 1, "" as 0, and an overflowing number as its largest value.
+inline CLI::Validator whole_number(std::uint64_t max = UINT64_MAX) {
+  return CLI::Validator(
+      [max](std::string& in) -> std::string {
+        std::uint64_t v = 0;
+        bool ok = !in.empty() && in.size() <= 20;
+        for (const char ch : in) {
+          if (!ok || ch < '0' || ch > '9' ||
+              v > (max - static_cast<std::uint64_t>(ch - '0')) / 10) {
+            ok = false;
+            break;
+          }
+          v = v * 10 + static_cast<std::uint64_t>(ch - '0');
+        }
+        return ok ? std::string()
+                  : "'" + in + "' is not a whole number in [0, " + std::to_string(max) + "]";
+      },
+      "UINT");
+}
+
+// A positive finite number (CLI::PositiveNumber lets NaN and infinity through).
+inline CLI::Validator positive_finite() {
+  return CLI::Validator(
+      [](std::string& in) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(in, v) || !std::isfinite(v) || !(v > 0)) {
+          return "'" + in + "' is not a positive finite number";
+        }
+        return {};
+      },
+      "POSITIVE");
+}
 
 void register_demo_command(CLI::App& app);
 void register_bench_command(CLI::App& app);

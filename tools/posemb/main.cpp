@@ -1,27 +1,54 @@
 // The posemb command-line tool. main() is the only place that prints errors and picks the exit
-// code: 0 success, 1 runtime failure, 2 usage error. Errors go to stderr as one line.
+// code: 0 success, 1 runtime failure, 2 usage error. Every error is one line on stderr starting
+// with "posemb: ", whatever was thrown (std::bad_alloc and non-standard exceptions included),
+// with control bytes escaped and its length bounded.
 #include <fmt/core.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
+#include <new>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli.hpp"
 #include "posemb/atomic_file.hpp"
+#include "posemb/errors.hpp"
+#include "posemb/memory.hpp"
 #include "posemb/version.hpp"
 
 namespace {
 
-// CLI11 messages can span lines; the tool's errors are one line each.
-std::string one_line(std::string s) {
+// Longest message printed; longer ones are cut ("... (N bytes)").
+constexpr std::size_t kMaxMessageBytes = 4096;
+
+// A message as one printable line: line breaks and tabs become spaces; when anything else would
+// reach the terminal raw (control bytes, C1 controls, bytes that are not UTF-8, bidi overrides)
+// or the text is too long, the whole text is shown as posemb::quote_untrusted shows untrusted
+// text (escaped, cut). Messages quote what they take from files already: this is the last guard
+// (CLI11 echoes arguments, std::filesystem echoes paths).
+std::string printable_line(std::string_view text) {
+  std::string s(text);
   for (char& ch : s) {
-    if (ch == '\n' || ch == '\r') ch = ' ';
+    if (ch == '\n' || ch == '\r' || ch == '\t') ch = ' ';
   }
   while (!s.empty() && s.back() == ' ') s.pop_back();
-  return s;
+  const std::string quoted = posemb::quote_untrusted(s, kMaxMessageBytes);
+  // quote_untrusted of text with nothing to escape only adds the quotes and escapes ' and \.
+  std::string plain = "'";
+  for (const char ch : s) {
+    if (ch == '\\' || ch == '\'') plain += '\\';
+    plain += ch;
+  }
+  plain += '\'';
+  return quoted == plain ? s : quoted;
 }
 
 // The command that was being parsed, "posemb" or "posemb train": its --help is the one to read.
@@ -44,12 +71,18 @@ std::string usage_message(const CLI::App& app, const CLI::ParseError& e) {
     if (!first.empty() && first[0] == '-') return "unknown option '" + first + "'";
     return "unknown subcommand '" + first + "'";
   }
-  return one_line(e.what());
+  return e.what();
 }
 
-int usage_error(const CLI::App& app, const std::string& message) {
-  fmt::print(stderr, "posemb: usage error: {} (see '{} --help')\n", message, command_path(app));
+int usage_error(const std::string& command, std::string_view message) {
+  std::fprintf(stderr, "posemb: usage error: %s (see '%s --help')\n",
+               printable_line(message).c_str(), command.c_str());
   return posemb::cli::kExitUsage;
+}
+
+int runtime_error(std::string_view message) {
+  std::fprintf(stderr, "posemb: error: %s\n", printable_line(message).c_str());
+  return posemb::cli::kExitFailure;
 }
 
 // SIGINT, SIGTERM, SIGHUP: remove the temporary files of writes in progress
@@ -60,7 +93,7 @@ void on_terminating_signal(int sig) {
   std::raise(sig);
 }
 
-void install_cleanup_handlers() {
+void install_signal_handlers() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
     struct sigaction old {};
     if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;  // nohup, &
@@ -69,12 +102,99 @@ void install_cleanup_handlers() {
     sigemptyset(&sa.sa_mask);
     ::sigaction(sig, &sa, nullptr);
   }
+  // A file-size limit (ulimit -f): a write past it fails with EFBIG, which the writer reports
+  // and cleans up after, instead of the signal killing the process mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
 }
 
-}  // namespace
+// "1.5 GiB": sizes in --help and messages.
+std::string human_bytes(std::size_t bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 6) {
+    v /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} bytes", bytes) : fmt::format("{:.1f} {}", v, units[u]);
+}
 
-int main(int argc, char** argv) {
-  install_cleanup_handlers();
+// --max-memory: whole bytes, or with a K, M, G or T suffix (powers of 1024; "KiB" ... "TiB" too).
+constexpr std::size_t kMinMemoryLimit = std::size_t{1} << 20;
+std::optional<std::size_t> parse_size(std::string_view s) {
+  std::size_t i = 0, value = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+    const auto digit = static_cast<std::size_t>(s[i] - '0');
+    if (value > (SIZE_MAX - digit) / 10) return std::nullopt;
+    value = value * 10 + digit;
+    ++i;
+  }
+  if (i == 0 || i > 20) return std::nullopt;
+  std::string unit(s.substr(i));
+  for (char& ch : unit) ch = static_cast<char>(ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch);
+  int shift = -1;
+  for (const auto& [name, sh] : {std::pair{"", 0},
+                                 {"K", 10},
+                                 {"M", 20},
+                                 {"G", 30},
+                                 {"T", 40},
+                                 {"KIB", 10},
+                                 {"MIB", 20},
+                                 {"GIB", 30},
+                                 {"TIB", 40}}) {
+    if (unit == name) shift = sh;
+  }
+  if (shift < 0 || value > (SIZE_MAX >> shift)) return std::nullopt;
+  return value << shift;
+}
+
+// The budget when --max-memory is not given: posemb's default (3/4 of physical memory), or
+// half of an address-space limit (ulimit -v) when that is lower, so that a limited process
+// hears "over the memory budget" rather than running out of address space.
+std::size_t default_budget() {
+  std::size_t budget = posemb::default_memory_limit();
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    budget = std::min<std::size_t>(budget, std::max<std::size_t>(rl.rlim_cur / 2, kMinMemoryLimit));
+  }
+  return budget;
+}
+
+void add_memory_option(CLI::App* app, const std::string& default_text) {
+  app->add_option_function<std::string>(
+         "--max-memory",
+         [](const std::string& text) {
+           const auto bytes = parse_size(text);
+           if (!bytes || *bytes < kMinMemoryLimit) {
+             throw CLI::ValidationError(
+                 "--max-memory", posemb::quote_untrusted(text, 64) +
+                                     " is not a size of at least 1M (bytes, or a number with K, "
+                                     "M, G or T: powers of 1024)");
+           }
+           posemb::set_memory_limit(*bytes);
+         },
+         "Memory budget: larger allocations are refused with a message saying what they need "
+         "(bytes, or with K, M, G, T; default: 3/4 of physical memory, or half of ulimit -v if "
+         "lower: " +
+             default_text + " here)")
+      ->type_name("SIZE")
+      ->trigger_on_parse();
+}
+
+// Output that could not be written (a full disk, a closed descriptor) is a failure too: the
+// exit code of a command that succeeded otherwise, after flushing the standard output.
+int finish_output(int code) {
+  std::cout.flush();
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0 || !std::cout.good()) {
+    return runtime_error(std::string("writing the standard output failed: ") +
+                         std::strerror(errno != 0 ? errno : EIO));
+  }
+  return code;
+}
+
+int run(int argc, char** argv) {
+  posemb::set_memory_limit(default_budget());
   CLI::App app{
       "posemb: learned positional embeddings for transformers, and the trade-off between a "
       "learned position table and an encoding computed at any position."};
@@ -90,22 +210,57 @@ int main(int argc, char** argv) {
   posemb::cli::register_convert_command(app);
   posemb::cli::register_train_command(app);
   posemb::cli::register_eval_command(app);
+  // --max-memory is global: before the subcommand or among its flags.
+  const std::string default_text = human_bytes(posemb::memory_limit());
+  add_memory_option(&app, default_text);
+  for (CLI::App* sub : app.get_subcommands({})) add_memory_option(sub, default_text);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return finish_output(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return finish_output(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return finish_output(app.exit(e));
   } catch (const CLI::ParseError& e) {
-    return usage_error(app, usage_message(app, e));
+    return usage_error(command_path(app), usage_message(app, e));
   } catch (const posemb::cli::UsageError& e) {
-    return usage_error(app, one_line(e.what()));
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "posemb: error: {}\n", one_line(e.what()));
-    return posemb::cli::kExitFailure;
+    return usage_error(command_path(app), e.what());
+  } catch (const posemb::MemoryLimitExceeded& e) {
+    return runtime_error(std::string(e.what()) + " (set the budget with --max-memory)");
+  } catch (const std::bad_alloc&) {
+    return runtime_error(
+        "out of memory (std::bad_alloc): the system refused an allocation within "
+        "the memory budget of " +
+        human_bytes(posemb::memory_limit()) +
+        "; free memory, raise ulimit -v, or lower --max-memory so that posemb "
+        "refuses such work up front");
   }
-  return posemb::cli::kExitOk;
+  return finish_output(posemb::cli::kExitOk);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  install_signal_handlers();
+  // Reporting allocates: if even that fails, a fixed line.
+  auto report = [](auto&& print) noexcept {
+    try {
+      return print();
+    } catch (...) {
+      std::fputs("posemb: error: out of memory while reporting an error\n", stderr);
+      return posemb::cli::kExitFailure;
+    }
+  };
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    return report([] { return runtime_error("out of memory (std::bad_alloc)"); });
+  } catch (const std::exception& e) {
+    return report([&] { return runtime_error(e.what()); });
+  } catch (...) {
+    return report(
+        [] { return runtime_error("an unknown exception (not a std::exception) was thrown"); });
+  }
 }

@@ -87,7 +87,9 @@ nlohmann::json opt_json(std::optional<double> v) {
 }
 
 void run_bench(const BenchOptions& o) {
-  if (o.repetitions < 1) throw UsageError("--reps must be at least 1");
+  if (o.repetitions < 1 || o.repetitions > 1000) {
+    throw UsageError("--reps " + std::to_string(o.repetitions) + " is not in [1, 1000]");
+  }
   const std::vector<int> threads = parse_threads(o.threads);
   const std::string peer_dir = o.peer_dir.empty() ? default_peer_dir() : o.peer_dir;
   const double load_start = bench::load_average();

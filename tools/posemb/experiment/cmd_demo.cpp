@@ -18,6 +18,8 @@
 #include "lab_options.hpp"
 #include "plots.hpp"
 #include "posemb/atomic_file.hpp"
+#include "posemb/errors.hpp"
+#include "posemb/memory.hpp"
 #include "progress.hpp"
 #include "results_table.hpp"
 
@@ -69,7 +71,20 @@ void run_demo(const DemoOptions& o) {
   ec.max_len = o.eval_max != 0 ? o.eval_max : 3 * train_len;
   ec.samples = o.samples != 0 ? o.samples : (o.quick ? 20 : 100);
   ec.seed = o.seed + 1000;
-  std::filesystem::create_directories(o.out);
+  // Before four trainings: the evaluation's work and memory, the model's, the outputs.
+  for (const auto& pe : kinds) {
+    const auto cfg = preset(o, pe);
+    try {
+      lab::check_evaluation(cfg.model, ec);
+    } catch (const lab::ConfigError& e) {
+      throw usage_error(e, {{"eval.max_len", "--eval-max"}, {"eval.samples", "--samples"}});
+    }
+    check_allocation("demo (" + pe + ")", lab::Trainer::memory_bytes(cfg));
+  }
+  prepare_output_dir(
+      o.out,
+      {"results.csv", "results.json", "length_generalization.svg", "learned_table_similarity.png"},
+      "demo");
   fmt::print(
       "posemb demo{}: a {}-layer, {}-head, d_model {} GPT trained by hand on `copy` ({} symbols, "
       "n <= {}), {} steps x {} sequences per encoding; greedy accuracy for n = 1..{} "
@@ -133,7 +148,7 @@ void run_demo(const DemoOptions& o) {
   fmt::print(
       "\nwrote {}/results.csv, results.json, length_generalization.svg, "
       "learned_table_similarity.png ({:.1f} s in all)\n",
-      o.out, total);
+      quote_untrusted(o.out), total);
 }
 
 }  // namespace
@@ -150,6 +165,7 @@ void register_demo_command(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "OpenMP threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--seed", o->seed, "Seed of initialization, data and evaluation")
+      ->check(whole_number())
       ->capture_default_str();
   cmd->add_option("--steps", o->steps, "Training steps per encoding (default 1600; quick 150)")
       ->check(within(lab::limits::steps));

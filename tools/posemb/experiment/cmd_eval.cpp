@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "cli.hpp"
@@ -12,6 +13,7 @@
 #include "lab/trainer.hpp"
 #include "lab_options.hpp"
 #include "posemb/atomic_file.hpp"
+#include "posemb/errors.hpp"
 #include "results_table.hpp"
 
 namespace posemb::cli {
@@ -30,8 +32,9 @@ struct EvalOptions {
 
 // "A:B" as whole numbers; the range itself is checked by EvalConfig::validate.
 std::pair<std::size_t, std::size_t> parse_lengths(const std::string& s) {
-  const std::string bad = "--lengths '" + s + "' is not A:B with whole numbers, 1 <= A <= B <= " +
-                          std::to_string(lab::limits::eval_len.max);
+  const std::string bad =
+      "--lengths " + quote_untrusted(s, 64) +
+      " is not A:B with whole numbers, 1 <= A <= B <= " + std::to_string(lab::limits::eval_len.max);
   const auto colon = s.find(':');
   auto num = [&](const std::string& part) -> std::size_t {
     if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
@@ -43,6 +46,10 @@ std::pair<std::size_t, std::size_t> parse_lengths(const std::string& s) {
   if (colon == std::string::npos) throw UsageError(bad);
   return {num(s.substr(0, colon)), num(s.substr(colon + 1))};
 }
+
+// The eval flags that set each evaluation setting.
+const FlagNames kEvalFlags = {
+    {"eval.min_len", "--lengths"}, {"eval.max_len", "--lengths"}, {"eval.samples", "--samples"}};
 
 void run_eval(const EvalOptions& o) {
   const auto [a, b] = parse_lengths(o.lengths);
@@ -56,32 +63,38 @@ void run_eval(const EvalOptions& o) {
   try {
     ec.validate();
   } catch (const lab::ConfigError& e) {
-    throw usage_error(e, {{"eval.min_len", "--lengths"},
-                          {"eval.max_len", "--lengths"},
-                          {"eval.samples", "--samples"}});
+    throw usage_error(e, kEvalFlags);
   }
   set_threads(o.threads);
   lab::RunConfig run;
   lab::Model model = lab::load_model(o.checkpoint, &run, o.table);
   const auto& mc = model.config();
+  try {
+    lab::check_evaluation(mc, ec);  // work and memory, before anything is built
+  } catch (const lab::ConfigError& e) {
+    throw usage_error(e, kEvalFlags);
+  }
+  const std::filesystem::path dir =
+      o.out.empty() ? std::filesystem::path()
+                    : prepare_output_dir(o.out, {"results.csv", "results.json"}, "eval");
   const bool has_table = model.encoding_spec().has_table;
-  fmt::print("posemb eval: {} (pe {}{}, task {}, trained on n <= {})\n", o.checkpoint, mc.pe,
+  fmt::print("posemb eval: {} (pe {}{}, task {}, trained on n <= {})\n",
+             quote_untrusted(o.checkpoint), mc.pe,
              has_table ? fmt::format(", {} table rows", mc.max_seq_len) : "",
              lab::task_kind_name(run.task.kind), run.task.train_len);
   const auto rows = lab::evaluate(model, run.task, ec);
   print_results_table({{mc.pe, rows}}, run.task.train_len);
   if (!o.out.empty()) {
-    std::filesystem::create_directories(o.out);
     lab::RunResults rr;
     rr.pe = mc.pe;
     if (has_table) rr.max_seq_len = mc.max_seq_len;
     rr.results = rows;
-    const std::filesystem::path dir(o.out);
     write_file_atomically((dir / "results.csv").string(), "posemb eval", lab::results_csv({rr}));
     write_file_atomically(
         (dir / "results.json").string(), "posemb eval",
         lab::results_json(lab::task_kind_name(run.task.kind), run.task.train_len, {rr}));
-    fmt::print("wrote {}/results.csv and results.json\n", o.out);
+    fmt::print("wrote {} and {}\n", quote_untrusted((dir / "results.csv").string()),
+               quote_untrusted((dir / "results.json").string()));
   }
 }
 
@@ -102,7 +115,9 @@ void register_eval_command(CLI::App& app) {
   cmd->add_option("--samples", o->samples, "Instances per length")
       ->check(within(lab::limits::samples))
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Seed of the evaluation instances")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the evaluation instances")
+      ->check(whole_number())
+      ->capture_default_str();
   cmd->add_option("--threads", o->threads, "OpenMP threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--eval-positions", o->positions,

@@ -5,12 +5,14 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "cli.hpp"
 #include "lab/evaluate.hpp"
 #include "lab/trainer.hpp"
 #include "lab_options.hpp"
+#include "posemb/errors.hpp"
 #include "progress.hpp"
 #include "results_table.hpp"
 
@@ -51,7 +53,19 @@ void run_train(TrainOptions& o) {
     if (o.steps_flag->count() > 0) tr->set_total_steps(run.train.steps);
   }
   const auto& cfg = tr->config();
-  std::filesystem::create_directories(o.out);
+  lab::EvalConfig ec;
+  if (o.eval_max > 0) {
+    // The evaluation after training: its work and memory are checked before training.
+    ec.min_len = 1;
+    ec.max_len = o.eval_max;
+    ec.samples = o.eval_samples;
+    try {
+      lab::check_evaluation(cfg.model, ec);
+    } catch (const lab::ConfigError& e) {
+      throw usage_error(e, {{"eval.max_len", "--eval-max"}, {"eval.samples", "--eval-samples"}});
+    }
+  }
+  prepare_output_dir(o.out, {"checkpoint.safetensors"}, "train");
   const std::string ckpt = (std::filesystem::path(o.out) / "checkpoint.safetensors").string();
   const std::size_t total = cfg.train.steps;
   const std::size_t target = o.stop_after != 0 ? std::min(o.stop_after, total) : total;
@@ -85,13 +99,9 @@ void run_train(TrainOptions& o) {
         "trained steps {}..{} in {:.2f} s ({:.0f} tokens/s counting 2*train_len+2 per "
         "sequence), last loss {:.5f}\n",
         first, tr->step(), secs, secs > 0 ? tokens / secs : 0.0, loss);
-    fmt::print("checkpoint: {}\n", ckpt);
+    fmt::print("checkpoint: {}\n", quote_untrusted(ckpt));
   }
   if (o.eval_max > 0) {
-    lab::EvalConfig ec;
-    ec.min_len = 1;
-    ec.max_len = o.eval_max;
-    ec.samples = o.eval_samples;
     const auto rows = lab::evaluate(tr->model(), cfg.task, ec);
     print_results_table({{cfg.model.pe, rows}}, cfg.task.train_len);
   }
@@ -120,6 +130,7 @@ void register_train_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--checkpoint-every", o->checkpoint_every,
                   "Write the checkpoint every N steps (0: only at the end)")
+      ->check(whole_number(lab::limits::steps.max))
       ->capture_default_str();
   cmd->add_option("--stop-after", o->stop_after,
                   "Stop (with a checkpoint) after this step, keeping the --steps schedule; "

@@ -3,9 +3,12 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "lab/encoding.hpp"
+#include "posemb/errors.hpp"
 
 namespace posemb::cli {
 namespace {
@@ -148,6 +151,7 @@ void add_lab_flags(CLI::App* cmd, LabFlags& f) {
       ->check(within(lim::non_negative))
       ->capture_default_str();
   cmd->add_option("--seed", r.train.seed, "Seed of the initialization and the data")
+      ->check(whole_number())
       ->capture_default_str();
   cmd->add_option("--threads", f.threads, "OpenMP threads (default: all cores)")
       ->check(CLI::Range(1, 1024));
@@ -169,6 +173,29 @@ lab::RunConfig finish_lab_flags(LabFlags& f) {
     throw usage_error(e);
   }
   return r;
+}
+
+std::filesystem::path prepare_output_dir(const std::string& dir,
+                                         std::initializer_list<const char*> files,
+                                         const char* command) {
+  const std::filesystem::path path(dir);
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec || !std::filesystem::is_directory(path)) {
+    throw std::runtime_error(std::string(command) + ": cannot make the output directory " +
+                             quote_untrusted(dir) + ": " +
+                             (ec ? ec.message() : std::string("it is not a directory")));
+  }
+  for (const char* name : files) {
+    const auto st = std::filesystem::symlink_status(path / name, ec);
+    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+      throw std::runtime_error(std::string(command) + ": " +
+                               quote_untrusted((path / name).string()) +
+                               " exists and is not a regular file (posemb replaces only regular "
+                               "files); nothing was done");
+    }
+  }
+  return path;
 }
 
 void set_threads(int threads) {

@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 #include <cstddef>
+#include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <type_traits>
@@ -52,6 +54,13 @@ CLI::Validator within(const lab::Limit<T>& lim) {
       },
       "in " + lim.text());
 }
+
+// Makes the output directory `dir` of `command` (before its long work) and checks that each of
+// `files` in it is missing or a regular file, which is all posemb's writer replaces (it checks
+// again when writing). Throws std::runtime_error naming the path otherwise.
+std::filesystem::path prepare_output_dir(const std::string& dir,
+                                         std::initializer_list<const char*> files,
+                                         const char* command);
 
 // Sets the OpenMP thread count (0: leave the default).
 void set_threads(int threads);

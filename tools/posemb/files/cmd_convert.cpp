@@ -51,7 +51,7 @@ void run_convert(const ConvertOptions& o) {
       t = t.astype(DType::F32);  // numpy has no bfloat16; F32 holds every value exactly
     }
     write_npy(o.out, t);
-    fmt::print("tensor {} ({}) -> {} ({})\n", quote_untrusted(chosen), how, o.out,
+    fmt::print("tensor {} ({}) -> {} ({})\n", quote_untrusted(chosen), how, quote_untrusted(o.out),
                dtype_name(t.dtype()));
     return;
   }
@@ -60,7 +60,7 @@ void run_convert(const ConvertOptions& o) {
   }
   // Float tensors are converted to --dtype when given; the others pass through unchanged.
   write_safetensors(o.out, file.tensors, file.metadata, dtype);
-  fmt::print("{} tensor(s) -> {}{}\n", file.tensors.size(), o.out,
+  fmt::print("{} tensor(s) -> {}{}\n", file.tensors.size(), quote_untrusted(o.out),
              dtype ? " (float tensors as " + std::string(dtype_name(*dtype)) + ")" : std::string());
 }
 

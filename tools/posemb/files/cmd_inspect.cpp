@@ -31,7 +31,7 @@ void run_inspect(const InspectOptions& o) {
     }
     t.reserved_rows = *o.reserved_rows;
   }
-  fmt::print("file:            {}\n", o.file);
+  fmt::print("file:            {}\n", quote_untrusted(o.file));
   fmt::print("tensor:          {} ({})\n", quote_untrusted(t.source_tensor), t.how_found);
   fmt::print("shape:           {} x {} (rows x dim), dtype {}\n", t.values.rows(), t.values.cols(),
              dtype_name(t.dtype));
@@ -58,7 +58,7 @@ void run_inspect(const InspectOptions& o) {
     const std::size_t n = write_cosine_heatmap(unit, step, o.plot);
     fmt::print(
         "heatmap:         {} ({} x {} cells, every {} position(s); blue -1, white 0, red +1)\n",
-        o.plot, n, n, step == 0 ? 1 : step);
+        quote_untrusted(o.plot), n, n, step == 0 ? 1 : step);
   }
 }
 
@@ -71,7 +71,8 @@ void register_inspect_command(CLI::App& app) {
   cmd->add_option("file", o->file, "A .safetensors or .npy file")->required();
   cmd->add_option("--tensor", o->tensor, "The table's tensor name (default: found by name)");
   cmd->add_option("--reserved-rows", o->reserved_rows,
-                  "Leading rows that are not positions (RoBERTa, BART: 2)");
+                  "Leading rows that are not positions (RoBERTa, BART: 2)")
+      ->check(whole_number());
   cmd->add_option("--plot", o->plot, "Write a row-by-row cosine-similarity heatmap PNG");
   cmd->add_option("--max-plot", o->max_plot,
                   "Largest heatmap side in cells (every k-th position of a longer table)")

@@ -41,7 +41,7 @@ void run_resize(const ResizeCliOptions& o) {
   fmt::print(
       "tensor {} ({}): {} -> {} positions by {} ({} reserved rows kept); wrote {} ({} x {})\n",
       quote_untrusted(t.source_tensor), t.how_found, t.positions(), r.positions(), o.method,
-      r.reserved_rows, o.out, r.values.rows(), r.values.cols());
+      r.reserved_rows, quote_untrusted(o.out), r.values.rows(), r.values.cols());
 }
 
 }  // namespace
@@ -60,14 +60,15 @@ void register_resize_command(CLI::App& app) {
   cmd->add_option("-o,--output", o->out, "Output file (.safetensors, or .npy)")->required();
   cmd->add_option("--tensor", o->tensor, "The table's tensor name (default: found by name)");
   cmd->add_option("--reserved-rows", o->reserved_rows,
-                  "Leading rows that are not positions (RoBERTa, BART: 2)");
+                  "Leading rows that are not positions (RoBERTa, BART: 2)")
+      ->check(whole_number());
   cmd->add_option("--dtype", o->dtype, "Output dtype: f32, f64, f16, bf16 (default: input's)")
       ->check(CLI::IsMember({"f32", "f64", "f16", "bf16"}));
   cmd->add_option("--initializer", o->resize.initializer, "random: distribution of new rows")
       ->check(CLI::IsMember({"normal", "scaled-normal", "glorot-uniform", "zeros", "sinusoidal"}));
   cmd->add_option("--std", o->resize.stddev, "random: standard deviation of new rows")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", o->resize.seed, "random: seed of new rows");
+      ->check(positive_finite());
+  cmd->add_option("--seed", o->resize.seed, "random: seed of new rows")->check(whole_number());
   cmd->callback([o] { run_resize(*o); });
 }
 
