@@ -11,7 +11,7 @@
 namespace posemb::lab {
 
 void write_checkpoint(const std::string& path, Model& model, const AdamW& opt, const RunConfig& cfg,
-                      std::size_t step) {
+                      std::size_t step, const std::string& lineage) {
   const auto slots = model.tensors();
   std::vector<Tensor> tensors;
   for (const auto& s : slots) tensors.push_back(Tensor::from_matrix(s.name, s.value));
@@ -25,6 +25,7 @@ void write_checkpoint(const std::string& path, Model& model, const AdamW& opt, c
                    {"posemb.lab.run", cfg.to_json()},
                    {"posemb.lab.step", std::to_string(step)},
                    {"posemb.lab.adamw_steps", std::to_string(opt.steps())}};
+  if (!lineage.empty()) meta["posemb.lab.lineage"] = lineage;
   if (model.encoding_spec().has_table) {
     // The position table's metadata (posemb/position_table_file.hpp), so `posemb resize` and
     // `posemb inspect` find it without naming the tensor.
@@ -33,8 +34,9 @@ void write_checkpoint(const std::string& path, Model& model, const AdamW& opt, c
     meta["posemb.training_length"] = std::to_string(input_len(cfg.task.train_len));
     meta["posemb.initializer"] = "normal(std=" + std::to_string(cfg.model.init_std) +
                                  ", seed derived from " + std::to_string(cfg.train.seed) + ")";
-    meta["posemb.provenance"] =
-        "posemb train (" + cfg.model.pe + ", step " + std::to_string(step) + ")";
+    meta["posemb.provenance"] = (lineage.empty() ? std::string() : lineage + "; ") +
+                                "posemb train (" + cfg.model.pe + ", step " + std::to_string(step) +
+                                ")";
   }
   write_safetensors(path, tensors, meta);
 }
@@ -59,6 +61,7 @@ Checkpoint read_checkpoint(const std::string& path) {
   ck.run = RunConfig::from_json(run->second);
   ck.step = std::stoul(md.at("posemb.lab.step"));
   ck.adamw_steps = std::stoll(md.at("posemb.lab.adamw_steps"));
+  if (const auto it = md.find("posemb.lab.lineage"); it != md.end()) ck.lineage = it->second;
   return ck;
 }
 

@@ -30,6 +30,7 @@ struct Checkpoint {
   RunConfig run;                 // posemb.lab.run
   std::size_t step = 0;          // posemb.lab.step
   std::int64_t adamw_steps = 0;  // posemb.lab.adamw_steps
+  std::string lineage;           // posemb.lab.lineage: where the run's weights came from, or ""
   // The float32 values of tensor `name`; throws std::runtime_error naming the file when absent.
   Matrix<float> tensor(const std::string& name) const;
 };
@@ -37,9 +38,10 @@ struct Checkpoint {
 // Writes the model's tensors, the optimizer's moments, the settings and the step to path,
 // atomically (posemb::write_safetensors). Models with a learned table also get the position
 // table metadata (posemb.tensor, posemb.training_length, ...), so `posemb inspect` and `resize`
-// find the table.
+// find the table. lineage (Trainer::lineage(): where the run's weights came from) is kept in
+// posemb.lab.lineage and the table's posemb.provenance.
 void write_checkpoint(const std::string& path, Model& model, const AdamW& opt, const RunConfig& cfg,
-                      std::size_t step);
+                      std::size_t step, const std::string& lineage = {});
 
 // Reads and checks a checkpoint written by write_checkpoint.
 Checkpoint read_checkpoint(const std::string& path);
