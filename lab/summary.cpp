@@ -15,6 +15,7 @@ constexpr double kPressDrop = 0.5;          // beyond L at most this fraction of
 constexpr double kRuossFloor = 0.30;        // learned-randomized just past L, at least
 constexpr double kNopeFloor = 0.90;         // NoPE in distribution ("near-perfect")
 constexpr double kNopeMargin = 0.05;        // NoPE past L above sinusoidal and rope by this
+constexpr double kCopyMargin = 0.02;        // copy's curve above random's by more than this
 
 std::string range(std::size_t lo, std::size_t hi) {
   return "n = " + std::to_string(lo) + ".." + std::to_string(hi);
@@ -196,7 +197,8 @@ std::vector<ClaimVerdict> judge_claims(const DemoReport& rep) {
     const std::string ext = range(L + 1, rep.extended_train_len);
     c.rule = "copy's exact match over " + ext +
              ", averaged over the fine-tuning curve's points (step 0 included), above random's "
-             "(means over seeds)";
+             "by more than " +
+             fixed(kCopyMargin, 2) + " (means over seeds)";
     const auto copy = curve_areas(rep, "copy"), random = curve_areas(rep, "random");
     if (!copy.empty() && !random.empty()) {
       c.measured = "exact match over " + ext + ", mean over the curve: copy " + spread_text(copy) +
@@ -204,7 +206,7 @@ std::vector<ClaimVerdict> judge_claims(const DemoReport& rep) {
                    "; loss of the first fine-tuning batch: copy " +
                    spread_text(first_losses(rep, "copy")) + ", random " +
                    spread_text(first_losses(rep, "random"));
-      c.reproduced = mean(copy) > mean(random);
+      c.reproduced = mean(copy) > mean(random) + kCopyMargin;
     } else {
       c.measured = "not measured";
     }

@@ -245,6 +245,11 @@ Trainer Trainer::from_checkpoint(const std::string& path, const RunConfig& setti
                  (table->provenance.empty() ? std::string() : " (" + table->provenance + ")");
   } else if (spec.has_table) {
     cfg.model.max_seq_len = ck.tensor(std::string(spec.table_tensor)).rows();
+    // A checkpoint resized by posemb::replace_position_table carries its table's lineage.
+    if (const auto it = ck.file.metadata.find("posemb.provenance");
+        it != ck.file.metadata.end() && it->second.find("resize:") != std::string::npos) {
+      table_from = ", its table: " + it->second;
+    }
   }
   if (spec.has_table && cfg.model.max_seq_len < input_len(cfg.task.train_len)) {
     throw ConfigError({"task.train_len"}, "init from checkpoint: the learned table has " +

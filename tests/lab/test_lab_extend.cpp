@@ -13,6 +13,7 @@
 #include "lab/trainer.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/resize.hpp"
+#include "posemb/safetensors.hpp"
 #include "temp_dir.hpp"
 
 namespace posemb::lab {
@@ -94,6 +95,16 @@ TEST(InitFrom, StartsFromTheWeightsWithTheResizedTableAndAFreshOptimizer) {
   same.train.steps = 2;
   const Trainer own = Trainer::from_checkpoint(base, same);
   EXPECT_EQ(own.config().model.max_seq_len, input_len(3));
+  EXPECT_EQ(own.lineage().find("resize"), std::string::npos) << own.lineage();
+  // A whole checkpoint resized in place: its table and its lineage come along.
+  const std::string whole = dir.file("whole.safetensors");
+  const TensorFile f = read_safetensors(base);
+  const ResizedFile rf =
+      replace_position_table(f, resize_table(t, input_len(6), ResizeMethod::copy));
+  write_safetensors(whole, rf.tensors, rf.metadata);
+  const Trainer w = Trainer::from_checkpoint(whole, next);
+  EXPECT_EQ(w.config().model.max_seq_len, input_len(6));
+  EXPECT_NE(w.lineage().find("copy 8 -> 14"), std::string::npos) << w.lineage();
 }
 
 TEST(InitFrom, RefusesAnotherModelATooShortTableAndATableForAComputedEncoding) {
@@ -198,6 +209,8 @@ TEST(Summary, VerdictsFollowTheNumbersByTheStatedRules) {
       << "learned-randomized not above sinusoidal past L";
   EXPECT_EQ(verdicts(report(0.99, 0.1, 0.5, 0.95, 0.3, {0, .1, .5}, {0, .5, .9}))[3], false)
       << "random's curve above copy's";
+  EXPECT_EQ(verdicts(report(0.99, 0.1, 0.5, 0.95, 0.3, {0, .01, .05}, {0, .01, .02}))[3], false)
+      << "copy above random by 0.01 on average: within the margin";
   EXPECT_EQ(verdicts(report(0.99, 0.1, 0.5, 0.85, 0.3, {0, .5, .9}, {0, .1, .5}))[4], false)
       << "NoPE not near-perfect in distribution";
   EXPECT_EQ(verdicts(report(0.99, 0.1, 0.5, 0.95, 0.12, {0, .5, .9}, {0, .1, .5}))[4], false)

@@ -107,17 +107,25 @@ void run_resize(const ResizeCliOptions& o) {
       "were), metadata kept, lineage in posemb.provenance\n",
       done, o.out, out.tensors.size(), r.values.rows(), r.values.cols());
   for (const auto& e : out.extended) fmt::print("  extended {}\n", quote_untrusted(e));
-  if (!out.kept_with_old_length.empty()) {
+  const bool lab_checkpoint = file.metadata.count("posemb.lab.run") != 0;
+  if (!out.kept_with_old_length.empty() && !lab_checkpoint) {
     warn(std::to_string(out.kept_with_old_length.size()) + " tensor(s) still have the old length " +
          std::to_string(t.values.rows()) +
          " and were kept as they were: " + name_list(out.kept_with_old_length) +
          " (masks or optimizer state sized for the old table; a program loading the file may "
          "have to rebuild them)");
   }
-  if (file.metadata.count("posemb.tensor") == 0 && file.metadata.count("posemb.lab.run") == 0) {
+  if (lab_checkpoint) {
     fmt::print(
-        "note: a config beside the checkpoint (Hugging Face's config.json: "
-        "max_position_embeddings or n_positions) still gives the old length; set it to {}\n",
+        "note: a posemb lab checkpoint: train from it with `posemb train --init-from {} "
+        "--train-len N` (a new run, a fresh optimizer; n <= {} fits the table); --resume "
+        "refuses it, its optimizer state being the old table's\n",
+        o.out, r.values.rows() >= 2 ? (r.values.rows() - 2) / 2 : 0);
+  } else if (file.metadata.count("posemb.tensor") == 0) {
+    fmt::print(
+        "note: a configuration beside the checkpoint (Hugging Face's config.json: "
+        "max_position_embeddings, n_positions, a ViT's image_size) may still give the old "
+        "length; the table now has {} rows\n",
         r.values.rows());
   }
 }
