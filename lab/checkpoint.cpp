@@ -15,7 +15,7 @@
 namespace posemb::lab {
 
 void write_checkpoint(const std::string& path, Model& model, const AdamW& opt, const RunConfig& cfg,
-                      std::size_t step) {
+                      std::size_t step, const std::string& lineage) {
   const auto slots = model.tensors();
   std::vector<Tensor> tensors;
   for (const auto& s : slots) tensors.push_back(Tensor::from_matrix(s.name, s.value));
@@ -29,6 +29,7 @@ void write_checkpoint(const std::string& path, Model& model, const AdamW& opt, c
                    {"posemb.lab.run", cfg.to_json()},
                    {"posemb.lab.step", std::to_string(step)},
                    {"posemb.lab.adamw_steps", std::to_string(opt.steps())}};
+  if (!lineage.empty()) meta["posemb.lab.lineage"] = lineage;
   if (model.encoding_spec().has_table) {
     // The position table's metadata (posemb/position_table_file.hpp), so `posemb resize` and
     // `posemb inspect` find it without naming the tensor.
@@ -37,8 +38,9 @@ void write_checkpoint(const std::string& path, Model& model, const AdamW& opt, c
     meta["posemb.training_length"] = std::to_string(input_len(cfg.task.train_len));
     meta["posemb.initializer"] = "normal(std=" + std::to_string(cfg.model.init_std) +
                                  ", seed derived from " + std::to_string(cfg.train.seed) + ")";
-    meta["posemb.provenance"] =
-        "posemb train (" + cfg.model.pe + ", step " + std::to_string(step) + ")";
+    meta["posemb.provenance"] = (lineage.empty() ? std::string() : lineage + "; ") +
+                                "posemb train (" + cfg.model.pe + ", step " + std::to_string(step) +
+                                ")";
   }
   write_safetensors(path, tensors, meta);
 }
@@ -133,6 +135,14 @@ Checkpoint decode_checkpoint_metadata(const Metadata& md, const std::string& pat
   ck.step = whole_number(md, path, "posemb.lab.step", steps);
   ck.adamw_steps =
       static_cast<std::int64_t>(whole_number(md, path, "posemb.lab.adamw_steps", steps));
+  if (const auto it = md.find("posemb.lab.lineage"); it != md.end()) {
+    constexpr std::size_t kMaxLineage = std::size_t{64} << 10;
+    if (it->second.size() > kMaxLineage) {
+      bad_entry(path, "posemb.lab.lineage",
+                "has " + std::to_string(it->second.size()) + " bytes, more than 64 KiB");
+    }
+    ck.lineage = it->second;
+  }
   return ck;
 }
 
@@ -224,6 +234,15 @@ void load_optimizer_state(AdamW& opt, Model& model, const Checkpoint& ck) {
         throw FileFormatError(ck.path, "checkpoint has no tensor " + quote_untrusted(name) +
                                            " (AdamW state for " + std::to_string(ck.adamw_steps) +
                                            " steps)");
+      }
+      const auto& shape = t->shape();
+      if (shape.size() == 2 && shape[1] == s.value.cols() && shape[0] != s.value.rows()) {
+        throw FileFormatError(ck.path, "the optimizer state of " + s.name + " (" +
+                                           quote_untrusted(name) + ") has " +
+                                           std::to_string(shape[0]) + " rows, the parameter " +
+                                           std::to_string(s.value.rows()) +
+                                           ": the table was resized after training, so this "
+                                           "checkpoint cannot be resumed; start a new run from it");
       }
       check_shape(ck.path, *t, s.value.rows(), s.value.cols(), "optimizer tensor");
     }

@@ -30,6 +30,7 @@ struct Checkpoint {
   RunConfig run;                 // posemb.lab.run (model.max_seq_len: the learned table's rows)
   std::size_t step = 0;          // posemb.lab.step
   std::int64_t adamw_steps = 0;  // posemb.lab.adamw_steps
+  std::string lineage;           // posemb.lab.lineage: where the run's weights came from, or ""
   // The float32 values of tensor `name`; throws FileFormatError naming the file when absent.
   Matrix<float> tensor(const std::string& name) const;
 };
@@ -53,9 +54,10 @@ void check_checkpoint_tensors(Checkpoint& ck);
 // Writes the model's tensors, the optimizer's moments, the settings and the step to path,
 // atomically (posemb::write_safetensors). Models with a learned table also get the position
 // table metadata (posemb.tensor, posemb.training_length, ...), so `posemb inspect` and `resize`
-// find the table.
+// find the table. lineage (Trainer::lineage(): where the run's weights came from) is kept in
+// posemb.lab.lineage and the table's posemb.provenance.
 void write_checkpoint(const std::string& path, Model& model, const AdamW& opt, const RunConfig& cfg,
-                      std::size_t step);
+                      std::size_t step, const std::string& lineage = {});
 
 // Reads and checks a checkpoint written by write_checkpoint (decode_checkpoint_metadata, then
 // check_checkpoint_tensors): a file that is not one throws FileFormatError naming the file.

@@ -1,26 +1,46 @@
 #include "lab/results.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 namespace posemb::lab {
+namespace {
+
+std::string fixed6(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", v);
+  return buf;
+}
+
+// One length's status and accuracies as CSV fields: "status,exact,token".
+std::string csv_fields(const LengthResult& l) {
+  if (l.beyond_table) return "beyond_table,,";
+  return "ok," + fixed6(l.exact_match) + "," + fixed6(l.token_accuracy);
+}
+
+nlohmann::ordered_json length_json(const LengthResult& l) {
+  nlohmann::ordered_json x;
+  x["length"] = l.length;
+  x["status"] = l.beyond_table ? "beyond_table" : "ok";
+  x["exact_match"] =
+      l.beyond_table ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(l.exact_match);
+  x["token_accuracy"] =
+      l.beyond_table ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(l.token_accuracy);
+  return x;
+}
+
+}  // namespace
 
 std::string results_csv(const std::vector<RunResults>& runs) {
   std::ostringstream o;
-  o << "pe,max_seq_len,length,status,exact_match,token_accuracy\n";
+  o << "pe,max_seq_len,length,status,exact_match,token_accuracy,seed\n";
   for (const auto& r : runs) {
     for (const auto& l : r.results) {
       o << r.pe << ',' << (r.max_seq_len ? std::to_string(*r.max_seq_len) : "") << ',' << l.length
-        << ',' << (l.beyond_table ? "beyond_table" : "ok") << ',';
-      if (!l.beyond_table) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.6f,%.6f", l.exact_match, l.token_accuracy);
-        o << buf;
-      } else {
-        o << ',';
-      }
-      o << '\n';
+        << ',' << csv_fields(l) << ',' << (r.seed ? std::to_string(*r.seed) : "") << '\n';
     }
   }
   return o.str();
@@ -35,19 +55,115 @@ std::string results_json(const std::string& task, std::size_t train_len,
   for (const auto& r : runs) {
     nlohmann::ordered_json run;
     run["pe"] = r.pe;
+    run["seed"] = r.seed ? nlohmann::ordered_json(*r.seed) : nullptr;
     run["max_seq_len"] = r.max_seq_len ? nlohmann::ordered_json(*r.max_seq_len) : nullptr;
     run["train_seconds"] = r.train_seconds;
     run["results"] = nlohmann::ordered_json::array();
-    for (const auto& l : r.results) {
-      nlohmann::ordered_json x;
-      x["length"] = l.length;
-      x["status"] = l.beyond_table ? "beyond_table" : "ok";
-      x["exact_match"] =
-          l.beyond_table ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(l.exact_match);
-      x["token_accuracy"] = l.beyond_table ? nlohmann::ordered_json(nullptr)
-                                           : nlohmann::ordered_json(l.token_accuracy);
-      run["results"].push_back(x);
+    for (const auto& l : r.results) run["results"].push_back(length_json(l));
+    j["runs"].push_back(run);
+  }
+  return j.dump(2) + "\n";
+}
+
+Spread spread_of(const std::vector<double>& values) {
+  Spread s;
+  if (values.empty()) return s;
+  s.count = values.size();
+  s.min = *std::min_element(values.begin(), values.end());
+  s.max = *std::max_element(values.begin(), values.end());
+  double sum = 0.0;
+  for (double v : values) sum += v;
+  s.mean = sum / static_cast<double>(values.size());
+  return s;
+}
+
+std::optional<double> mean_exact_match(const RunResults& run, std::size_t lo, std::size_t hi) {
+  if (hi < lo) return std::nullopt;
+  double sum = 0.0;
+  for (std::size_t n = lo; n <= hi; ++n) {
+    const auto it = std::find_if(run.results.begin(), run.results.end(),
+                                 [n](const LengthResult& l) { return l.length == n; });
+    if (it == run.results.end() || it->beyond_table) return std::nullopt;
+    sum += it->exact_match;
+  }
+  return sum / static_cast<double>(hi - lo + 1);
+}
+
+std::vector<LengthSpread> spread_by_length(const std::vector<const RunResults*>& runs) {
+  if (runs.empty()) throw std::invalid_argument("spread_by_length: no runs");
+  std::vector<LengthSpread> out;
+  const auto& first = runs.front()->results;
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    LengthSpread ls;
+    ls.length = first[i].length;
+    std::vector<double> exact, token;
+    for (const RunResults* r : runs) {
+      if (r->results.size() != first.size() || r->results[i].length != ls.length) {
+        throw std::invalid_argument("spread_by_length: runs of " + r->pe +
+                                    " were evaluated on different lengths");
+      }
+      const auto& l = r->results[i];
+      ls.beyond_table = ls.beyond_table || l.beyond_table;
+      exact.push_back(l.exact_match);
+      token.push_back(l.token_accuracy);
     }
+    if (!ls.beyond_table) {
+      ls.exact = spread_of(exact);
+      ls.token = spread_of(token);
+    }
+    out.push_back(ls);
+  }
+  return out;
+}
+
+std::vector<double> curve_mean_exact(const ExtensionRun& run, std::size_t lo, std::size_t hi) {
+  std::vector<double> out;
+  for (const auto& [step, results] : run.curve) {
+    RunResults r;
+    r.results = results;
+    const auto m = mean_exact_match(r, lo, hi);
+    out.push_back(m ? *m : 0.0);
+  }
+  return out;
+}
+
+std::string extension_csv(const std::vector<ExtensionRun>& runs) {
+  std::ostringstream o;
+  o << "method,seed,step,length,status,exact_match,token_accuracy\n";
+  for (const auto& r : runs) {
+    for (const auto& [step, results] : r.curve) {
+      for (const auto& l : results) {
+        o << r.method << ',' << r.seed << ',' << step << ',' << l.length << ',' << csv_fields(l)
+          << '\n';
+      }
+    }
+  }
+  return o.str();
+}
+
+std::string extension_json(std::size_t train_len, std::size_t extended_train_len,
+                           std::size_t table_rows, const std::vector<ExtensionRun>& runs) {
+  nlohmann::ordered_json j;
+  j["train_len"] = train_len;
+  j["extended_train_len"] = extended_train_len;
+  j["table_rows"] = table_rows;
+  j["runs"] = nlohmann::ordered_json::array();
+  for (const auto& r : runs) {
+    nlohmann::ordered_json run;
+    run["method"] = r.method;
+    run["seed"] = r.seed;
+    run["first_loss"] = r.first_loss;
+    run["train_seconds"] = r.train_seconds;
+    run["curve"] = nlohmann::ordered_json::array();
+    for (const auto& [step, results] : r.curve) {
+      nlohmann::ordered_json point;
+      point["step"] = step;
+      point["results"] = nlohmann::ordered_json::array();
+      for (const auto& l : results) point["results"].push_back(length_json(l));
+      run["curve"].push_back(point);
+    }
+    run["after"] = nlohmann::ordered_json::array();
+    for (const auto& l : r.after) run["after"].push_back(length_json(l));
     j["runs"].push_back(run);
   }
   return j.dump(2) + "\n";

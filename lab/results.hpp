@@ -1,15 +1,23 @@
 // lab/results.hpp: the experiment's outputs (the CLI writes them with
-// posemb::write_file_atomically).
+// posemb::write_file_atomically), and the statistics over seeds they are read with.
 //
 //   results.csv / results.json  accuracy by length for every run (results.json's schema is read
-//                               by others: {"task", "train_len", "runs": [{"pe", "max_seq_len",
-//                               "train_seconds", "results": [{"length", "status", "exact_match",
-//                               "token_accuracy"}]}]})
+//                               by others: {"task", "train_len", "runs": [{"pe", "seed",
+//                               "max_seq_len", "train_seconds", "results": [{"length", "status",
+//                               "exact_match", "token_accuracy"}]}]}; "seed" is null when unknown)
+//   extension.csv / .json       the table-extension experiment: exact match at the evaluated
+//                               lengths after each number of fine-tuning steps, per method and seed
+//
+//   lab::Spread s = lab::spread_of({0.97, 1.0, 0.99});   // mean 0.9867, min 0.97, max 1.0
+//   auto m = lab::mean_exact_match(run, 1, 8);           // nullopt if a length is beyond_table
 // (The demo's plots are drawn by the CLI with the renderer in viz/.)
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lab/evaluate.hpp"
@@ -18,6 +26,7 @@ namespace posemb::lab {
 
 struct RunResults {
   std::string pe;
+  std::optional<std::uint64_t> seed;       // the run's training seed, if known
   std::optional<std::size_t> max_seq_len;  // rows of the learned table, if any
   double train_seconds = 0.0;
   std::vector<LengthResult> results;
@@ -26,4 +35,48 @@ struct RunResults {
 std::string results_csv(const std::vector<RunResults>& runs);
 std::string results_json(const std::string& task, std::size_t train_len,
                          const std::vector<RunResults>& runs);
+
+// Mean, minimum and maximum of some values (over seeds); count 0 (and zeros) for none.
+struct Spread {
+  double mean = 0.0, min = 0.0, max = 0.0;
+  std::size_t count = 0;
+};
+Spread spread_of(const std::vector<double>& values);
+
+// The mean exact match of a run over lengths lo..hi (inclusive); nullopt when one of them is
+// beyond_table or was not evaluated.
+std::optional<double> mean_exact_match(const RunResults& run, std::size_t lo, std::size_t hi);
+
+// One length over several runs of an encoding (seeds): exact match and token accuracy spreads;
+// beyond_table when it is beyond the table in any run (the spreads are then empty).
+struct LengthSpread {
+  std::size_t length = 0;
+  bool beyond_table = false;
+  Spread exact, token;
+};
+// Every length of the first run, over every run (runs must have been evaluated on the same
+// lengths; throws std::invalid_argument otherwise or when runs is empty).
+std::vector<LengthSpread> spread_by_length(const std::vector<const RunResults*>& runs);
+
+// One fine-tuning run of the extension experiment: a learned table extended by `method`, then
+// fine-tuned; `curve` holds the evaluation after each number of steps (0: before any update).
+struct ExtensionRun {
+  std::string method;
+  std::uint64_t seed = 0;
+  double first_loss = 0.0;  // the loss of the first fine-tuning batch, before any update
+  double train_seconds = 0.0;
+  std::vector<std::pair<std::size_t, std::vector<LengthResult>>> curve;  // (step, results)
+  std::vector<LengthResult> after;  // every length up to the extended one, after fine-tuning
+};
+
+// The mean exact match over lengths lo..hi of each point of a run's curve.
+std::vector<double> curve_mean_exact(const ExtensionRun& run, std::size_t lo, std::size_t hi);
+
+// method,seed,step,length,status,exact_match,token_accuracy
+std::string extension_csv(const std::vector<ExtensionRun>& runs);
+// {"train_len", "extended_train_len", "table_rows", "runs": [{"method", "seed", "first_loss",
+// "train_seconds", "curve": [{"step", "results": [...]}], "after": [...]}]}
+std::string extension_json(std::size_t train_len, std::size_t extended_train_len,
+                           std::size_t table_rows, const std::vector<ExtensionRun>& runs);
+
 }  // namespace posemb::lab

@@ -6,11 +6,13 @@
 #include <cmath>
 #include <exception>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <type_traits>
 
 #include "posemb/memory.hpp"
 #include "posemb/parallel.hpp"
+#include "posemb/position_table_file.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -200,7 +202,7 @@ double Trainer::train_step() {
 }
 
 void Trainer::save(const std::string& path) {
-  write_checkpoint(path, model_, opt_, cfg_, step_);
+  write_checkpoint(path, model_, opt_, cfg_, step_, lineage_);
 }
 
 Trainer Trainer::load(const std::string& path) {
@@ -208,7 +210,91 @@ Trainer Trainer::load(const std::string& path) {
   Trainer tr(ck.run);
   load_tensors(tr.model_, ck);
   tr.step_ = ck.step;
+  tr.lineage_ = ck.lineage;
   load_optimizer_state(tr.opt_, tr.model_, ck);
+  return tr;
+}
+
+namespace {
+
+// Throws ConfigError when a model setting of the new run differs from the checkpoint's.
+void check_same_model(const ModelConfig& want, const ModelConfig& ck, const std::string& path) {
+  auto differ = [&](const char* field, const std::string& a, const std::string& b) {
+    if (a == b) return;
+    throw ConfigError({std::string("model.") + field},
+                      std::string("init from checkpoint: model.") + field + " " + a +
+                          " differs from " + path + "'s " + b +
+                          "; the model's shape and encoding come from the checkpoint");
+  };
+  auto num = [](double v) {
+    std::ostringstream o;
+    o << v;
+    return o.str();
+  };
+  differ("pe", want.pe, ck.pe);
+  differ("vocab_size", std::to_string(want.vocab_size), std::to_string(ck.vocab_size));
+  differ("d_model", std::to_string(want.d_model), std::to_string(ck.d_model));
+  differ("n_layers", std::to_string(want.n_layers), std::to_string(ck.n_layers));
+  differ("n_heads", std::to_string(want.n_heads), std::to_string(ck.n_heads));
+  differ("d_ff", std::to_string(want.d_ff), std::to_string(ck.d_ff));
+  differ("rope_base", num(want.rope_base), num(ck.rope_base));
+  differ("sinusoidal_base", num(want.sinusoidal_base), num(ck.sinusoidal_base));
+}
+
+}  // namespace
+
+Trainer Trainer::from_checkpoint(const std::string& path, const RunConfig& settings,
+                                 const std::string& table_path) {
+  const Checkpoint ck = read_checkpoint(path);
+  RunConfig cfg = settings;
+  check_same_model(cfg.model, ck.run.model, path);
+  cfg.model.init_std = ck.run.model.init_std;
+  cfg.model.embed_init_std = ck.run.model.embed_init_std;
+  const auto& spec = find_encoding(cfg.model.pe);
+  std::optional<PositionTable> table;
+  std::string table_from;
+  if (!table_path.empty()) {
+    if (!spec.has_table) {
+      throw std::invalid_argument("init from checkpoint: " + path + " uses " + cfg.model.pe +
+                                  ", which has no learned table to replace");
+    }
+    table = load_position_table(table_path);
+    if (table->usable().cols() != cfg.model.d_model) {
+      throw std::invalid_argument("init from checkpoint: the table in " + table_path + " has " +
+                                  std::to_string(table->usable().cols()) +
+                                  " columns, the model's d_model is " +
+                                  std::to_string(cfg.model.d_model));
+    }
+    cfg.model.max_seq_len = table->positions();
+    table_from = ", table from " + table_path +
+                 (table->provenance.empty() ? std::string() : " (" + table->provenance + ")");
+  } else if (spec.has_table) {
+    cfg.model.max_seq_len = ck.tensor(std::string(spec.table_tensor)).rows();
+    // A checkpoint resized by posemb::replace_position_table carries its table's lineage.
+    if (const auto it = ck.file.metadata.find("posemb.provenance");
+        it != ck.file.metadata.end() && it->second.find("resize:") != std::string::npos) {
+      table_from = ", its table: " + it->second;
+    }
+  }
+  if (spec.has_table && cfg.model.max_seq_len < input_len(cfg.task.train_len)) {
+    throw ConfigError({"task.train_len"}, "init from checkpoint: the learned table has " +
+                                              std::to_string(cfg.model.max_seq_len) +
+                                              " rows; training at train_len " +
+                                              std::to_string(cfg.task.train_len) + " needs " +
+                                              std::to_string(input_len(cfg.task.train_len)) +
+                                              " (2 * train_len + 2): resize the table first");
+  }
+  Trainer tr(cfg);
+  load_tensors(tr.model_, ck, table.has_value());
+  if (table) {
+    const auto slot = tr.model_.encoding().tensors().front();
+    copy_into(slot.value, table->usable(), "position table", table_path);
+  }
+  const std::string here = "init from " + path + " (" + ck.run.model.pe + ", step " +
+                           std::to_string(ck.step) + ", seed " + std::to_string(ck.run.train.seed) +
+                           ", " + task_kind_name(ck.run.task.kind) +
+                           " n <= " + std::to_string(ck.run.task.train_len) + ")" + table_from;
+  tr.lineage_ = ck.lineage.empty() ? here : ck.lineage + "; " + here;
   return tr;
 }
 

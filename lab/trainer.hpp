@@ -7,6 +7,13 @@
 //   tr.save("out/checkpoint.safetensors");            // atomic; with the AdamW state
 //   auto again = lab::Trainer::load("out/checkpoint.safetensors");   // continues bit for bit
 //
+//   // A new run from a trained model: its weights, a resized table, new task and training
+//   // settings (the model's shape is the checkpoint's), a fresh optimizer, step 0.
+//   lab::RunConfig next = lab::read_checkpoint("base/checkpoint.safetensors").run;
+//   next.task.train_len = 16;  next.train.steps = 300;
+//   auto ft = lab::Trainer::from_checkpoint("base/checkpoint.safetensors", next,
+//                                           "wpe-copy.safetensors");
+//
 // Determinism: the batch of step s is a function of (seed, s), the parameters of the seed, and
 // every kernel is independent of the thread count, so a run, a resumed run, and a run on another
 // thread count give the same bits.
@@ -35,6 +42,20 @@ class Trainer {
   static std::size_t memory_bytes(const RunConfig& cfg);
   // A trainer restored from a checkpoint written by save(): parameters, AdamW state, step.
   static Trainer load(const std::string& path);
+  // A new run (step 0, a fresh optimizer) whose parameters start as the checkpoint's at path;
+  // with table_path, the learned table is the one in that file (a position table file, or a
+  // checkpoint resized by posemb::replace_position_table; reserved rows skipped) instead of the
+  // checkpoint's. settings give the new run's task and training settings; its model settings
+  // must be the checkpoint's (model.max_seq_len comes from the table, model.init_std and
+  // embed_init_std are unused). The lineage (checkpoint, step, table and its provenance) is
+  // kept in lineage() and in every checkpoint the run writes. Throws ConfigError naming the
+  // fields for settings that do not fit the checkpoint (a table shorter than the new training
+  // sequences included), std::invalid_argument for a table given to an encoding without one,
+  // and the errors of read_checkpoint and load_position_table.
+  static Trainer from_checkpoint(const std::string& path, const RunConfig& settings,
+                                 const std::string& table_path = {});
+  // Where this run's weights came from ("" for a run initialized from its seed).
+  const std::string& lineage() const { return lineage_; }
 
   const RunConfig& config() const { return cfg_; }
   Model& model() { return model_; }
@@ -58,6 +79,7 @@ class Trainer {
   AdamW opt_;
   Batch batch_, sorted_;
   std::size_t step_ = 0;
+  std::string lineage_;
 };
 
 }  // namespace posemb::lab

@@ -78,6 +78,13 @@ std::string line_chart_svg(const LineChart& c) {
                                   std::to_string(s.x.size()) + " x values and " +
                                   std::to_string(s.y.size()) + " y values");
     }
+    if ((!s.lo.empty() || !s.hi.empty()) &&
+        (s.lo.size() != s.x.size() || s.hi.size() != s.x.size())) {
+      throw std::invalid_argument("line_chart_svg: series '" + s.name + "' has " +
+                                  std::to_string(s.x.size()) + " points and a band of " +
+                                  std::to_string(s.lo.size()) + " low and " +
+                                  std::to_string(s.hi.size()) + " high values");
+    }
     for (double x : s.x) {
       lo = std::min(lo, x);
       hi = std::max(hi, x);
@@ -86,12 +93,29 @@ std::string line_chart_svg(const LineChart& c) {
   if (!(lo <= hi)) throw std::invalid_argument("line_chart_svg: no points to plot");
   if (hi == lo) hi = lo + 1;
   // The legend's width from its longest text (DejaVu Sans averages about 0.52 em per character).
-  double legend = 10.0 * 0.55 * static_cast<double>(c.note.size());
+  std::vector<std::string> note_lines;
+  for (std::size_t a = 0; a <= c.note.size() && !c.note.empty();) {
+    const std::size_t b = std::min(c.note.find('\n', a), c.note.size());
+    note_lines.push_back(c.note.substr(a, b - a));
+    a = b + 1;
+  }
+  double legend = 0.0;
+  for (const auto& l : note_lines)
+    legend = std::max(legend, 10.0 * 0.55 * static_cast<double>(l.size()));
   for (const auto& s : c.series) {
     legend = std::max(legend, 42 + 12.0 * 0.55 * static_cast<double>(s.name.size()));
   }
+  std::size_t listed = 0;  // markers on the axis, listed in the legend
+  for (const auto& m : c.markers) {
+    if (m.x < lo || m.x > hi) continue;
+    ++listed;
+    legend = std::max(legend, 42 + 11.0 * 0.55 * static_cast<double>(m.label.size()));
+  }
   const double pw = 560, ph = 342, L = 72, R = 16 + std::max(160.0, legend) + 12, T = 56, B = 62;
-  const double W = L + pw + R, H = T + ph + B;
+  const double legend_h = 14 + 24.0 * static_cast<double>(c.series.size()) +
+                          22.0 * static_cast<double>(listed) +
+                          13.0 * static_cast<double>(note_lines.size()) + 12;
+  const double W = L + pw + R, H = std::max(T + ph + B, T + legend_h);
   auto X = [&](double x) { return L + pw * (x - lo) / (hi - lo); };
   auto Y = [&](double y) { return T + ph * (1.0 - (y - c.y_min) / (c.y_max - c.y_min)); };
   std::ostringstream o;
@@ -120,24 +144,49 @@ std::string line_chart_svg(const LineChart& c) {
     << esc(c.x_label) << "</text>\n";
   o << "<text transform=\"translate(20," << num(T + ph / 2)
     << ") rotate(-90)\" text-anchor=\"middle\">" << esc(c.y_label) << "</text>\n";
-  // Vertical markers, labels stacked from the top of the plot.
-  double dy = 0;
-  for (const auto& m : c.markers) {
-    if (m.x < lo || m.x > hi) continue;
+  // Vertical markers; their labels are listed in the legend, with the same line style, so no
+  // text lies over the data.
+  auto marker_colour = [&](const Marker& m) {
     const char* colour = "#333333";
     for (std::size_t i = 0; i < c.series.size(); ++i) {
       if (!m.series.empty() && c.series[i].name == m.series) colour = kColours[i % 6];
     }
-    const bool neutral = m.series.empty();
+    return colour;
+  };
+  std::vector<const Marker*> shown;
+  for (const auto& m : c.markers) {
+    if (m.x < lo || m.x > hi) continue;
+    shown.push_back(&m);
     o << "<line x1=\"" << num(X(m.x)) << "\" y1=\"" << num(T) << "\" x2=\"" << num(X(m.x))
-      << "\" y2=\"" << num(T + ph) << "\" stroke=\"" << colour << "\" stroke-width=\"1.2\" "
-      << "stroke-dasharray=\"" << (neutral ? "6,4" : "2,3") << "\"/>\n";
-    // Labels right of the line, or left of it in the right half of the plot.
-    const bool left_side = X(m.x) > L + pw * 0.6;
-    o << "<text x=\"" << num(X(m.x) + (left_side ? -5 : 5)) << "\" y=\"" << num(T + 15 + dy)
-      << "\" fill=\"" << colour << "\" text-anchor=\"" << (left_side ? "end" : "start") << "\">"
-      << esc(m.label) << "</text>\n";
-    dy += 16;
+      << "\" y2=\"" << num(T + ph) << "\" stroke=\"" << marker_colour(m)
+      << "\" stroke-width=\"1.4\" stroke-dasharray=\"" << (m.series.empty() ? "6,4" : "2,3")
+      << "\"/>\n";
+  }
+  // Bands under every line: one translucent polygon per unbroken run of points.
+  for (std::size_t i = 0; i < c.series.size(); ++i) {
+    const auto& s = c.series[i];
+    if (s.lo.empty()) continue;
+    std::vector<std::size_t> run;
+    auto flush = [&] {
+      if (run.size() >= 2) {
+        std::string pts;
+        for (std::size_t k : run) pts += num(X(s.x[k])) + "," + num(Y(s.hi[k])) + " ";
+        for (auto it = run.rbegin(); it != run.rend(); ++it) {
+          pts += num(X(s.x[*it])) + "," + num(Y(s.lo[*it])) + " ";
+        }
+        o << "<polygon class=\"band\" fill=\"" << kColours[i % 6]
+          << "\" fill-opacity=\"0.16\" stroke=\"none\" points=\"" << pts << "\"/>\n";
+      }
+      run.clear();
+    };
+    for (std::size_t k = 0; k < s.x.size(); ++k) {
+      if (std::isnan(s.lo[k]) || std::isnan(s.hi[k])) {
+        flush();
+      } else {
+        run.push_back(k);
+      }
+    }
+    flush();
   }
   // Series: first drawn widest with the largest markers, later ones thinner on top.
   for (std::size_t i = 0; i < c.series.size(); ++i) {
@@ -179,10 +228,20 @@ std::string line_chart_svg(const LineChart& c) {
     o << "<text x=\"" << num(lx + 42) << "\" y=\"" << num(ly + 4) << "\">" << esc(c.series[i].name)
       << "</text>\n";
   }
-  if (!c.note.empty()) {
-    o << "<text x=\"" << num(L + pw + 16) << "\" y=\""
-      << num(T + 14 + 24.0 * static_cast<double>(c.series.size()) + 6)
-      << "\" font-size=\"10\" fill=\"#555\">" << esc(c.note) << "</text>\n";
+  double ly = T + 14 + 24.0 * static_cast<double>(c.series.size());
+  for (const Marker* m : shown) {
+    const double lx = L + pw + 16;
+    o << "<line x1=\"" << num(lx + 17) << "\" y1=\"" << num(ly - 9) << "\" x2=\"" << num(lx + 17)
+      << "\" y2=\"" << num(ly + 9) << "\" stroke=\"" << marker_colour(*m)
+      << "\" stroke-width=\"1.4\" stroke-dasharray=\"" << (m->series.empty() ? "6,4" : "2,3")
+      << "\"/>\n";
+    o << "<text x=\"" << num(lx + 42) << "\" y=\"" << num(ly + 4) << "\" font-size=\"11\" fill=\""
+      << marker_colour(*m) << "\">" << esc(m->label) << "</text>\n";
+    ly += 22;
+  }
+  for (std::size_t k = 0; k < note_lines.size(); ++k) {
+    o << "<text x=\"" << num(L + pw + 16) << "\" y=\"" << num(ly + 6 + 13.0 * k)
+      << "\" font-size=\"10\" fill=\"#555\">" << esc(note_lines[k]) << "</text>\n";
   }
   o << "</svg>\n";
   return o.str();

@@ -10,7 +10,8 @@
 //
 // Lines stay visible where they overlap: each series has its own colour, dash pattern and
 // marker shape, and later series are drawn thinner and with smaller markers on top of earlier
-// ones. Markers and ticks are in the x axis' units.
+// ones. A series may carry a band (the min-max of several seeds, say): a translucent area in its
+// colour under every line. Markers and ticks are in the x axis' units.
 #pragma once
 
 #include <string>
@@ -21,10 +22,12 @@ namespace posemb::viz {
 struct Series {
   std::string name;
   std::vector<double> x, y;  // same length; y NaN breaks the line there
+  // Optional band around the line: empty, or both of x's length (lo <= hi; NaN breaks it).
+  std::vector<double> lo = {}, hi = {};
 };
 
-// A vertical line at x with a label; colour "" is the series-neutral dark grey, or the colour of
-// the series named `series` when that is set.
+// A vertical dashed line at x, its label listed in the legend; colour: the series-neutral dark
+// grey, or the colour of the series named `series` when that is set.
 struct Marker {
   double x;
   std::string label;
@@ -36,11 +39,11 @@ struct LineChart {
   double y_min = 0.0, y_max = 1.0;
   std::vector<Series> series;
   std::vector<Marker> markers;  // outside the x range: left out
-  std::string note;             // a line of small text under the legend ("" for none)
+  std::string note;             // small text under the legend, lines split at '\n' ("" for none)
 };
 
-// The SVG document. Throws std::invalid_argument when no series has a point, when x and y differ
-// in length, or y_min >= y_max.
+// The SVG document. Throws std::invalid_argument when no series has a point, when x and y (or a
+// band's lo and hi) differ in length, or y_min >= y_max.
 std::string line_chart_svg(const LineChart& chart);
 
 }  // namespace posemb::viz

@@ -7,6 +7,10 @@
 //   t.reserved_rows = 2;  // known to the user; posemb's own files record it
 //   t.usable();           // rows [2, 514): position p is row 2 + p
 //   posemb::save_position_table("roberta-pe.safetensors", t);   // records reserved rows etc.
+//   posemb::likely_reserved_rows(t.values);   // 2: row 1 is all zeros (RoBERTa's padding row)
+//
+// A ViT-style table stored as (1, N, C) is read as the (N, C) table (leading 1s squeezed;
+// stored_shape keeps [1, N, C], and save_position_table writes it back in that form).
 //
 // The table is looked up by `tensor_name` when given; otherwise by the posemb.tensor metadata
 // of posemb's own files; otherwise by the common names of well-known models (kCommonTableNames).
@@ -25,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "posemb/matrix.hpp"
 #include "posemb/matrix_view.hpp"
@@ -34,9 +39,20 @@ namespace posemb {
 
 // The name patterns tried in order when no name is given: an exact name, or a suffix when the
 // pattern starts with '*'.
-inline constexpr std::array<std::string_view, 5> kCommonTableNames = {
-    "wpe.weight", "transformer.wpe.weight", "*embeddings.position_embeddings.weight",
-    "*embed_positions.weight", "*positional_embedding"};
+// GPT-2, GPT-2 (with prefix), BERT / RoBERTa, HF CLIP (text_model. and vision_model.), BART /
+// Whisper, OpenAI CLIP / Whisper, HF ViT / DeiT (a (1, N, C) parameter), timm ViT (1, N, C).
+inline constexpr std::array<std::string_view, 8> kCommonTableNames = {
+    "wpe.weight",
+    "transformer.wpe.weight",
+    "*embeddings.position_embeddings.weight",
+    "*embeddings.position_embedding.weight",
+    "*embed_positions.weight",
+    "*positional_embedding",
+    "*embeddings.position_embeddings",
+    "*pos_embed"};
+
+// How many leading rows likely_reserved_rows looks at.
+inline constexpr std::size_t kReservedRowScan = 8;
 
 // A position table and what is known about it.
 struct PositionTable {
@@ -49,6 +65,11 @@ struct PositionTable {
   std::string source_tensor;                   // the tensor name in that file
   std::string how_found;                       // why that tensor was chosen
   DType dtype = DType::F32;                    // the dtype it was stored in
+  // The tensor's shape in the file: {rows, dim}, or with leading 1s ({1, rows, dim}, ViT) that
+  // were squeezed on loading. Empty for a table made in memory (written as {rows, dim}).
+  std::vector<std::uint64_t> stored_shape;
+  // True when reserved_rows came from the file's posemb.reserved_rows metadata.
+  bool reserved_rows_recorded = false;
 
   // Number of positions: rows after the reserved ones.
   std::size_t positions() const noexcept { return values.rows() - reserved_rows; }
@@ -60,12 +81,17 @@ struct PositionTable {
 
 // Loads the position table of a .safetensors or .npy file (chosen by content, not extension;
 // the file is opened once and only the table's bytes are read). The table must be 2-D floats
-// (F16, BF16, F32, F64; held as float, F64 rounded to nearest) with at least one column, and
-// every value finite. Throws FileFormatError naming the file for a malformed file, for no match
+// (F16, BF16, F32, F64; held as float, F64 rounded to nearest), or 2-D after squeezing leading
+// dimensions of size 1 ((1, N, C) as ViT stores it), with at least one column, and every value
+// finite. Throws FileFormatError naming the file for a malformed file, for no match
 // or several matches (listing them), for a table that is not 2-D floats, has no columns or
 // holds NaN or infinity (naming the tensor, row and column), and for posemb metadata that does
 // not fit the table; MemoryLimitExceeded when the table does not fit the memory budget.
 PositionTable load_position_table(const std::string& path,
+                                  const std::optional<std::string>& tensor_name = std::nullopt);
+// The same from a file already read (read_tensor_file), named path in messages: the table is
+// found and converted from it without opening the file again.
+PositionTable load_position_table(const TensorFile& file, const std::string& path,
                                   const std::optional<std::string>& tensor_name = std::nullopt);
 
 // The tensor name the lookup would choose in file (see load_position_table), with how_found
@@ -75,11 +101,24 @@ std::string find_position_tensor(const TensorFile& file, const std::string& path
                                  const std::optional<std::string>& tensor_name,
                                  std::string* how_found = nullptr);
 
-// Saves the table, atomically. A .npy path stores the values only (refused when reserved_rows
-// is not 0, which .npy cannot record); any other path is written as safetensors with the
-// posemb.* metadata, tensor name source_tensor (or "position_embeddings" when empty) and dtype
-// `dtype` (default: the table's dtype).
+// The number of leading rows of table (rows, dim) that look reserved rather than positions:
+// 1 + the index of the last all-zero row among the first kReservedRowScan rows, provided some
+// later row is not all zeros (RoBERTa's table: row 1, the padding row, is zeros: 2). 0 when
+// there is no such row. A hint for a caller that was not told the reserved rows; the file's
+// posemb.reserved_rows metadata or the caller's knowledge decide.
+std::size_t likely_reserved_rows(MatrixView<const float> table);
+
+// Saves the table, atomically, in stored_shape's form (leading 1s kept; (rows, dim) when
+// empty). A .npy path stores every row, the reserved ones included, and no metadata (.npy
+// cannot record reserved rows: a reader must be told them again); any other path is written as
+// safetensors with the posemb.* metadata, tensor name source_tensor (or "position_embeddings"
+// when empty) and dtype `dtype` (default: the table's dtype).
 void save_position_table(const std::string& path, const PositionTable& table,
                          std::optional<DType> dtype = std::nullopt);
+
+// The table as a tensor named source_tensor (or "position_embeddings") in stored_shape's form,
+// dtype `dtype` (a float dtype). Throws std::invalid_argument for a non-float dtype or a
+// stored_shape that does not hold (rows, dim).
+Tensor position_table_tensor(const PositionTable& table, DType dtype);
 
 }  // namespace posemb

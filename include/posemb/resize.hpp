@@ -5,30 +5,47 @@
 //   auto longer = posemb::resize_table(roberta, 4096, posemb::ResizeMethod::copy);
 //   // longer.values: (2 + 4096, 768); rows 0-1 unchanged; position p = old position p % 512
 //
+//   // The whole checkpoint with the longer table: every other tensor and the metadata kept,
+//   // position-id buffers extended, lineage in posemb.provenance.
+//   posemb::TensorFile f = posemb::read_safetensors("roberta.safetensors");
+//   posemb::ResizedFile out = posemb::replace_position_table(f, longer);
+//   posemb::write_safetensors("long.safetensors", out.tensors, out.metadata);
+//
 // Methods (new_positions counts positions; the reserved rows are kept in place in addition):
 //   copy         tile the trained positions (Longformer: position p = old position p % old)
 //   interpolate  linear along the position axis, old positions [0, n-1] mapped onto [0, N-1]
 //                (first and last positions kept exactly)
 //   random       keep the old positions bit for bit, draw the new ones from N(0, std), seeded
 //   truncate     keep the first new_positions positions (shrinking)
-// copy, interpolate and random grow (new_positions >= positions()); truncate shrinks
+//   sinusoidal   keep the old positions bit for bit; new position p is the sinusoidal encoding
+//                of p (Vaswani et al.: interleaved, base 10000), scaled so that the new rows'
+//                mean norm equals the old positions' mean norm
+// copy, interpolate, random and sinusoidal grow (new_positions >= positions()); truncate shrinks
 // (new_positions <= positions()). The result's provenance records how it was made.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "posemb/position_table_file.hpp"
 
 namespace posemb {
 
-enum class ResizeMethod : std::uint8_t { copy, interpolate, random, truncate };
+enum class ResizeMethod : std::uint8_t { copy, interpolate, random, truncate, sinusoidal };
 
-// "copy", "interpolate", "random", "truncate".
+// Every method, in the order messages and --help list them.
+inline constexpr std::array<ResizeMethod, 5> kResizeMethods = {
+    ResizeMethod::copy, ResizeMethod::interpolate, ResizeMethod::random, ResizeMethod::truncate,
+    ResizeMethod::sinusoidal};
+
+// "copy", "interpolate", "random", "truncate", "sinusoidal".
 std::string_view resize_method_name(ResizeMethod method) noexcept;
-// The method called name; throws std::invalid_argument listing the four names otherwise.
+// The method called name; throws std::invalid_argument listing the names otherwise.
 ResizeMethod parse_resize_method(std::string_view name);
 
 // Options of the random method.
@@ -44,5 +61,33 @@ struct ResizeOptions {
 // names the file, tensor, row and column).
 PositionTable resize_table(const PositionTable& table, std::size_t new_positions,
                            ResizeMethod method, const ResizeOptions& options = {});
+
+// A whole file with `table` in place of its own (the tensor called table.source_tensor).
+struct ResizedFile {
+  // The file's tensors in their order, the table replaced (in table.stored_shape's form, dtype
+  // as asked). Integer buffers of the table's module whose last dimension is the old table's
+  // rows (and whose other dimensions are 1) are extended to the new rows: 0, 1, 2, ... (BERT's,
+  // RoBERTa's, CLIP's position_ids) continues counting; a constant (BERT's token_type_ids)
+  // stays constant. Every other tensor is the input's, bytes unchanged.
+  std::vector<Tensor> tensors;
+  // The file's metadata with posemb.tensor, posemb.reserved_rows and posemb.provenance (the
+  // table's lineage) set from table, posemb.training_length when table records one.
+  Metadata metadata;
+  // The extended buffers, "name: [1, 512] -> [1, 1024], 0, 1, 2, ... continued".
+  std::vector<std::string> extended;
+  // Tensors kept as they were although they carry the old length, names only: states of the
+  // table (a name ending in "." + the table's name with its old shape, e.g. an optimizer's
+  // moments), tensors with two dimensions of the old length (GPT-2's (1, 1, L, L) attn.bias
+  // masks), and integer buffers of the old length that are neither counting nor constant. A
+  // reader of the file may have to rebuild them.
+  std::vector<std::string> kept_with_old_length;
+};
+
+// The file with table (a resize of the file's own table, found under table.source_tensor)
+// replacing its table, written in dtype (default: table.dtype). Throws std::invalid_argument
+// when the file has no tensor table.source_tensor, or when that tensor and table differ in
+// width or leading dimensions; MemoryLimitExceeded over the memory budget.
+ResizedFile replace_position_table(const TensorFile& file, const PositionTable& table,
+                                   std::optional<DType> dtype = std::nullopt);
 
 }  // namespace posemb

@@ -1,5 +1,7 @@
 #include "posemb/position_table_file.hpp"
 
+#include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -29,10 +31,22 @@ std::string quoted_list(const std::vector<std::string_view>& names, std::size_t 
   return s.empty() ? "none" : s;
 }
 
+// (rows, dim), or a ViT's (1, rows, dim).
+bool is_table_shape(const std::vector<std::uint64_t>& shape) {
+  return shape.size() == 2 || (shape.size() == 3 && shape[0] == 1);
+}
+
+// The (rows, dim) view of a (1, rows, dim) tensor: the same bytes.
+Tensor squeezed(const Tensor& t) {
+  const auto& s = t.shape();
+  return Tensor::view(t.name(), t.dtype(), {s[s.size() - 2], s.back()}, t.bytes(),
+                      std::make_shared<Tensor>(t));
+}
+
 std::vector<std::string_view> two_d_float_names(const TensorFile& f) {
   std::vector<std::string_view> v;
   for (const auto& t : f.tensors) {
-    if (t.shape().size() == 2 && dtype_is_float(t.dtype())) v.push_back(t.name());
+    if (is_table_shape(t.shape()) && dtype_is_float(t.dtype())) v.push_back(t.name());
   }
   return v;
 }
@@ -99,7 +113,11 @@ std::string find_position_tensor(const TensorFile& file, const std::string& path
 
 PositionTable load_position_table(const std::string& path,
                                   const std::optional<std::string>& tensor_name) {
-  const TensorFile file = read_tensor_file(path);
+  return load_position_table(read_tensor_file(path), path, tensor_name);
+}
+
+PositionTable load_position_table(const TensorFile& file, const std::string& path,
+                                  const std::optional<std::string>& tensor_name) {
   std::string name;
   PositionTable t;
   if (file.format == TensorFileFormat::npy) {
@@ -111,17 +129,22 @@ PositionTable load_position_table(const std::string& path,
   } else {
     name = find_position_tensor(file, path, tensor_name, &t.how_found);
   }
-  const Tensor& tensor = *file.find(name);
-  const std::string what = tensor.name().empty() ? "the array" : "tensor " + quote_untrusted(name);
-  if (tensor.shape().size() != 2 || !dtype_is_float(tensor.dtype())) {
-    throw FileFormatError(path, what + " (" + std::string(dtype_name(tensor.dtype())) + ", shape " +
-                                    shape_string(tensor.shape()) +
-                                    ") is not a 2-D float table (positions, dim)");
+  const Tensor& stored = *file.find(name);
+  const std::string what = stored.name().empty() ? "the array" : "tensor " + quote_untrusted(name);
+  const auto& shape = stored.shape();
+  if (!is_table_shape(shape) || !dtype_is_float(stored.dtype())) {
+    throw FileFormatError(path, what + " (" + std::string(dtype_name(stored.dtype())) + ", shape " +
+                                    shape_string(shape) +
+                                    ") is not a 2-D float table (positions, dim), nor a "
+                                    "(1, positions, dim) one");
   }
-  if (tensor.shape()[1] == 0) {
-    throw FileFormatError(path, what + " has shape " + shape_string(tensor.shape()) +
+  if (shape.back() == 0) {
+    throw FileFormatError(path, what + " has shape " + shape_string(shape) +
                                     ": a position table needs at least one column");
   }
+  // (1, N, C) is viewed as (N, C): the same bytes, row-major either way.
+  const Tensor tensor = shape.size() == 2 ? stored : squeezed(stored);
+  t.stored_shape = shape;
   t.values = tensor.to_matrix<float>();
   if (const std::string bad = detail::non_finite_description(t.values); !bad.empty()) {
     throw FileFormatError(path,
@@ -130,9 +153,13 @@ PositionTable load_position_table(const std::string& path,
   t.dtype = tensor.dtype();
   t.source_file = path;
   t.source_tensor = name;
-  const Metadata& m = file.metadata;
+  // posemb's keys describe the tensor posemb.tensor names (every tensor when none is named).
+  static const Metadata kNone;
+  const auto named = file.metadata.find("posemb.tensor");
+  const Metadata& m = named == file.metadata.end() || named->second == name ? file.metadata : kNone;
   if (m.count("posemb.reserved_rows") != 0) {
     t.reserved_rows = parse_count(m, "posemb.reserved_rows", path);
+    t.reserved_rows_recorded = true;
     if (t.reserved_rows > t.values.rows()) {
       throw FileFormatError(path,
                             "metadata posemb.reserved_rows = " + std::to_string(t.reserved_rows) +
@@ -145,6 +172,46 @@ PositionTable load_position_table(const std::string& path,
   if (auto it = m.find("posemb.initializer"); it != m.end()) t.initializer = it->second;
   if (auto it = m.find("posemb.provenance"); it != m.end()) t.provenance = it->second;
   return t;
+}
+
+std::size_t likely_reserved_rows(MatrixView<const float> table) {
+  auto zero = [&](std::size_t r) {
+    for (float v : table.row(r)) {
+      if (v != 0.0f) return false;
+    }
+    return true;
+  };
+  const std::size_t scan = std::min(kReservedRowScan, table.rows());
+  std::size_t last_zero = scan;
+  for (std::size_t r = 0; r < scan; ++r) {
+    if (zero(r)) last_zero = r;
+  }
+  if (last_zero == scan) return 0;
+  for (std::size_t r = last_zero + 1; r < table.rows(); ++r) {
+    if (!zero(r)) return last_zero + 1;
+  }
+  return 0;  // zeros from there on: an all-zero table says nothing about reserved rows
+}
+
+Tensor position_table_tensor(const PositionTable& table, DType dtype) {
+  const std::string op = "position_table_tensor: ";
+  if (!dtype_is_float(dtype)) {
+    throw std::invalid_argument(op + "dtype " + std::string(dtype_name(dtype)) +
+                                " is not a float dtype (F16, BF16, F32, F64)");
+  }
+  const std::string name =
+      table.source_tensor.empty() ? std::string(kDefaultTensorName) : table.source_tensor;
+  Tensor t = Tensor::from_matrix(name, table.values).astype(dtype);
+  const auto& s = table.stored_shape;
+  if (s.empty() || s.size() == 2) return t;
+  if (!is_table_shape(s) || s.back() != table.values.cols()) {
+    throw std::invalid_argument(op + "stored shape " + shape_string(s) + " does not hold a (" +
+                                std::to_string(table.values.rows()) + ", " +
+                                std::to_string(table.values.cols()) + ") table");
+  }
+  std::vector<std::uint64_t> shape(s.begin(), s.end());
+  shape[shape.size() - 2] = table.values.rows();  // leading 1s kept, rows updated
+  return Tensor::view(name, dtype, std::move(shape), t.bytes(), std::make_shared<Tensor>(t));
 }
 
 void save_position_table(const std::string& path, const PositionTable& table,
@@ -161,27 +228,22 @@ void save_position_table(const std::string& path, const PositionTable& table,
                                 " is not a float dtype (F16, BF16, F32, F64)");
   }
   const bool npy = path.size() >= 4 && path.substr(path.size() - 4) == ".npy";
+  if (npy && out == DType::BF16) {
+    throw std::invalid_argument(op + ".npy cannot hold BF16 (numpy has no bfloat16)");
+  }
+  const Tensor t = position_table_tensor(table, out);
   if (npy) {
-    if (table.reserved_rows != 0) {
-      throw std::invalid_argument(op + ".npy cannot record the " +
-                                  std::to_string(table.reserved_rows) +
-                                  " reserved rows; save as .safetensors");
-    }
-    if (out == DType::BF16) {
-      throw std::invalid_argument(op + ".npy cannot hold BF16 (numpy has no bfloat16)");
-    }
-    write_npy(path, Tensor::from_matrix("", table.values).astype(out));
+    // Every row, reserved ones included: .npy has no place for the count.
+    write_npy(path, Tensor::view("", t.dtype(), t.shape(), t.bytes(), std::make_shared<Tensor>(t)));
     return;
   }
-  const std::string name =
-      table.source_tensor.empty() ? std::string(kDefaultTensorName) : table.source_tensor;
   Metadata m;
-  m["posemb.tensor"] = name;
+  m["posemb.tensor"] = t.name();
   m["posemb.reserved_rows"] = std::to_string(table.reserved_rows);
   if (table.training_length) m["posemb.training_length"] = std::to_string(*table.training_length);
   if (!table.initializer.empty()) m["posemb.initializer"] = table.initializer;
   if (!table.provenance.empty()) m["posemb.provenance"] = table.provenance;
-  write_safetensors(path, {Tensor::from_matrix(name, table.values)}, m, out);
+  write_safetensors(path, {t}, m);
 }
 
 }  // namespace posemb

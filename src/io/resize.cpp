@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
 #include "posemb/errors.hpp"
 #include "posemb/initializers.hpp"
 #include "posemb/memory.hpp"
+#include "posemb/sinusoidal.hpp"
 #include "table_checks.hpp"
 
 namespace posemb {
@@ -18,6 +20,18 @@ std::string fmt_double(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
+}
+
+// The mean Euclidean norm of the rows of m (rows, dim), in double; 0 for no rows.
+double mean_row_norm(MatrixView<const float> m) {
+  if (m.rows() == 0) return 0.0;
+  double sum = 0.0;
+  for (std::size_t r = 0; r < m.rows(); ++r) {
+    double sq = 0.0;
+    for (float v : m.row(r)) sq += static_cast<double>(v) * v;
+    sum += std::sqrt(sq);
+  }
+  return sum / static_cast<double>(m.rows());
 }
 
 std::string table_label(const PositionTable& t) {
@@ -38,17 +52,20 @@ std::string_view resize_method_name(ResizeMethod method) noexcept {
       return "random";
     case ResizeMethod::truncate:
       return "truncate";
+    case ResizeMethod::sinusoidal:
+      return "sinusoidal";
   }
   return "?";
 }
 
 ResizeMethod parse_resize_method(std::string_view name) {
-  for (auto m : {ResizeMethod::copy, ResizeMethod::interpolate, ResizeMethod::random,
-                 ResizeMethod::truncate}) {
+  std::string names;
+  for (auto m : kResizeMethods) {
     if (resize_method_name(m) == name) return m;
+    names += (names.empty() ? "" : ", ") + std::string(resize_method_name(m));
   }
   throw std::invalid_argument("parse_resize_method: unknown method " + quote_untrusted(name) +
-                              " (expected copy, interpolate, random or truncate)");
+                              " (expected one of " + names + ")");
 }
 
 PositionTable resize_table(const PositionTable& table, std::size_t new_positions,
@@ -71,7 +88,8 @@ PositionTable resize_table(const PositionTable& table, std::size_t new_positions
   if (method == ResizeMethod::truncate && new_positions > old_n) {
     throw std::invalid_argument("resize_table: truncate shrinks, but " +
                                 std::to_string(new_positions) + " positions > the table's " +
-                                std::to_string(old_n) + "; grow with copy, interpolate or random");
+                                std::to_string(old_n) +
+                                "; grow with copy, interpolate, random or sinusoidal");
   }
   if (method != ResizeMethod::truncate && new_positions < old_n) {
     throw std::invalid_argument("resize_table: " + name + " grows, but " +
@@ -105,9 +123,11 @@ PositionTable resize_table(const PositionTable& table, std::size_t new_positions
   const std::size_t result_rows = saturating_add(reserved, new_positions);
   check_allocation(
       "resize_table",
-      saturating_mul(
-          saturating_add(result_rows, method == ResizeMethod::random ? new_positions : 0),
-          row_bytes));
+      saturating_mul(saturating_add(result_rows, method == ResizeMethod::random ||
+                                                         method == ResizeMethod::sinusoidal
+                                                     ? new_positions
+                                                     : 0),
+                     row_bytes));
 
   PositionTable out;
   out.values = Matrix<float>(reserved + new_positions, dim);  // (reserved + new_positions, dim)
@@ -117,6 +137,7 @@ PositionTable resize_table(const PositionTable& table, std::size_t new_positions
   out.source_tensor = table.source_tensor;
   out.dtype = table.dtype;
   out.how_found = table.how_found;
+  out.stored_shape = table.stored_shape;
   const auto& src = table.values;
   auto& dst = out.values;
   auto copy_row = [&](std::size_t to, std::size_t from) {
@@ -173,6 +194,26 @@ PositionTable resize_table(const PositionTable& table, std::size_t new_positions
              ", seed=" + std::to_string(options.seed) + ")";
       break;
     }
+    case ResizeMethod::sinusoidal: {
+      for (std::size_t p = 0; p < old_n; ++p) copy_row(reserved + p, reserved + p);
+      if (new_positions == old_n) break;
+      // The encoding of the new positions, scaled to the old positions' mean row norm.
+      Matrix<float> fresh =
+          sinusoidal_positional_encoding(new_positions - old_n, dim, old_n);  // (new - old, dim)
+      const double fresh_norm = mean_row_norm(fresh.cview());
+      const double scale =
+          fresh_norm > 0.0
+              ? mean_row_norm(table.values.cview().subrows(reserved, old_n)) / fresh_norm
+              : 0.0;
+      for (std::size_t p = 0; p < fresh.rows(); ++p) {
+        for (std::size_t c = 0; c < dim; ++c) {
+          dst(reserved + old_n + p, c) = static_cast<float>(fresh(p, c) * scale);
+        }
+      }
+      how += ", new rows the sinusoidal encoding (interleaved, base 10000) x " + fmt_double(scale) +
+             " (the old positions' mean row norm)";
+      break;
+    }
   }
   if (reserved != 0) how += ", " + std::to_string(reserved) + " reserved rows kept";
   if (!table.source_file.empty()) {
@@ -180,6 +221,171 @@ PositionTable resize_table(const PositionTable& table, std::size_t new_positions
   }
   out.provenance =
       table.provenance.empty() ? "resize: " + how : table.provenance + "; resize: " + how;
+  return out;
+}
+
+namespace {
+
+bool is_integer_dtype(DType d) {
+  switch (d) {
+    case DType::U8:
+    case DType::I8:
+    case DType::I16:
+    case DType::U16:
+    case DType::I32:
+    case DType::U32:
+    case DType::I64:
+    case DType::U64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Element i of an integer tensor as a signed 64-bit value (U64 above 2^63 wraps; only compared).
+std::int64_t integer_at(const Tensor& t, std::size_t i) {
+  const std::byte* p = t.bytes().data() + i * dtype_size(t.dtype());
+  auto load = [p]<class T>(T) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return static_cast<std::int64_t>(v);
+  };
+  switch (t.dtype()) {
+    case DType::U8:
+      return load(std::uint8_t{});
+    case DType::I8:
+      return load(std::int8_t{});
+    case DType::I16:
+      return load(std::int16_t{});
+    case DType::U16:
+      return load(std::uint16_t{});
+    case DType::I32:
+      return load(std::int32_t{});
+    case DType::U32:
+      return load(std::uint32_t{});
+    case DType::I64:
+      return load(std::int64_t{});
+    default:
+      return load(std::uint64_t{});
+  }
+}
+
+void store_integer(std::byte* p, DType d, std::int64_t v) {
+  auto put = [p]<class T>(T x) { std::memcpy(p, &x, sizeof x); };
+  switch (d) {
+    case DType::U8:
+      return put(static_cast<std::uint8_t>(v));
+    case DType::I8:
+      return put(static_cast<std::int8_t>(v));
+    case DType::I16:
+      return put(static_cast<std::int16_t>(v));
+    case DType::U16:
+      return put(static_cast<std::uint16_t>(v));
+    case DType::I32:
+      return put(static_cast<std::int32_t>(v));
+    case DType::U32:
+      return put(static_cast<std::uint32_t>(v));
+    case DType::I64:
+      return put(v);
+    default:
+      return put(static_cast<std::uint64_t>(v));
+  }
+}
+
+// The module a tensor belongs to: its name without a trailing ".weight" and the last component
+// ("bert.embeddings.position_embeddings.weight" -> "bert.embeddings."; "wpe.weight" -> "").
+std::string module_prefix(const std::string& name) {
+  std::string_view n = name;
+  constexpr std::string_view kWeight = ".weight";
+  if (n.size() > kWeight.size() && n.substr(n.size() - kWeight.size()) == kWeight) {
+    n.remove_suffix(kWeight.size());
+  }
+  const auto dot = n.rfind('.');
+  return dot == std::string_view::npos ? std::string() : std::string(n.substr(0, dot + 1));
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+ResizedFile replace_position_table(const TensorFile& file, const PositionTable& table,
+                                   std::optional<DType> dtype) {
+  const std::string& name = table.source_tensor;
+  const Tensor* old = file.find(name);
+  if (old == nullptr) {
+    throw std::invalid_argument("replace_position_table: the file has no tensor " +
+                                quote_untrusted(name) + " to replace");
+  }
+  const auto& os = old->shape();
+  const std::size_t rows = table.values.rows();
+  if (os.size() < 2 || os.back() != table.values.cols() ||
+      (!table.stored_shape.empty() && table.stored_shape.size() != os.size())) {
+    throw std::invalid_argument("replace_position_table: tensor " + quote_untrusted(name) +
+                                " has shape " + shape_string(os) + "; the new table is " +
+                                std::to_string(rows) + " x " + std::to_string(table.values.cols()) +
+                                " in the form " + shape_string(table.stored_shape));
+  }
+  const std::uint64_t old_rows = os[os.size() - 2];
+  PositionTable shaped_table = table;
+  if (shaped_table.stored_shape.empty()) shaped_table.stored_shape = os;
+  ResizedFile out;
+  out.metadata = file.metadata;
+  const std::string module = module_prefix(name);
+  for (const Tensor& t : file.tensors) {
+    if (t.name() == name) {
+      out.tensors.push_back(position_table_tensor(shaped_table, dtype.value_or(table.dtype)));
+      continue;
+    }
+    const auto& s = t.shape();
+    std::size_t old_dims = 0;
+    for (auto d : s) old_dims += d == old_rows ? 1 : 0;
+    bool buffer_shape = !s.empty() && s.back() == old_rows;
+    for (std::size_t i = 0; i + 1 < s.size(); ++i) buffer_shape = buffer_shape && s[i] == 1;
+    if (is_integer_dtype(t.dtype()) && buffer_shape && old_rows == rows) {
+      out.tensors.push_back(t);  // same length: nothing to extend
+      continue;
+    }
+    if (is_integer_dtype(t.dtype()) && buffer_shape && t.name().starts_with(module)) {
+      // 0, 1, 2, ... continues counting; a constant stays constant.
+      bool counting = true, constant = true;
+      const std::int64_t first = old_rows > 0 ? integer_at(t, 0) : 0;
+      for (std::size_t i = 0; i < old_rows && (counting || constant); ++i) {
+        const std::int64_t v = integer_at(t, i);
+        counting = counting && v == static_cast<std::int64_t>(i);
+        constant = constant && v == first;
+      }
+      if (old_rows > 0 && (counting || constant)) {
+        std::vector<std::uint64_t> shape = s;
+        shape.back() = rows;
+        const std::size_t width = dtype_size(t.dtype());
+        check_allocation("replace_position_table", saturating_mul(rows, width));
+        std::vector<std::byte> bytes(rows * width);
+        for (std::size_t i = 0; i < rows; ++i) {
+          store_integer(bytes.data() + i * width, t.dtype(),
+                        counting ? static_cast<std::int64_t>(i) : first);
+        }
+        out.tensors.push_back(Tensor::from_bytes(t.name(), t.dtype(), shape, bytes));
+        out.extended.push_back(t.name() + ": " + shape_string(s) + " -> " + shape_string(shape) +
+                               (counting ? ", 0, 1, 2, ... continued"
+                                         : ", the constant " + std::to_string(first) + " kept"));
+        continue;
+      }
+    }
+    out.tensors.push_back(t);
+    if (old_rows == rows) continue;
+    const bool state_of_table = ends_with(t.name(), "." + name) && s == os;
+    const bool square = old_dims >= 2;
+    const bool odd_buffer = is_integer_dtype(t.dtype()) && buffer_shape;
+    if (state_of_table || square || odd_buffer) out.kept_with_old_length.push_back(t.name());
+  }
+  auto& m = out.metadata;
+  m["posemb.tensor"] = name;
+  m["posemb.reserved_rows"] = std::to_string(table.reserved_rows);
+  if (table.training_length) m["posemb.training_length"] = std::to_string(*table.training_length);
+  if (!table.initializer.empty()) m["posemb.initializer"] = table.initializer;
+  if (!table.provenance.empty()) m["posemb.provenance"] = table.provenance;
   return out;
 }
 

@@ -95,6 +95,127 @@ assert r1.tobytes() == r2.tobytes(), 'seeded'
 assert (r1[:514] == r).all(), 'old rows kept'
 assert 0.08 < r1[514:].std() < 0.12, r1[514:].std()"
 
+# Whole checkpoints: synthetic files shaped like GPT-2, BERT (position_ids), RoBERTa (2
+# reserved rows, the padding row all zeros), CLIP (text and vision towers) and ViT ((1, N, C)).
+"$py" - "$tmp" <<'PY'
+import sys, os, json, struct
+import numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(7)
+def st(name, tensors, meta=None):
+    h, off, data = {}, 0, b""
+    if meta: h["__metadata__"] = meta
+    for k, a in tensors.items():
+        b = a.tobytes()
+        dt = {"<f4": "F32", "<f2": "F16", "<i8": "I64"}[a.dtype.str]
+        h[k] = {"dtype": dt, "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        off += len(b); data += b
+    hb = json.dumps(h).encode()
+    open(os.path.join(d, name), "wb").write(struct.pack("<Q", len(hb)) + hb + data)
+f = lambda *s: rng.standard_normal(s).astype("<f4")
+st("gpt2ck.safetensors", {"wte.weight": f(50, 8), "wpe.weight": f(16, 8),
+   "h.0.attn.bias": np.tril(np.ones((16, 16), "<f4"))[None, None], "h.0.mlp.c_fc.weight": f(8, 32)},
+   {"format": "pt"})
+st("bertck.safetensors", {"bert.embeddings.word_embeddings.weight": f(30, 8),
+   "bert.embeddings.position_embeddings.weight": f(12, 8).astype("<f2"),
+   "bert.embeddings.position_ids": np.arange(12, dtype="<i8")[None],
+   "bert.embeddings.token_type_ids": np.zeros((1, 12), "<i8")})
+r = f(14, 8); r[1] = 0
+st("robertack.safetensors", {"roberta.embeddings.position_embeddings.weight": r,
+   "roberta.embeddings.position_ids": np.arange(14, dtype="<i8")[None]})
+st("clipck.safetensors", {"text_model.embeddings.position_embedding.weight": f(7, 8),
+   "text_model.embeddings.position_ids": np.arange(7, dtype="<i8")[None],
+   "vision_model.embeddings.position_embedding.weight": f(5, 8),
+   "vision_model.embeddings.position_ids": np.arange(5, dtype="<i8")[None]})
+st("vitck.safetensors", {"vit.embeddings.cls_token": f(1, 1, 8),
+   "vit.embeddings.position_embeddings": f(1, 5, 8)})
+PY
+load_st='
+import json, struct
+import numpy as np
+def load(p):
+    raw = open(p, "rb").read(); n = struct.unpack("<Q", raw[:8])[0]; h = json.loads(raw[8:8+n])
+    dt = {"F32": "<f4", "F16": "<f2", "I64": "<i8"}
+    out = {k: np.frombuffer(raw[8+n+v["data_offsets"][0]:8+n+v["data_offsets"][1]], dt[v["dtype"]]).reshape(v["shape"])
+           for k, v in h.items() if k != "__metadata__"}
+    return out, h.get("__metadata__", {}), [k for k in h if k != "__metadata__"]
+'
+expect 0 "resize a GPT-2-like checkpoint" -- resize "$tmp/gpt2ck.safetensors" --to 32 --method copy -o "$tmp/gpt2-long.safetensors"
+contains out "the whole file, 4 tensors" "resize writes the whole checkpoint"
+contains err "h.0.attn.bias" "the (1, 1, L, L) mask kept with the old length is named"
+contains out "max_position_embeddings" "the note on the model's config"
+check_py "GPT-2: every other tensor and the metadata kept, the table tiled" "$load_st
+a, ma, oa = load('gpt2ck.safetensors'); b, mb, ob = load('gpt2-long.safetensors')
+assert oa == ob, (oa, ob)
+for k in a:
+    if k != 'wpe.weight': assert a[k].tobytes() == b[k].tobytes() and a[k].shape == b[k].shape, k
+assert b['wpe.weight'].shape == (32, 8) and (b['wpe.weight'] == np.tile(a['wpe.weight'], (2, 1))).all()
+assert mb['format'] == 'pt' and mb['posemb.tensor'] == 'wpe.weight'
+assert 'copy 16 -> 32' in mb['posemb.provenance'], mb"
+expect 0 "--table-only" -- resize "$tmp/gpt2ck.safetensors" --to 32 --method copy --table-only -o "$tmp/gpt2-table.safetensors"
+check_py "--table-only writes the table alone" "$load_st
+b, mb, ob = load('gpt2-table.safetensors'); assert ob == ['wpe.weight'], ob"
+expect 0 "resize a BERT-like checkpoint" -- resize "$tmp/bertck.safetensors" --to 40 --method interpolate -o "$tmp/bert-long.safetensors"
+contains out "bert.embeddings.position_ids: [1, 12] -> [1, 40]" "position_ids extended"
+check_py "BERT: position_ids count on, token_type_ids stay 0, the table stays F16" "$load_st
+b, mb, ob = load('bert-long.safetensors')
+assert (b['bert.embeddings.position_ids'] == np.arange(40)[None]).all()
+assert b['bert.embeddings.token_type_ids'].shape == (1, 40) and not b['bert.embeddings.token_type_ids'].any()
+assert b['bert.embeddings.position_embeddings.weight'].dtype == np.float16
+assert b['bert.embeddings.position_embeddings.weight'].shape == (40, 8)"
+expect 0 "RoBERTa without --reserved-rows: a warning, not an error" -- resize "$tmp/robertack.safetensors" --to 24 --method copy -o "$tmp/rob-a.safetensors"
+contains err "warning" "the likely reserved rows are warned about"
+contains err "--reserved-rows 2" "the warning says what to pass"
+one_line "RoBERTa warning"
+expect 0 "RoBERTa with --reserved-rows 2" -- resize "$tmp/robertack.safetensors" --reserved-rows 2 --to 24 --method copy -o "$tmp/rob-b.safetensors"
+[ -s "$tmp/err" ] && fail "a warning although --reserved-rows was given: $(cat "$tmp/err")"
+check_py "RoBERTa: reserved rows in place, positions tiled, ids over every row" "$load_st
+a, _, _ = load('robertack.safetensors'); b, mb, _ = load('rob-b.safetensors')
+t, u = a['roberta.embeddings.position_embeddings.weight'], b['roberta.embeddings.position_embeddings.weight']
+assert u.shape == (26, 8) and (u[:2] == t[:2]).all()
+assert all((u[2 + p] == t[2 + p % 12]).all() for p in range(24))
+assert (b['roberta.embeddings.position_ids'] == np.arange(26)[None]).all()
+assert mb['posemb.reserved_rows'] == '2'"
+expect 0 "inspect warns about the likely reserved rows too" -- inspect "$tmp/robertack.safetensors"
+contains err "--reserved-rows 2" "inspect warns"
+# .npy output of a table with reserved rows: the same in resize and convert (every row, a warning).
+expect 0 "resize a table with 2 reserved rows to .npy" -- resize "$tmp/rob-b.safetensors" --to 24 --method copy -o "$tmp/rob-r.npy"
+contains err "--reserved-rows 2 when reading it" "resize warns that .npy cannot record reserved rows"
+expect 0 "convert a table with 2 reserved rows to .npy" -- convert "$tmp/rob-b.safetensors" "$tmp/rob-c.npy"
+contains err "--reserved-rows 2 when reading it" "convert warns the same way"
+expect 0 "convert a RoBERTa table with a zero row to .npy" -- convert "$tmp/robertack.safetensors" "$tmp/rob-d.npy"
+contains err "look reserved" "convert warns about likely reserved rows"
+check_py "both .npy files hold every row" "
+import numpy as np
+r, c = np.load('rob-r.npy'), np.load('rob-c.npy')
+assert r.shape == c.shape == (26, 8) and (r == c).all()"
+expect 1 "CLIP text and vision: name the one" -- resize "$tmp/clipck.safetensors" --to 10 --method copy -o "$tmp/clip-long.safetensors"
+contains err "text_model.embeddings.position_embedding.weight" "CLIP text table listed"
+contains err "vision_model.embeddings.position_embedding.weight" "CLIP vision table listed"
+expect 0 "CLIP text tower" -- resize "$tmp/clipck.safetensors" --tensor text_model.embeddings.position_embedding.weight --to 10 --method interpolate -o "$tmp/clip-long.safetensors"
+check_py "CLIP: the text tower's ids extended, the vision tower untouched" "$load_st
+a, _, _ = load('clipck.safetensors'); b, _, _ = load('clip-long.safetensors')
+assert (b['text_model.embeddings.position_ids'] == np.arange(10)[None]).all()
+assert b['text_model.embeddings.position_embedding.weight'].shape == (10, 8)
+for k in ('vision_model.embeddings.position_embedding.weight', 'vision_model.embeddings.position_ids'):
+    assert a[k].tobytes() == b[k].tobytes(), k"
+expect 0 "ViT (1, N, C)" -- resize "$tmp/vitck.safetensors" --reserved-rows 1 --to 8 --method interpolate -o "$tmp/vit-long.safetensors"
+contains out "stored as [1, 5, 8]" "the squeeze is said"
+contains out "class token" "the ViT class token is pointed out"
+check_py "ViT: written back as (1, N, C), class row in place" "$load_st
+a, _, _ = load('vitck.safetensors'); b, _, _ = load('vit-long.safetensors')
+t, u = a['vit.embeddings.position_embeddings'], b['vit.embeddings.position_embeddings']
+assert u.shape == (1, 9, 8) and (u[0, 0] == t[0, 0]).all() and (u[0, -1] == t[0, -1]).all()
+assert a['vit.embeddings.cls_token'].tobytes() == b['vit.embeddings.cls_token'].tobytes()"
+expect 0 "resize by sinusoidal" -- resize "$tmp/gpt2ck.safetensors" --to 40 --method sinusoidal --table-only -o "$tmp/sin.npy"
+check_py "sinusoidal: old rows kept, new rows scaled to their mean norm" "$load_st
+a, _, _ = load('gpt2ck.safetensors'); t = a['wpe.weight']; s = np.load('sin.npy')
+assert s.shape == (40, 8) and (s[:16] == t).all()
+old = np.linalg.norm(t, axis=1).mean(); new = np.linalg.norm(s[16:], axis=1).mean()
+assert abs(new - old) < 1e-5 * old, (new, old)"
+expect 0 "convert a BERT-like checkpoint with I64 ids" -- convert "$tmp/bertck.safetensors" "$tmp/bert-copy.safetensors"
+contains out "4 tensor(s)" "every tensor converted"
+
 # Errors: usage (2) and runtime (1), one line each.
 expect 2 "resize without --to" -- resize "$tmp/roberta.npy" --method copy -o "$tmp/x.npy"
 one_line "resize without --to"

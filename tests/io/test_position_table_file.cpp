@@ -126,15 +126,112 @@ TEST(PositionTableFile, SaveLoadKeepsMetadataAndReservedRows) {
   const auto meta = read_safetensors(path).metadata;
   EXPECT_EQ(meta.at("posemb.reserved_rows"), "2");
   EXPECT_EQ(meta.at("posemb.training_length"), "512");
-  // .npy cannot record reserved rows: refused, nothing written.
-  EXPECT_THROW(save_position_table(dir.file("r.npy"), t), std::invalid_argument);
-  EXPECT_FALSE(std::filesystem::exists(dir.file("r.npy")));
-  t.reserved_rows = 0;
+  // .npy holds every row, the reserved ones included, and cannot record how many are reserved:
+  // read back, they are all positions until the reader is told.
   save_position_table(dir.file("r.npy"), t);
   const PositionTable n = load_position_table(dir.file("r.npy"));
   EXPECT_EQ(n.values, t.values);
   EXPECT_EQ(n.reserved_rows, 0u);
+  EXPECT_FALSE(n.reserved_rows_recorded);
+  EXPECT_TRUE(r.reserved_rows_recorded);
   EXPECT_THROW((void)load_position_table(dir.file("r.npy"), "x"), FileFormatError);
+}
+
+TEST(PositionTableFile, MetadataDescribesOnlyTheTensorItNames) {
+  TempDir dir;
+  const std::string path = dir.file("m.safetensors");
+  write_safetensors(path, {table_tensor("wpe.weight", 6, 4, 1), table_tensor("other", 6, 4, 2)},
+                    {{"posemb.tensor", "wpe.weight"},
+                     {"posemb.reserved_rows", "2"},
+                     {"posemb.training_length", "4"}});
+  const PositionTable own = load_position_table(path);
+  EXPECT_EQ(own.reserved_rows, 2u);
+  EXPECT_EQ(own.training_length, std::optional<std::size_t>(4));
+  const PositionTable other = load_position_table(path, "other");
+  EXPECT_EQ(other.reserved_rows, 0u);
+  EXPECT_FALSE(other.reserved_rows_recorded);
+  EXPECT_FALSE(other.training_length.has_value());
+}
+
+TEST(FindTable, ClipAndVitNamesAreFound) {
+  TempDir dir;
+  const std::string path = dir.file("clip.safetensors");
+  // A CLIP text model alone: found. Text and vision together: both listed, name the one.
+  write_safetensors(
+      path,
+      {table_tensor("text_model.embeddings.position_embedding.weight", 77, 8, 1),
+       test::tensor_of<std::int64_t>("text_model.embeddings.position_ids", {1, 3}, {0, 1, 2})});
+  EXPECT_EQ(load_position_table(path).source_tensor,
+            "text_model.embeddings.position_embedding.weight");
+  write_safetensors(path,
+                    {table_tensor("text_model.embeddings.position_embedding.weight", 77, 8, 1),
+                     table_tensor("vision_model.embeddings.position_embedding.weight", 50, 8, 2)});
+  const std::string msg = message_of([&] { (void)load_position_table(path); });
+  EXPECT_NE(msg.find("vision_model.embeddings.position_embedding.weight"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("name the one to use"), std::string::npos) << msg;
+  EXPECT_EQ(
+      load_position_table(path, "vision_model.embeddings.position_embedding.weight").values.rows(),
+      50u);
+  // ViT: a (1, N, C) parameter, read as (N, C) over the same values.
+  const Tensor vit = test::random_tensor<float>("vit.embeddings.position_embeddings", {1, 5, 3}, 7);
+  write_safetensors(path,
+                    {test::random_tensor<float>("vit.embeddings.cls_token", {1, 1, 3}, 8), vit});
+  const PositionTable v = load_position_table(path);
+  EXPECT_EQ(v.source_tensor, "vit.embeddings.position_embeddings");
+  EXPECT_EQ(v.stored_shape, (std::vector<std::uint64_t>{1, 5, 3}));
+  ASSERT_EQ(v.values.rows(), 5u);
+  ASSERT_EQ(v.values.cols(), 3u);
+  EXPECT_TRUE(test::same_bits(std::vector<float>(v.values.flat().begin(), v.values.flat().end()),
+                              test::values_of<float>(vit)));
+  // timm's pos_embed; a (2, N, C) tensor is not a table.
+  write_safetensors(path, {test::random_tensor<float>("pos_embed", {1, 4, 3}, 9)});
+  EXPECT_EQ(load_position_table(path).values.rows(), 4u);
+  write_safetensors(path, {test::random_tensor<float>("pos_embed", {2, 4, 3}, 9)});
+  EXPECT_NE(message_of([&] { (void)load_position_table(path); }).find("not a 2-D float table"),
+            std::string::npos);
+}
+
+TEST(PositionTableFile, StoredShapeIsWrittenBack) {
+  TempDir dir;
+  const std::string path = dir.file("vit.safetensors");
+  write_safetensors(path, {test::random_tensor<float>("pos_embed", {1, 6, 4}, 3)});
+  PositionTable t = load_position_table(path);
+  save_position_table(dir.file("back.safetensors"), t);
+  save_position_table(dir.file("back.npy"), t);
+  for (const char* f : {"back.safetensors", "back.npy"}) {
+    const TensorFile back = read_tensor_file(dir.file(f));
+    EXPECT_EQ(back.tensors.front().shape(), (std::vector<std::uint64_t>{1, 6, 4})) << f;
+    EXPECT_EQ(load_position_table(dir.file(f)).values, t.values) << f;
+  }
+  // A table made in memory (no stored shape) is written as (rows, dim).
+  t.stored_shape.clear();
+  save_position_table(dir.file("flat.npy"), t);
+  EXPECT_EQ(read_npy(dir.file("flat.npy")).shape(), (std::vector<std::uint64_t>{6, 4}));
+  // A stored shape that cannot hold the table is refused.
+  t.stored_shape = {1, 6, 5};
+  EXPECT_THROW((void)position_table_tensor(t, DType::F32), std::invalid_argument);
+}
+
+TEST(PositionTableFile, LikelyReservedRowsFromLeadingZeroRows) {
+  Matrix<float> t(10, 3);
+  for (std::size_t r = 0; r < 10; ++r) {
+    for (std::size_t c = 0; c < 3; ++c) t(r, c) = 0.1f * static_cast<float>(r + c + 1);
+  }
+  EXPECT_EQ(likely_reserved_rows(t), 0u);
+  // RoBERTa: row 1 (the padding row) all zeros, row 0 not.
+  for (std::size_t c = 0; c < 3; ++c) t(1, c) = c == 1 ? -0.0f : 0.0f;
+  EXPECT_EQ(likely_reserved_rows(t), 2u);
+  // A zero row past the first kReservedRowScan rows is not a reserved row.
+  Matrix<float> u(20, 3);
+  for (float& v : u.flat()) v = 1.0f;
+  for (std::size_t c = 0; c < 3; ++c) u(kReservedRowScan, c) = 0.0f;
+  EXPECT_EQ(likely_reserved_rows(u), 0u);
+  for (std::size_t c = 0; c < 3; ++c) u(kReservedRowScan - 1, c) = 0.0f;
+  EXPECT_EQ(likely_reserved_rows(u), kReservedRowScan);
+  // All zeros (a zeros-initialized table) says nothing; nor does a single row.
+  EXPECT_EQ(likely_reserved_rows(Matrix<float>(6, 3)), 0u);
+  EXPECT_EQ(likely_reserved_rows(Matrix<float>(1, 3)), 0u);
 }
 
 TEST(PositionTableFile, BadPosembMetadataIsRefused) {

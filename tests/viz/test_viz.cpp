@@ -4,6 +4,7 @@
 // patterns, markers at x in the axis' units).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <regex>
 #include <set>
@@ -210,6 +211,37 @@ TEST(LineChart, LinesBreakAtGapsStyledApartAndMarkersInAxisUnits) {
   EXPECT_EQ(svg.find("off the axis"), std::string::npos);
   EXPECT_NE(svg.find("training length n = 3"), std::string::npos);
   EXPECT_THROW(line_chart_svg({}), std::invalid_argument);
+  // Marker labels are listed in the legend, right of the plot, not over the data.
+  std::smatch lab;
+  ASSERT_TRUE(
+      std::regex_search(svg, lab, std::regex("<text x=\"([0-9.]+)\"[^>]*>training length")));
+  EXPECT_GT(std::stod(lab[1]), 72.0 + 560.0);
+}
+
+TEST(LineChart, BandsAreTranslucentAreasUnderTheLinesBrokenAtGaps) {
+  LineChart c;
+  c.series.push_back({"a",
+                      {1, 2, 3, 4, 5},
+                      {0.5, 0.5, 0.5, NAN, 0.5},
+                      {0.2, 0.3, 0.4, NAN, 0.1},
+                      {0.8, 0.7, 0.6, NAN, 0.9}});
+  c.series.push_back({"b", {1, 2}, {1, 1}, {}, {}});
+  const std::string svg = line_chart_svg(c);
+  const std::regex band(
+      "<polygon class=\"band\"[^>]*fill-opacity=\"0.16\"[^>]*points=\"([^\"]*)\"");
+  std::vector<std::string> bands;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), band); it != std::sregex_iterator();
+       ++it) {
+    bands.push_back((*it)[1]);
+  }
+  // a: one band over x = 1..3 (6 corners); the single point at x = 5 and series b have none.
+  ASSERT_EQ(bands.size(), 1u);
+  EXPECT_EQ(std::count(bands[0].begin(), bands[0].end(), ','), 6);
+  // Bands are drawn before (under) every line.
+  EXPECT_LT(svg.find("class=\"band\""), svg.find("<polyline"));
+  LineChart bad = c;
+  bad.series[0].hi.pop_back();
+  EXPECT_THROW(line_chart_svg(bad), std::invalid_argument);
 }
 
 }  // namespace

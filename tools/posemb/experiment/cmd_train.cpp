@@ -1,14 +1,18 @@
 // `posemb train`: trains the lab model (a small GPT) on a task with one positional encoding,
-// writing atomic safetensors checkpoints (parameters + AdamW state) into --out.
+// writing atomic safetensors checkpoints (parameters + AdamW state) into --out. --resume
+// continues a run; --init-from starts a new run from a checkpoint's weights (with --table: a
+// resized table), e.g. to fine-tune at a longer training length.
 #include <fmt/core.h>
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <vector>
 
 #include "cli.hpp"
+#include "lab/checkpoint.hpp"
 #include "lab/evaluate.hpp"
 #include "lab/trainer.hpp"
 #include "lab_options.hpp"
@@ -23,6 +27,8 @@ struct TrainOptions {
   LabFlags lab;
   std::string out = "train-out";
   std::string resume;
+  std::string init_from;
+  std::string table;
   std::size_t checkpoint_every = 200;
   std::size_t stop_after = 0;
   std::size_t eval_max = 0;
@@ -32,7 +38,75 @@ struct TrainOptions {
   CLI::Option* steps_flag = nullptr;
 };
 
+// The flags a run started with --init-from may set (task and training: the model's shape and
+// encoding come from the checkpoint), each copying its value from the parsed flags.
+using Setter = void (*)(lab::RunConfig&, const LabFlags&);
+const std::map<std::string, Setter>& init_from_setters() {
+  static const std::map<std::string, Setter> m = {
+      {"--task",
+       [](lab::RunConfig& r, const LabFlags& f) { r.task.kind = lab::parse_task_kind(f.task); }},
+      {"--alphabet",
+       [](lab::RunConfig& r, const LabFlags& f) { r.task.alphabet = f.run.task.alphabet; }},
+      {"--train-len",
+       [](lab::RunConfig& r, const LabFlags& f) { r.task.train_len = f.run.task.train_len; }},
+      {"--batch", [](lab::RunConfig& r, const LabFlags& f) { r.train.batch = f.run.train.batch; }},
+      {"--micro-batch",
+       [](lab::RunConfig& r, const LabFlags& f) { r.train.micro_batch = f.run.train.micro_batch; }},
+      {"--steps", [](lab::RunConfig& r, const LabFlags& f) { r.train.steps = f.run.train.steps; }},
+      {"--lr", [](lab::RunConfig& r, const LabFlags& f) { r.train.lr = f.run.train.lr; }},
+      {"--warmup",
+       [](lab::RunConfig& r, const LabFlags& f) { r.train.warmup = f.run.train.warmup; }},
+      {"--min-lr-ratio",
+       [](lab::RunConfig& r, const LabFlags& f) {
+         r.train.min_lr_ratio = f.run.train.min_lr_ratio;
+       }},
+      {"--weight-decay",
+       [](lab::RunConfig& r, const LabFlags& f) {
+         r.train.weight_decay = f.run.train.weight_decay;
+       }},
+      {"--beta1", [](lab::RunConfig& r, const LabFlags& f) { r.train.beta1 = f.run.train.beta1; }},
+      {"--beta2", [](lab::RunConfig& r, const LabFlags& f) { r.train.beta2 = f.run.train.beta2; }},
+      {"--grad-clip",
+       [](lab::RunConfig& r, const LabFlags& f) { r.train.grad_clip = f.run.train.grad_clip; }},
+      {"--seed", [](lab::RunConfig& r, const LabFlags& f) { r.train.seed = f.run.train.seed; }},
+  };
+  return m;
+}
+
+// The new run of --init-from: the checkpoint's settings, then every task and training flag
+// given. A model flag is a usage error.
+std::unique_ptr<lab::Trainer> init_from(const TrainOptions& o) {
+  lab::RunConfig run = lab::read_checkpoint(o.init_from).run;
+  const auto& setters = init_from_setters();
+  for (const auto* opt : o.run_flags) {
+    if (opt->count() == 0) continue;
+    const auto it = setters.find(opt->get_name());
+    if (it == setters.end()) {
+      throw UsageError(opt->get_name() +
+                       " cannot be combined with --init-from: the model's shape and encoding "
+                       "come from the checkpoint (its table's rows from --table or the "
+                       "checkpoint; posemb resize makes a longer one)");
+    }
+    it->second(run, o.lab);
+  }
+  if (o.steps_flag->count() > 0) run.train.steps = o.lab.run.train.steps;
+  run.model.vocab_size = run.task.vocab_size();
+  try {
+    return std::make_unique<lab::Trainer>(lab::Trainer::from_checkpoint(o.init_from, run, o.table));
+  } catch (const lab::ConfigError& e) {
+    throw usage_error(e);
+  }
+}
+
 void run_train(TrainOptions& o) {
+  if (!o.table.empty() && o.init_from.empty()) {
+    throw UsageError("--table needs --init-from: it replaces the learned table of that checkpoint");
+  }
+  if (!o.resume.empty() && !o.init_from.empty()) {
+    throw UsageError(
+        "--resume and --init-from exclude each other: --resume continues a run, "
+        "--init-from starts a new one from a checkpoint's weights");
+  }
   if (!o.resume.empty()) {
     for (const auto* opt : o.run_flags) {
       if (opt->count() > 0) {
@@ -43,12 +117,14 @@ void run_train(TrainOptions& o) {
       }
     }
   }
-  lab::RunConfig run = finish_lab_flags(o.lab);
   set_threads(o.lab.threads);
   std::unique_ptr<lab::Trainer> tr;
-  if (o.resume.empty()) {
-    tr = std::make_unique<lab::Trainer>(run);
+  if (!o.init_from.empty()) {
+    tr = init_from(o);
+  } else if (o.resume.empty()) {
+    tr = std::make_unique<lab::Trainer>(finish_lab_flags(o.lab));
   } else {
+    const lab::RunConfig run = finish_lab_flags(o.lab);
     tr = std::make_unique<lab::Trainer>(lab::Trainer::load(o.resume));
     if (o.steps_flag->count() > 0) tr->set_total_steps(run.train.steps);
   }
@@ -80,6 +156,7 @@ void run_train(TrainOptions& o) {
             : std::string(),
         cfg.model.n_layers, cfg.model.d_model, cfg.model.n_heads, tr->model().total_elements(),
         tr->step(), target, total, cfg.train.batch);
+    if (!tr->lineage().empty()) fmt::print("lineage: {}\n", tr->lineage());
   }
   Progress progress("train " + cfg.model.pe, target, o.quiet);
   const auto t0 = std::chrono::steady_clock::now();
@@ -127,6 +204,14 @@ void register_train_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "Directory for checkpoint.safetensors")->capture_default_str();
   cmd->add_option("--resume", o->resume,
                   "Continue from this checkpoint (bit for bit as if never interrupted)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--init-from", o->init_from,
+                  "Start a new run (step 0, a fresh optimizer) from this checkpoint's weights; "
+                  "task and training flags may differ, the model comes from the checkpoint")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--table", o->table,
+                  "With --init-from: the learned table to start from, e.g. `posemb resize "
+                  "CHECKPOINT --to N --method copy -o T.safetensors` (default: the checkpoint's)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--checkpoint-every", o->checkpoint_every,
                   "Write the checkpoint every N steps (0: only at the end)")

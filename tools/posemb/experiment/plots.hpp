@@ -1,9 +1,12 @@
 // tools/posemb/plots.hpp: the experiment's plots, drawn with the renderer in viz/.
 //
-//   length_generalization.svg     exact match against n, one line per encoding (broken where n
-//                                 is beyond the table), the training length and each table's
-//                                 last n marked
-//   learned_table_similarity.png  cosine similarity between every pair of rows of a table
+//   length_generalization.svg     exact match against n, one line per encoding (the mean over
+//                                 seeds, a band from the lowest to the highest seed; broken
+//                                 where n is beyond the table), the training length and each
+//                                 table's last n marked on the n axis
+//   extension.svg                 exact match past the training length against fine-tuning
+//                                 steps, one line per way of extending the table
+//   *_similarity.png              cosine similarity between every pair of rows of a table
 #pragma once
 
 #include <cstddef>
@@ -15,9 +18,22 @@
 
 namespace posemb::cli {
 
-// The SVG of exact match by length n for runs trained on n <= train_len.
+// One encoding's runs (one per seed) for the length chart.
+struct EncodingRuns {
+  std::string pe;
+  std::vector<const lab::RunResults*> runs;  // evaluated on the same lengths
+};
+
+// The SVG of exact match by length n (mean and min-max over seeds) for encodings trained on
+// n <= train_len.
 std::string length_generalization_svg(const std::string& title, std::size_t train_len,
-                                      const std::vector<lab::RunResults>& runs);
+                                      const std::vector<EncodingRuns>& encodings);
+
+// The SVG of the mean exact match over n = lo..hi against fine-tuning steps, one line per
+// method (mean and min-max over its runs' seeds).
+std::string extension_svg(const std::string& title, std::size_t lo, std::size_t hi,
+                          const std::vector<lab::ExtensionRun>& runs);
+
 // The PNG heatmap of the cosine similarity between the rows of a learned table.
 std::string table_similarity_png(MatrixView<const float> table,  // (rows, dim)
                                  const std::string& title);

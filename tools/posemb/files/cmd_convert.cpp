@@ -11,6 +11,7 @@
 #include "posemb/position_table_file.hpp"
 #include "posemb/safetensors.hpp"
 #include "posemb/tensor_file.hpp"
+#include "table_report.hpp"
 
 namespace posemb::cli {
 namespace {
@@ -25,6 +26,29 @@ struct ConvertOptions {
 
 bool ends_with_npy(const std::string& p) {
   return p.size() >= 4 && p.compare(p.size() - 4, 4, ".npy") == 0;
+}
+
+// .npy holds every row and no metadata: the reserved rows of a table (recorded, or likely from
+// an all-zero leading row) are said on stderr, as `posemb resize` does for a .npy output.
+void warn_reserved_rows(const TensorFile& file, const ConvertOptions& o,
+                        const std::string& chosen) {
+  if (file.format != TensorFileFormat::safetensors) return;
+  PositionTable t;
+  try {
+    t = load_position_table(file, o.in, chosen);
+  } catch (const std::exception&) {
+    return;  // not a position table (an integer buffer, a NaN table): nothing to say
+  }
+  std::size_t k = t.reserved_rows;  // from posemb.reserved_rows, when it describes this tensor
+  std::string why = fmt::format("{} records {} reserved rows", o.in, k);
+  if (k == 0) {
+    why = looks_reserved(t, false);
+    if (why.empty()) return;
+    k = likely_reserved_rows(t.values);
+  }
+  warn(why + "; " + o.out + " holds all " + std::to_string(t.values.rows()) +
+       " rows and .npy cannot record that: pass --reserved-rows " + std::to_string(k) +
+       " when reading it, or convert to .safetensors");
 }
 
 void run_convert(const ConvertOptions& o) {
@@ -53,6 +77,7 @@ void run_convert(const ConvertOptions& o) {
     write_npy(o.out, t);
     fmt::print("tensor {} ({}) -> {} ({})\n", quote_untrusted(chosen), how, quote_untrusted(o.out),
                dtype_name(t.dtype()));
+    warn_reserved_rows(file, o, chosen);
     return;
   }
   if (!chosen.empty() && file.metadata.count("posemb.tensor") == 0) {

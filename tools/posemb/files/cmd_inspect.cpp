@@ -31,10 +31,17 @@ void run_inspect(const InspectOptions& o) {
     }
     t.reserved_rows = *o.reserved_rows;
   }
+  if (const std::string w = looks_reserved(t, o.reserved_rows.has_value()); !w.empty()) {
+    warn(w + "; shown as " + std::to_string(t.values.rows()) + " positions. Pass --reserved-rows " +
+         std::to_string(likely_reserved_rows(t.values)) + " if they are reserved");
+  }
   fmt::print("file:            {}\n", quote_untrusted(o.file));
   fmt::print("tensor:          {} ({})\n", quote_untrusted(t.source_tensor), t.how_found);
-  fmt::print("shape:           {} x {} (rows x dim), dtype {}\n", t.values.rows(), t.values.cols(),
-             dtype_name(t.dtype));
+  fmt::print("shape:           {} x {} (rows x dim), dtype {}{}\n", t.values.rows(),
+             t.values.cols(), dtype_name(t.dtype),
+             t.stored_shape.size() > 2
+                 ? ", stored as " + shape_string(t.stored_shape) + " (leading 1s squeezed)"
+                 : std::string());
   fmt::print("reserved rows:   {} (position p is row {} + p; {} positions)\n", t.reserved_rows,
              t.reserved_rows, t.positions());
   fmt::print("training length: {}\n",

@@ -4,7 +4,10 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <fmt/core.h>
+
 #include "posemb/atomic_file.hpp"
+#include "posemb/errors.hpp"
 #include "viz/heatmap.hpp"
 
 namespace posemb::cli {
@@ -82,6 +85,30 @@ std::size_t write_cosine_heatmap(MatrixView<const float> unit, std::size_t step,
   o.index_step = step;
   write_file_atomically(path, "inspect --plot", viz::heatmap_png(sim, o));
   return sim.rows();
+}
+
+void warn(const std::string& text) {
+  fmt::print(stderr, "posemb: warning: {}\n", text);
+}
+
+std::string looks_reserved(const PositionTable& table, bool flag_given) {
+  if (flag_given || table.reserved_rows_recorded) return {};
+  const std::size_t k = likely_reserved_rows(table.values);
+  if (k <= table.reserved_rows) return {};
+  return "row " + std::to_string(k - 1) + " of " + quote_untrusted(table.source_tensor) +
+         " is all zeros, so its first " + std::to_string(k) +
+         " rows look reserved (RoBERTa's table reserves 2, its padding row 1 all zeros: position "
+         "p is row p + 2) and the file does not say";
+}
+
+std::string squeeze_note(const PositionTable& table) {
+  if (table.stored_shape.size() <= 2) return {};
+  return "tensor " + quote_untrusted(table.source_tensor) + " is stored as " +
+         shape_string(table.stored_shape) + " (ViT style): read as a " +
+         std::to_string(table.values.rows()) + " x " + std::to_string(table.values.cols()) +
+         " table (positions x dim, the leading 1s squeezed) and written back with its leading 1s; "
+         "in a ViT, row 0 is the class token (--reserved-rows 1) and the rest a 2-D grid of "
+         "patches, which posemb resizes as one sequence";
 }
 
 }  // namespace posemb::cli

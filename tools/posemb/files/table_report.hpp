@@ -8,6 +8,7 @@
 
 #include "posemb/matrix.hpp"
 #include "posemb/matrix_view.hpp"
+#include "posemb/position_table_file.hpp"
 
 namespace posemb::cli {
 
@@ -29,5 +30,17 @@ std::vector<std::pair<std::size_t, double>> mean_cosine_by_distance(MatrixView<c
 // to path atomically. Returns n.
 std::size_t write_cosine_heatmap(MatrixView<const float> unit, std::size_t step,
                                  const std::string& path);
+
+// Prints "posemb: warning: TEXT" on stderr (a warning is not an error: the command goes on).
+void warn(const std::string& text);
+
+// When nobody gave the table's reserved rows (no --reserved-rows flag, no posemb.reserved_rows
+// metadata) while its leading rows look reserved (likely_reserved_rows): "row 1 of 'name' is all
+// zeros, so its first 2 rows look reserved (...) and the file does not say". "" otherwise.
+std::string looks_reserved(const PositionTable& table, bool flag_given);
+
+// The line explaining that a (1, N, C) table was read as (N, C) and is written back in its
+// stored form, or "" for a 2-D table.
+std::string squeeze_note(const PositionTable& table);
 
 }  // namespace posemb::cli
