@@ -21,6 +21,13 @@ class UsageError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// Thrown on the ranks of an MPI job other than rank 0 when rank 0 reports the failure (every
+// rank knows of it): main() exits with kExitFailure without a message of its own.
+class ReportedByRankZero : public std::runtime_error {
+ public:
+  ReportedByRankZero() : std::runtime_error("reported by rank 0") {}
+};
+
 void register_demo_command(CLI::App& app);
 void register_bench_command(CLI::App& app);
 void register_inspect_command(CLI::App& app);
@@ -28,5 +35,6 @@ void register_resize_command(CLI::App& app);
 void register_convert_command(CLI::App& app);
 void register_train_command(CLI::App& app);
 void register_eval_command(CLI::App& app);
+void register_sweep_command(CLI::App& app);
 
 }  // namespace posemb::cli

@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
   posemb::cli::register_convert_command(app);
   posemb::cli::register_train_command(app);
   posemb::cli::register_eval_command(app);
+  posemb::cli::register_sweep_command(app);
 
   try {
     app.parse(argc, argv);
@@ -103,6 +104,8 @@ int main(int argc, char** argv) {
     return usage_error(app, usage_message(app, e));
   } catch (const posemb::cli::UsageError& e) {
     return usage_error(app, one_line(e.what()));
+  } catch (const posemb::cli::ReportedByRankZero&) {
+    return posemb::cli::kExitFailure;  // an MPI job's failure, reported once, by rank 0
   } catch (const std::exception& e) {
     fmt::print(stderr, "posemb: error: {}\n", one_line(e.what()));
     return posemb::cli::kExitFailure;
