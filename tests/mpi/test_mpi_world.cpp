@@ -214,8 +214,7 @@ TEST(MpiWorld, GridOnTheJobEqualsOneProcess) {
     ASSERT_EQ(dp[i].results.results.size(), one[i].results.results.size());
     for (std::size_t k = 0; k < one[i].results.results.size(); ++k) {
       EXPECT_EQ(dp[i].results.results[k].exact_match, one[i].results.results[k].exact_match);
-      EXPECT_EQ(dp[i].results.results[k].token_accuracy,
-                one[i].results.results[k].token_accuracy);
+      EXPECT_EQ(dp[i].results.results[k].token_accuracy, one[i].results.results[k].token_accuracy);
       EXPECT_EQ(dp[i].results.results[k].beyond_table, one[i].results.results[k].beyond_table);
     }
     ASSERT_EQ(dp[i].table.size(), one[i].table.size());

@@ -169,8 +169,8 @@ std::vector<std::pair<std::string, std::string>> sweep_charts(
     }
     const auto& first = points[members[group][0]];
     const std::size_t L = first.run.run.task.train_len;
-    const std::string title = (group.empty() ? first.task : group) + ", trained on n <= " +
-                              std::to_string(L) + ": exact match by length";
+    const std::string title = (group.empty() ? first.task : group) +
+                              ", trained on n <= " + std::to_string(L) + ": exact match by length";
     const std::string file = group.empty() ? "length_generalization.svg"
                                            : "length_generalization_" + slug(group) + ".svg";
     charts.emplace_back(file, length_generalization_svg(title, L, lines));
