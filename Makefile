@@ -61,7 +61,7 @@ build-nompi: setup
 	  test_lab_kernels test_lab_decoder test_lab_config test_lab_distributed
 
 test-no-mpi: build-nompi
-	ctest --test-dir $(NOMPI_BUILD) --output-on-failure -j $(JOBS) -R '^(test_lab_|lab_cli|sweep_cli|cli$$)'
+	ctest --test-dir $(NOMPI_BUILD) --output-on-failure -j $(JOBS) -R '^(test_lab_|lab_cli|sweep_cli|no_mpi_cli|cli$$)'
 
 # The file readers under libFuzzer (clang, ASan + UBSan): FUZZ_SECONDS per target from a seed
 # corpus of the committed files in tests/data, after replaying the regression inputs.

@@ -147,6 +147,16 @@ bool mpi_available() {
 Communicator& world() {
   static Communicator* const w = [] {
     if (detail::mpi_built() && launched_by_mpi()) return detail::mpi_world();
+    // Started as one of several processes of a job this build cannot join: each would work
+    // alone (and write the same outputs).
+    for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+      const char* n = std::getenv(var);
+      if (!detail::mpi_built() && n != nullptr && std::string_view(n) != "1") {
+        throw std::runtime_error(std::string("world: started by an MPI launcher as one of ") + n +
+                                 " processes, but this build of posemb has no MPI (build it "
+                                 "where CMake finds MPI, with POSEMB_WITH_MPI on)");
+      }
+    }
     return &single_process();
   }();
   return *w;

@@ -131,7 +131,9 @@ Communicator& single_process();
 
 // The job: the MPI world when built with MPI and started by an MPI launcher, else
 // single_process(). The first call initializes MPI; MPI is finalized when the process exits (or
-// aborted when the communicator is broken). Call it from the main thread.
+// aborted when the communicator is broken). Call it from the main thread. Throws
+// std::runtime_error in a build without MPI started by a launcher as one of several processes
+// (each would work alone).
 Communicator& world();
 
 // True when this build has MPI (CMake found it and POSEMB_WITH_MPI is on).
