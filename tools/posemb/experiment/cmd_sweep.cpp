@@ -99,6 +99,8 @@ std::vector<SweepPoint> make_grid(const SweepOptions& o) {
                         f.run.train.steps = steps;
                         f.run.train.lr = lr;
                         f.run.train.seed = seed;
+                        // --max-seq-len sizes the tables of the encodings that have one.
+                        if (!lab::find_encoding(pe).has_table) f.max_seq_len = 0;
                         SweepPoint p;
                         p.task = task;
                         p.seed = seed;
