@@ -219,8 +219,7 @@ TEST(MpiWorld, GridOnTheJobEqualsOneProcess) {
     }
     ASSERT_EQ(dp[i].table.size(), one[i].table.size());
     if (one[i].table.size() != 0) {
-      EXPECT_EQ(std::memcmp(dp[i].table.data(), one[i].table.data(), one[i].table.size() * 4),
-                0);
+      EXPECT_EQ(std::memcmp(dp[i].table.data(), one[i].table.data(), one[i].table.size() * 4), 0);
     }
   }
 }
