@@ -9,8 +9,6 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "posemb/parallel.hpp"
-
 namespace posemb::lab {
 namespace {
 
