@@ -3,12 +3,13 @@
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+NOMPI_BUILD ?= build-nompi
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all setup setup-demo build build-demo build-asan build-fuzz fuzz demo test test-release test-asan format format-check bench clean
+.PHONY: all setup setup-demo build build-demo build-asan build-nompi build-fuzz fuzz demo test test-release test-asan test-no-mpi format format-check bench clean
 
 all: build
 
@@ -39,10 +40,11 @@ build-asan: setup
 demo: build-demo
 	./$(BUILD)/tools/posemb/posemb demo
 
-# Every test: the release build's full suite (unit, CLI, numpy/torch oracles, install +
-# find_package consumer, clang-format check), then the unit tests again under
-# AddressSanitizer + UndefinedBehaviorSanitizer, then the file readers under libFuzzer.
-test: test-release test-asan fuzz
+# Every test: the release build's full suite (unit, CLI, numpy/torch oracles, MPI jobs under
+# mpirun, install + find_package consumer, clang-format check), then the unit tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, the lab and the tool built without MPI, then
+# the file readers under libFuzzer.
+test: test-release test-asan test-no-mpi fuzz
 
 test-release: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
@@ -50,6 +52,17 @@ test-release: build
 test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -L unit
+
+# MPI is optional: the lab, the tool and their tests built and run without it.
+build-nompi: setup
+	cmake -S . -B $(NOMPI_BUILD) -DCMAKE_BUILD_TYPE=Release -DPOSEMB_WERROR=ON -DPOSEMB_WITH_MPI=OFF \
+	  -DPOSEMB_BUILD_EXAMPLES=OFF -DPOSEMB_INSTALL=OFF $(CMAKE_ARGS)
+	cmake --build $(NOMPI_BUILD) -j $(JOBS) --target posemb_cli test_lab_model_torch \
+	  test_lab_kernels test_lab_decoder test_lab_config test_lab_checkpoint test_lab_extend \
+	  test_lab_distributed
+
+test-no-mpi: build-nompi
+	ctest --test-dir $(NOMPI_BUILD) --output-on-failure -j $(JOBS) -R '^(test_lab_|lab_cli|sweep_cli|no_mpi_cli|cli$$)'
 
 # The file readers and the lab's checkpoint metadata parser under libFuzzer (clang, ASan +
 # UBSan): FUZZ_SECONDS per target from a seed corpus of the committed files in tests/data, after
@@ -73,4 +86,4 @@ bench: build
 	./$(BUILD)/tools/posemb/posemb bench
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(NOMPI_BUILD) $(FUZZ_BUILD)

@@ -30,21 +30,51 @@ const ModelConfig& validated(const RunConfig& cfg) {
   return cfg.model;
 }
 
+// The sizes of the pieces of one micro-batch gradient: the model's arena, then each encoding
+// tensor (the layout GradientExchange sums).
+std::vector<std::size_t> gradient_segments(Model& model) {
+  std::vector<std::size_t> segs{model.params().arena_size()};
+  for (const auto& t : model.encoding().tensors()) segs.push_back(t.grad.size());
+  return segs;
+}
+
+std::size_t micro_batch_count(const TrainConfig& t) {
+  const std::size_t mb = std::min(t.micro_batch, t.batch);
+  return (t.batch + mb - 1) / mb;
+}
+
+// FNV-1a, 64 bits: enough to tell ranks that hold different states apart.
+void fnv(std::uint64_t& h, const void* data, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+}
+
 }  // namespace
 
-Trainer::Trainer(const RunConfig& cfg)
+// A function-try-block: whatever fails while building this rank's trainer is exchanged with the
+// other ranks (Communicator::check), so that no rank is left waiting for one that threw.
+Trainer::Trainer(const RunConfig& cfg, Communicator& comm) try
     : cfg_(cfg),
+      comm_(&comm),
       model_(validated(cfg_)),
+      exchange_(comm, micro_batch_count(cfg_.train), gradient_segments(model_)),
       opt_(AdamWConfig{cfg_.train.lr, cfg_.train.beta1, cfg_.train.beta2, 1e-8f,
                        cfg_.train.weight_decay}) {
   model_.initialize(cfg_.train.seed);
   const std::size_t mb = std::min(cfg_.train.micro_batch, cfg_.train.batch);
-  const std::size_t nm = (cfg_.train.batch + mb - 1) / mb;
-  for (std::size_t i = 0; i < nm; ++i) {
+  for (std::size_t k = 0; k < exchange_.mine().size(); ++k) {
     acts_.emplace_back(cfg_.model, mb, input_len(cfg_.task.train_len));
     grads_.push_back(model_.make_gradients());
   }
-  losses_.resize(nm);
+  losses_.resize(exchange_.micro_batches());
+  comm.check(nullptr, "train: setting up");
+  verify_same_state("train: setting up");
+} catch (const JobFailure&) {
+  throw;  // every rank knows already
+} catch (const CommunicationError&) {
+  throw;
+} catch (...) {
+  comm.check(std::current_exception(), "train: setting up");  // throws
 }
 
 std::size_t Trainer::memory_bytes(const RunConfig& cfg) {
@@ -81,33 +111,26 @@ void Trainer::set_total_steps(std::size_t steps) {
   cfg_.train.steps = steps;
 }
 
-namespace {
-
-// dst = the sum of srcs, element by element in the order given (deterministic).
-void sum_in_order(std::span<float> dst, const std::vector<const float*>& srcs) {
-  const auto n = static_cast<std::int64_t>(dst.size());
-#pragma omp parallel for schedule(static) if (worth_parallel(dst.size() * srcs.size()))
-  for (std::int64_t k = 0; k < n; ++k) {
-    float s = 0.0f;
-    for (const float* src : srcs) s += src[k];
-    dst[static_cast<std::size_t>(k)] = s;
-  }
-}
-
-}  // namespace
-
 double Trainer::train_step() {
-  make_train_batch(batch_, cfg_.task, cfg_.train.batch, cfg_.train.seed, step_,
-                   model_.encoding_spec().train_positions, cfg_.model.max_seq_len);
-  const std::size_t B = cfg_.train.batch, nm = acts_.size(), mb = acts_[0].max_batch;
+  const std::size_t B = cfg_.train.batch, mb = std::min(cfg_.train.micro_batch, B);
+  const auto mine = exchange_.mine();
+  std::vector<std::exception_ptr> errors(mine.size() + 1);
+  try {
+    // Every rank makes the whole batch (cheap, a function of seed and step) and computes its own
+    // micro-batches of it.
+    make_train_batch(batch_, cfg_.task, B, cfg_.train.seed, step_,
+                     model_.encoding_spec().train_positions, cfg_.model.max_seq_len);
+    std::int64_t top = 0;
+    for (auto p : batch_.positions.flat()) top = std::max(top, p);
+    model_.reserve_positions(static_cast<std::size_t>(top) + 1);
+  } catch (...) {
+    errors.back() = std::current_exception();
+  }
   const std::size_t count = batch_.answer_tokens;
-  std::int64_t top = 0;
-  for (auto p : batch_.positions.flat()) top = std::max(top, p);
-  model_.reserve_positions(static_cast<std::size_t>(top) + 1);
   // With sort_by_length, rows are ordered by n (stable) so that each micro-batch is only as long
   // as its own longest sequence: the same gradient (padding contributes nothing), less work.
   const Batch* src = &batch_;
-  if (cfg_.train.sort_by_length) {
+  if (!errors.back() && cfg_.train.sort_by_length) {
     std::vector<std::size_t> order(B);
     for (std::size_t b = 0; b < B; ++b) order[b] = b;
     std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
@@ -130,53 +153,62 @@ double Trainer::train_step() {
     }
     src = &sorted_;
   }
-  std::vector<std::exception_ptr> errors(nm);
+  std::vector<double> my_losses(mine.size());
+  if (!errors.back()) {
 #pragma omp parallel for schedule(dynamic, 1)
-  for (std::int64_t ii = static_cast<std::int64_t>(nm) - 1; ii >= 0; --ii) {
-    const auto i = static_cast<std::size_t>(ii);
-    const std::size_t r0 = i * mb, rows = std::min(mb, B - r0);
-    std::size_t T = src->tokens.cols();
-    if (cfg_.train.sort_by_length) {
-      std::size_t longest = 0;
-      for (std::size_t b = r0; b < r0 + rows; ++b) longest = std::max(longest, src->lengths[b]);
-      T = input_len(longest);
-    }
-    auto cut = [&](const auto& m) {
-      using V = std::remove_cvref_t<decltype(*m.data())>;
-      return MatrixView<const V>(m.data() + r0 * m.cols(), rows, T, m.cols());
-    };
-    try {
-      losses_[i] =
-          model_.forward(acts_[i], cut(src->tokens), cut(src->positions), cut(src->targets), count);
-      auto& g = grads_[i];
-      std::fill(g.arena.flat().begin(), g.arena.flat().end(), 0.0f);
-      for (auto& e : g.encoding) std::fill(e.flat().begin(), e.flat().end(), 0.0f);
-      model_.backward(acts_[i], &g);
-    } catch (...) {
-      errors[i] = std::current_exception();
+    for (std::int64_t kk = static_cast<std::int64_t>(mine.size()) - 1; kk >= 0; --kk) {
+      const auto k = static_cast<std::size_t>(kk);
+      const std::size_t r0 = mine[k] * mb, rows = std::min(mb, B - r0);
+      std::size_t T = src->tokens.cols();
+      if (cfg_.train.sort_by_length) {
+        std::size_t longest = 0;
+        for (std::size_t b = r0; b < r0 + rows; ++b) longest = std::max(longest, src->lengths[b]);
+        T = input_len(longest);
+      }
+      auto cut = [&](const auto& m) {
+        using V = std::remove_cvref_t<decltype(*m.data())>;
+        return MatrixView<const V>(m.data() + r0 * m.cols(), rows, T, m.cols());
+      };
+      try {
+        my_losses[k] = model_.forward(acts_[k], cut(src->tokens), cut(src->positions),
+                                      cut(src->targets), count);
+        auto& g = grads_[k];
+        std::fill(g.arena.flat().begin(), g.arena.flat().end(), 0.0f);
+        for (auto& e : g.encoding) std::fill(e.flat().begin(), e.flat().end(), 0.0f);
+        model_.backward(acts_[k], &g);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
     }
   }
+  std::exception_ptr first;
   for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
+    if (e && !first) first = e;
   }
+  // Every rank learns whether any failed before the exchange (one process: rethrows).
+  comm_->check(first, "train: step " + std::to_string(step_ + 1));
+  exchange_.gather(my_losses, losses_);
   double loss = 0.0;
   for (double l : losses_) loss += l;
   if (!std::isfinite(loss)) {
-    throw std::runtime_error("train: the loss is " + std::to_string(loss) + " at step " +
-                             std::to_string(step_ + 1) +
-                             "; training stopped before updating the parameters (the last "
-                             "checkpoint written is intact; try a lower lr)");
+    const std::string msg = "train: the loss is " + std::to_string(loss) + " at step " +
+                            std::to_string(step_ + 1) +
+                            "; training stopped before updating the parameters (the last "
+                            "checkpoint written is intact; try a lower lr)";
+    // Every rank computed the same loss, so every rank throws here.
+    if (comm_->size() > 1) throw JobFailure(msg);
+    throw std::runtime_error(msg);
   }
-  // Sum the micro-batch gradients in micro-batch order (element-parallel, deterministic): the
-  // arena of the model's parameters, then each tensor of the encoding (the learned table).
-  std::vector<const float*> parts(nm);
-  for (std::size_t i = 0; i < nm; ++i) parts[i] = grads_[i].arena.data();
-  sum_in_order(model_.params().grad_arena(), parts);
-  const auto enc = model_.encoding().tensors();
-  for (std::size_t j = 0; j < enc.size(); ++j) {
-    for (std::size_t i = 0; i < nm; ++i) parts[i] = grads_[i].encoding[j].data();
-    sum_in_order(std::span<float>(enc[j].grad.data(), enc[j].grad.size()), parts);
+  // Sum the micro-batch gradients in micro-batch order (on one rank or across ranks: the same
+  // bits) into the arena of the model's parameters and each tensor of the encoding.
+  std::vector<std::vector<std::span<const float>>> parts(mine.size());
+  for (std::size_t k = 0; k < mine.size(); ++k) {
+    parts[k].emplace_back(grads_[k].arena.data(), grads_[k].arena.size());
+    for (const auto& e : grads_[k].encoding) parts[k].emplace_back(e.data(), e.size());
   }
+  std::vector<std::span<float>> out{model_.params().grad_arena()};
+  for (const auto& t : model_.encoding().tensors()) out.emplace_back(t.grad.data(), t.grad.size());
+  exchange_.sum(parts, out);
   const auto slots = model_.tensors();
   if (cfg_.train.grad_clip > 0.0f) {
     double sq = 0.0;
@@ -201,17 +233,55 @@ double Trainer::train_step() {
   return loss;
 }
 
-void Trainer::save(const std::string& path) {
-  write_checkpoint(path, model_, opt_, cfg_, step_, lineage_);
+std::uint64_t Trainer::fingerprint() {
+  std::uint64_t h = 14695981039346656037ull;
+  const std::string settings = cfg_.to_json();
+  fnv(h, settings.data(), settings.size());
+  const std::uint64_t counts[] = {step_, static_cast<std::uint64_t>(opt_.steps())};
+  fnv(h, counts, sizeof counts);
+  for (const auto& s : model_.tensors()) {
+    for (std::size_t r = 0; r < s.value.rows(); ++r) {
+      fnv(h, s.value.row(r).data(), s.value.cols() * sizeof(float));
+    }
+  }
+  for (const auto* moments : {&opt_.first_moments(), &opt_.second_moments()}) {
+    for (const auto& m : *moments) fnv(h, m.data(), m.size() * sizeof(float));
+  }
+  return h;
 }
 
-Trainer Trainer::load(const std::string& path) {
-  const Checkpoint ck = read_checkpoint(path);
-  Trainer tr(ck.run);
-  load_tensors(tr.model_, ck);
-  tr.step_ = ck.step;
-  tr.lineage_ = ck.lineage;
-  load_optimizer_state(tr.opt_, tr.model_, ck);
+void Trainer::verify_same_state(const char* what) {
+  if (comm_->size() == 1) return;
+  const auto prints = comm_->allgather(fingerprint());
+  std::string differ;
+  for (std::size_t r = 1; r < prints.size(); ++r) {
+    if (prints[r] != prints[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!differ.empty()) {
+    throw JobFailure(std::string(what) + ": the ranks do not hold the same model: rank(s) " +
+                     differ + " of " + std::to_string(comm_->size()) +
+                     " differ from rank 0 (different settings, seed or checkpoint); every "
+                     "rank must be given the same ones");
+  }
+}
+
+void Trainer::save(const std::string& path) {
+  comm_->all_or_none("train: writing the checkpoint", [&] {
+    if (comm_->rank() == 0) write_checkpoint(path, model_, opt_, cfg_, step_, lineage_);
+  });
+}
+
+Trainer Trainer::load(const std::string& path, Communicator& comm) {
+  std::optional<Checkpoint> ck;
+  comm.all_or_none("train: reading the checkpoint", [&] { ck = read_checkpoint(path); });
+  Trainer tr(ck->run, comm);
+  comm.all_or_none("train: loading the checkpoint", [&] {
+    load_tensors(tr.model_, *ck);
+    tr.step_ = ck->step;
+    tr.lineage_ = ck->lineage;
+    load_optimizer_state(tr.opt_, tr.model_, *ck);
+  });
+  tr.verify_same_state("train: loading the checkpoint");
   return tr;
 }
 
@@ -244,57 +314,66 @@ void check_same_model(const ModelConfig& want, const ModelConfig& ck, const std:
 }  // namespace
 
 Trainer Trainer::from_checkpoint(const std::string& path, const RunConfig& settings,
-                                 const std::string& table_path) {
-  const Checkpoint ck = read_checkpoint(path);
+                                 const std::string& table_path, Communicator& comm) {
+  // Every rank reads the files (collective: every rank learns when one cannot).
+  std::optional<Checkpoint> ck_read;
   RunConfig cfg = settings;
-  check_same_model(cfg.model, ck.run.model, path);
-  cfg.model.init_std = ck.run.model.init_std;
-  cfg.model.embed_init_std = ck.run.model.embed_init_std;
-  const auto& spec = find_encoding(cfg.model.pe);
   std::optional<PositionTable> table;
   std::string table_from;
-  if (!table_path.empty()) {
-    if (!spec.has_table) {
-      throw std::invalid_argument("init from checkpoint: " + path + " uses " + cfg.model.pe +
-                                  ", which has no learned table to replace");
+  comm.all_or_none("train: reading the checkpoint to start from", [&] {
+    ck_read = read_checkpoint(path);
+    const Checkpoint& ck = *ck_read;
+    check_same_model(cfg.model, ck.run.model, path);
+    cfg.model.init_std = ck.run.model.init_std;
+    cfg.model.embed_init_std = ck.run.model.embed_init_std;
+    const auto& spec = find_encoding(cfg.model.pe);
+    if (!table_path.empty()) {
+      if (!spec.has_table) {
+        throw std::invalid_argument("init from checkpoint: " + path + " uses " + cfg.model.pe +
+                                    ", which has no learned table to replace");
+      }
+      table = load_position_table(table_path);
+      if (table->usable().cols() != cfg.model.d_model) {
+        throw std::invalid_argument("init from checkpoint: the table in " + table_path + " has " +
+                                    std::to_string(table->usable().cols()) +
+                                    " columns, the model's d_model is " +
+                                    std::to_string(cfg.model.d_model));
+      }
+      cfg.model.max_seq_len = table->positions();
+      table_from = ", table from " + table_path +
+                   (table->provenance.empty() ? std::string() : " (" + table->provenance + ")");
+    } else if (spec.has_table) {
+      cfg.model.max_seq_len = ck.tensor(std::string(spec.table_tensor)).rows();
+      // A checkpoint resized by posemb::replace_position_table carries its table's lineage.
+      if (const auto it = ck.file.metadata.find("posemb.provenance");
+          it != ck.file.metadata.end() && it->second.find("resize:") != std::string::npos) {
+        table_from = ", its table: " + it->second;
+      }
     }
-    table = load_position_table(table_path);
-    if (table->usable().cols() != cfg.model.d_model) {
-      throw std::invalid_argument("init from checkpoint: the table in " + table_path + " has " +
-                                  std::to_string(table->usable().cols()) +
-                                  " columns, the model's d_model is " +
-                                  std::to_string(cfg.model.d_model));
+    if (spec.has_table && cfg.model.max_seq_len < input_len(cfg.task.train_len)) {
+      throw ConfigError({"task.train_len"}, "init from checkpoint: the learned table has " +
+                                                std::to_string(cfg.model.max_seq_len) +
+                                                " rows; training at train_len " +
+                                                std::to_string(cfg.task.train_len) + " needs " +
+                                                std::to_string(input_len(cfg.task.train_len)) +
+                                                " (2 * train_len + 2): resize the table first");
     }
-    cfg.model.max_seq_len = table->positions();
-    table_from = ", table from " + table_path +
-                 (table->provenance.empty() ? std::string() : " (" + table->provenance + ")");
-  } else if (spec.has_table) {
-    cfg.model.max_seq_len = ck.tensor(std::string(spec.table_tensor)).rows();
-    // A checkpoint resized by posemb::replace_position_table carries its table's lineage.
-    if (const auto it = ck.file.metadata.find("posemb.provenance");
-        it != ck.file.metadata.end() && it->second.find("resize:") != std::string::npos) {
-      table_from = ", its table: " + it->second;
+  });
+  const Checkpoint& ck = *ck_read;
+  Trainer tr(cfg, comm);
+  comm.all_or_none("train: loading the checkpoint to start from", [&] {
+    load_tensors(tr.model_, ck, table.has_value());
+    if (table) {
+      const auto slot = tr.model_.encoding().tensors().front();
+      copy_into(slot.value, table->usable(), "position table", table_path);
     }
-  }
-  if (spec.has_table && cfg.model.max_seq_len < input_len(cfg.task.train_len)) {
-    throw ConfigError({"task.train_len"}, "init from checkpoint: the learned table has " +
-                                              std::to_string(cfg.model.max_seq_len) +
-                                              " rows; training at train_len " +
-                                              std::to_string(cfg.task.train_len) + " needs " +
-                                              std::to_string(input_len(cfg.task.train_len)) +
-                                              " (2 * train_len + 2): resize the table first");
-  }
-  Trainer tr(cfg);
-  load_tensors(tr.model_, ck, table.has_value());
-  if (table) {
-    const auto slot = tr.model_.encoding().tensors().front();
-    copy_into(slot.value, table->usable(), "position table", table_path);
-  }
+  });
   const std::string here = "init from " + path + " (" + ck.run.model.pe + ", step " +
                            std::to_string(ck.step) + ", seed " + std::to_string(ck.run.train.seed) +
                            ", " + task_kind_name(ck.run.task.kind) +
                            " n <= " + std::to_string(ck.run.task.train_len) + ")" + table_from;
   tr.lineage_ = ck.lineage.empty() ? here : ck.lineage + "; " + here;
+  tr.verify_same_state("train: starting from the checkpoint");
   return tr;
 }
 

@@ -17,15 +17,30 @@
 // Determinism: the batch of step s is a function of (seed, s), the parameters of the seed, and
 // every kernel is independent of the thread count, so a run, a resumed run, and a run on another
 // thread count give the same bits.
+//
+// Data parallelism (lab/distributed.hpp, lab/gradient_exchange.hpp): given a communicator of N
+// ranks, every rank builds the same model from the seed (checked: the ranks compare a
+// fingerprint of their state), computes its share of each step's micro-batches, and the
+// gradients are summed in micro-batch order across ranks, so every rank takes the same optimizer
+// step, with the same loss, gradient norm and clipping, as one process with the same batch and
+// micro-batch. A failure on any rank ends the step on every rank (JobFailure); save() writes on
+// rank 0 only.
+//
+//   lab::Trainer tr(run, lab::world());               // under mpirun: one share per rank
+//   while (tr.step() < run.train.steps) tr.train_step();   // collective
+//   tr.save("out/checkpoint.safetensors");            // collective; rank 0 writes
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "lab/checkpoint.hpp"
 #include "lab/config.hpp"
+#include "lab/distributed.hpp"
+#include "lab/gradient_exchange.hpp"
 #include "lab/model.hpp"
 #include "lab/task.hpp"
 #include "posemb/optimizers.hpp"
@@ -36,12 +51,16 @@ class Trainer {
  public:
   // Throws ConfigError (from RunConfig::validate) for unusable settings, MemoryLimitExceeded
   // (before allocating) when memory_bytes(cfg) exceeds the memory budget (posemb/memory.hpp).
-  explicit Trainer(const RunConfig& cfg);
+  // With several ranks (collective): throws JobFailure on every rank when any rank fails, or
+  // when the ranks' states differ (different settings).
+  explicit Trainer(const RunConfig& cfg, Communicator& comm = single_process());
   // The bytes a Trainer of cfg allocates (an upper bound, saturating): the model, AdamW's
   // moments, each micro-batch's gradients and activations, the batch.
   static std::size_t memory_bytes(const RunConfig& cfg);
   // A trainer restored from a checkpoint written by save(): parameters, AdamW state, step.
-  static Trainer load(const std::string& path);
+  // With several ranks, every rank reads path (collective; JobFailure on every rank when one
+  // cannot, or when the ranks read different states).
+  static Trainer load(const std::string& path, Communicator& comm = single_process());
   // A new run (step 0, a fresh optimizer) whose parameters start as the checkpoint's at path;
   // with table_path, the learned table is the one in that file (a position table file, or a
   // checkpoint resized by posemb::replace_position_table; reserved rows skipped) instead of the
@@ -51,9 +70,11 @@ class Trainer {
   // kept in lineage() and in every checkpoint the run writes. Throws ConfigError naming the
   // fields for settings that do not fit the checkpoint (a table shorter than the new training
   // sequences included), std::invalid_argument for a table given to an encoding without one,
-  // and the errors of read_checkpoint and load_position_table.
+  // and the errors of read_checkpoint and load_position_table. With several ranks, collective
+  // like load.
   static Trainer from_checkpoint(const std::string& path, const RunConfig& settings,
-                                 const std::string& table_path = {});
+                                 const std::string& table_path = {},
+                                 Communicator& comm = single_process());
   // Where this run's weights came from ("" for a run initialized from its seed).
   const std::string& lineage() const { return lineage_; }
 
@@ -64,18 +85,30 @@ class Trainer {
   // Changes the length of the schedule (a resumed run trained further); keeps everything else.
   void set_total_steps(std::size_t steps);
 
+  // The communicator; this rank's micro-batches of every step (all of them on one process).
+  Communicator& communicator() { return *comm_; }
+  std::span<const std::size_t> my_micro_batches() const { return exchange_.mine(); }
+  std::size_t micro_batches() const { return exchange_.micro_batches(); }
+
   // One optimizer step on the batch of step(); returns its loss. Throws std::runtime_error,
-  // before any parameter changes, when the loss is NaN or infinite.
+  // before any parameter changes, when the loss is NaN or infinite (JobFailure with several
+  // ranks, on every rank). Collective.
   double train_step();
-  // Writes parameters, optimizer state, settings and step atomically.
+  // Writes parameters, optimizer state, settings and step atomically (lab::write_checkpoint).
+  // Collective: rank 0 writes; every rank throws JobFailure when the write fails.
   void save(const std::string& path);
 
  private:
+  void verify_same_state(const char* what);
+  std::uint64_t fingerprint();
+
   RunConfig cfg_;
+  Communicator* comm_;
   Model model_;
-  std::vector<Activations> acts_;  // one per micro-batch
-  std::vector<Gradients> grads_;   // one per micro-batch
-  std::vector<double> losses_;
+  GradientExchange exchange_;
+  std::vector<Activations> acts_;  // one per micro-batch of this rank
+  std::vector<Gradients> grads_;   // one per micro-batch of this rank
+  std::vector<double> losses_;     // (micro_batches) every micro-batch's, after a step
   AdamW opt_;
   Batch batch_, sorted_;
   std::size_t step_ = 0;

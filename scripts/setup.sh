@@ -5,8 +5,9 @@
 #   scripts/setup.sh build    compiler, CMake and the libraries the library, lab and tool use
 #   scripts/setup.sh demo     = build (the demo needs nothing else)
 #   scripts/setup.sh bench    build + Google Benchmark + the PyTorch and numpy peers
-#   scripts/setup.sh test     bench + test frameworks, clang (format, fuzzing, sanitizers) and
-#                             the numpy / torch oracles
+#   scripts/setup.sh test     bench + test frameworks, clang (format, fuzzing, sanitizers), the
+#                             numpy / torch oracles and Open MPI (the data-parallel tests; MPI
+#                             stays optional when building)
 set -euo pipefail
 
 build=(
@@ -20,6 +21,7 @@ bench=(libbenchmark-dev python3 python3-numpy python3-torch)
 test=(
   git clang clang-format libclang-rt-14-dev                  # format check, libFuzzer, sanitizers
   libgtest-dev libgmock-dev librapidcheck-dev
+  openmpi-bin libopenmpi-dev                                 # mpirun tests of train and sweep
 )
 
 case "${1:-test}" in

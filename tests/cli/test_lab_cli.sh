@@ -150,8 +150,10 @@ expect 1 "init from with a table for an encoding without one" -- train --init-fr
 # agreed shape; values a trained learned table reaches; every learned length past its table is
 # beyond_table (and only those); the extension's curves start at step 0; and each verdict in
 # summary.md is the one its stated rule gives on the run's own numbers (recomputed here).
-# Bounds from `posemb demo --quick --seed S` for S = 1..6: learned mean exact match over n <= 6
-# BOUNDS_TEXT
+# Bounds from `posemb demo --quick --seed S` for S = 1..6 (learned runs with seeds 1..8): the
+# learned table's mean exact match over n <= 6 was 0.95 to 1.000, its token accuracy 0.984 to
+# 1.000; the bounds below leave room for other machines' rounding, and fail for an untrained or
+# broken model (chance is 1/8 per token).
 expect 0 "demo --quick" -- demo --quick --out "$tmp/demo"
 for f in summary.md results.csv results.json extension.csv extension.json \
   length_generalization.svg extension.svg learned_table_similarity.png \
@@ -192,6 +194,7 @@ def per_seed(pe, lo, hi):
         out.append(sum(x["exact_match"] for x in xs) / len(xs))
     return out
 mean = lambda v: sum(v) / len(v)
+LEARNED_EXACT, LEARNED_TOKEN = 0.85, 0.93
 for r in j["runs"]:
     if r["pe"] != "learned": continue
     assert r["max_seq_len"] == 2 * L + 2

@@ -56,6 +56,12 @@ inline CLI::Validator positive_finite() {
       },
       "POSITIVE");
 }
+// Thrown on the ranks of an MPI job other than rank 0 when rank 0 reports the failure (every
+// rank knows of it): main() exits with kExitFailure without a message of its own.
+class ReportedByRankZero : public std::runtime_error {
+ public:
+  ReportedByRankZero() : std::runtime_error("reported by rank 0") {}
+};
 
 void register_demo_command(CLI::App& app);
 void register_bench_command(CLI::App& app);
@@ -64,5 +70,6 @@ void register_resize_command(CLI::App& app);
 void register_convert_command(CLI::App& app);
 void register_train_command(CLI::App& app);
 void register_eval_command(CLI::App& app);
+void register_sweep_command(CLI::App& app);
 
 }  // namespace posemb::cli

@@ -210,6 +210,7 @@ int run(int argc, char** argv) {
   posemb::cli::register_convert_command(app);
   posemb::cli::register_train_command(app);
   posemb::cli::register_eval_command(app);
+  posemb::cli::register_sweep_command(app);
   // --max-memory is global: before the subcommand or among its flags.
   const std::string default_text = human_bytes(posemb::memory_limit());
   add_memory_option(&app, default_text);
@@ -227,6 +228,8 @@ int run(int argc, char** argv) {
     return usage_error(command_path(app), usage_message(app, e));
   } catch (const posemb::cli::UsageError& e) {
     return usage_error(command_path(app), e.what());
+  } catch (const posemb::cli::ReportedByRankZero&) {
+    return posemb::cli::kExitFailure;  // an MPI job's failure, reported once, by rank 0
   } catch (const posemb::MemoryLimitExceeded& e) {
     return runtime_error(std::string(e.what()) + " (set the budget with --max-memory)");
   } catch (const std::bad_alloc&) {

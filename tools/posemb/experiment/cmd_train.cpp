@@ -1,7 +1,9 @@
 // `posemb train`: trains the lab model (a small GPT) on a task with one positional encoding,
 // writing atomic safetensors checkpoints (parameters + AdamW state) into --out. --resume
 // continues a run; --init-from starts a new run from a checkpoint's weights (with --table: a
-// resized table), e.g. to fine-tune at a longer training length.
+// resized table), e.g. to fine-tune at a longer training length. Under `mpirun -np N` the ranks
+// share each step's micro-batches (lab/trainer.hpp): the same checkpoint as one process, written
+// by rank 0; rank 0 alone prints.
 #include <fmt/core.h>
 
 #include <chrono>
@@ -16,6 +18,7 @@
 #include "lab/evaluate.hpp"
 #include "lab/trainer.hpp"
 #include "lab_options.hpp"
+#include "mpi_job.hpp"
 #include "posemb/errors.hpp"
 #include "progress.hpp"
 #include "results_table.hpp"
@@ -34,6 +37,7 @@ struct TrainOptions {
   std::size_t eval_max = 0;
   std::size_t eval_samples = 100;
   bool quiet = false;
+  double peer_timeout = 600;
   std::vector<CLI::Option*> run_flags;  // settings a resumed run takes from its checkpoint
   CLI::Option* steps_flag = nullptr;
 };
@@ -75,8 +79,10 @@ const std::map<std::string, Setter>& init_from_setters() {
 
 // The new run of --init-from: the checkpoint's settings, then every task and training flag
 // given. A model flag is a usage error.
-std::unique_ptr<lab::Trainer> init_from(const TrainOptions& o) {
-  lab::RunConfig run = lab::read_checkpoint(o.init_from).run;
+std::unique_ptr<lab::Trainer> init_from(const TrainOptions& o, lab::Communicator& comm) {
+  lab::RunConfig run;
+  comm.all_or_none("train: reading the checkpoint to start from",
+                   [&] { run = lab::read_checkpoint(o.init_from).run; });
   const auto& setters = init_from_setters();
   for (const auto* opt : o.run_flags) {
     if (opt->count() == 0) continue;
@@ -92,13 +98,14 @@ std::unique_ptr<lab::Trainer> init_from(const TrainOptions& o) {
   if (o.steps_flag->count() > 0) run.train.steps = o.lab.run.train.steps;
   run.model.vocab_size = run.task.vocab_size();
   try {
-    return std::make_unique<lab::Trainer>(lab::Trainer::from_checkpoint(o.init_from, run, o.table));
+    return std::make_unique<lab::Trainer>(
+        lab::Trainer::from_checkpoint(o.init_from, run, o.table, comm));
   } catch (const lab::ConfigError& e) {
     throw usage_error(e);
   }
 }
 
-void run_train(TrainOptions& o) {
+void train(TrainOptions& o, lab::Communicator& comm) {
   if (!o.table.empty() && o.init_from.empty()) {
     throw UsageError("--table needs --init-from: it replaces the learned table of that checkpoint");
   }
@@ -113,19 +120,21 @@ void run_train(TrainOptions& o) {
         throw UsageError(opt->get_name() +
                          " cannot be combined with --resume: a resumed run "
                          "takes its settings from the checkpoint (only --steps, --threads, "
-                         "--out and the checkpoint flags may be given)");
+                         "--out, --peer-timeout and the checkpoint flags may be given)");
       }
     }
   }
   set_threads(o.lab.threads);
+  const bool root = comm.rank() == 0;
+  const bool quiet = o.quiet || !root;
   std::unique_ptr<lab::Trainer> tr;
   if (!o.init_from.empty()) {
-    tr = init_from(o);
+    tr = init_from(o, comm);
   } else if (o.resume.empty()) {
-    tr = std::make_unique<lab::Trainer>(finish_lab_flags(o.lab));
+    tr = std::make_unique<lab::Trainer>(finish_lab_flags(o.lab), comm);
   } else {
     const lab::RunConfig run = finish_lab_flags(o.lab);
-    tr = std::make_unique<lab::Trainer>(lab::Trainer::load(o.resume));
+    tr = std::make_unique<lab::Trainer>(lab::Trainer::load(o.resume, comm));
     if (o.steps_flag->count() > 0) tr->set_total_steps(run.train.steps);
   }
   const auto& cfg = tr->config();
@@ -141,11 +150,13 @@ void run_train(TrainOptions& o) {
       throw usage_error(e, {{"eval.max_len", "--eval-max"}, {"eval.samples", "--eval-samples"}});
     }
   }
-  prepare_output_dir(o.out, {"checkpoint.safetensors"}, "train");
+  comm.all_or_none("train: preparing the output folder", [&] {
+    if (root) prepare_output_dir(o.out, {"checkpoint.safetensors"}, "train");
+  });
   const std::string ckpt = (std::filesystem::path(o.out) / "checkpoint.safetensors").string();
   const std::size_t total = cfg.train.steps;
   const std::size_t target = o.stop_after != 0 ? std::min(o.stop_after, total) : total;
-  if (!o.quiet) {
+  if (!quiet) {
     fmt::print(
         "posemb train: {} on {} (alphabet {}, train_len {}), pe {}{}, {} layers, d_model "
         "{}, {} heads, {} parameters; steps {}..{} of {}, batch {}\n",
@@ -157,8 +168,13 @@ void run_train(TrainOptions& o) {
         cfg.model.n_layers, cfg.model.d_model, cfg.model.n_heads, tr->model().total_elements(),
         tr->step(), target, total, cfg.train.batch);
     if (!tr->lineage().empty()) fmt::print("lineage: {}\n", tr->lineage());
+    if (comm.size() > 1) {
+      fmt::print("data parallel: {} ranks share {} micro-batches of {} sequences a step\n",
+                 comm.size(), tr->micro_batches(),
+                 std::min(cfg.train.micro_batch, cfg.train.batch));
+    }
   }
-  Progress progress("train " + cfg.model.pe, target, o.quiet);
+  Progress progress("train " + cfg.model.pe, target, quiet);
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t first = tr->step();
   double loss = 0.0;
@@ -171,17 +187,24 @@ void run_train(TrainOptions& o) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double tokens = static_cast<double>((tr->step() - first) * cfg.train.batch *
                                             lab::input_len(cfg.task.train_len));
-  if (!o.quiet) {
+  if (!quiet) {
     fmt::print(
         "trained steps {}..{} in {:.2f} s ({:.0f} tokens/s counting 2*train_len+2 per "
         "sequence), last loss {:.5f}\n",
         first, tr->step(), secs, secs > 0 ? tokens / secs : 0.0, loss);
     fmt::print("checkpoint: {}\n", quote_untrusted(ckpt));
   }
-  if (o.eval_max > 0) {
+  if (o.eval_max > 0 && root) {
     const auto rows = lab::evaluate(tr->model(), cfg.task, ec);
     print_results_table({{cfg.model.pe, rows}}, cfg.task.train_len);
   }
+}
+
+void run_train(TrainOptions& o) {
+  // The job first (MPI starts here under mpirun), so that rank 0 alone reports any failure.
+  lab::Communicator& comm = lab::world();
+  set_peer_timeout(comm, o.peer_timeout);
+  run_job(comm, [&] { train(o, comm); });
 }
 
 }  // namespace
@@ -229,6 +252,11 @@ void register_train_command(CLI::App& app) {
       ->check(within(lab::limits::samples))
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "No progress or summary");
+  cmd->add_option("--peer-timeout", o->peer_timeout,
+                  "Under mpirun: seconds a rank waits for the others before ending the job "
+                  "(0: no limit)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
   cmd->callback([o] { run_train(*o); });
 }
 

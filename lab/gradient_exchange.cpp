@@ -1,0 +1,162 @@
+#include "lab/gradient_exchange.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "posemb/parallel.hpp"
+
+namespace posemb::lab {
+namespace {
+
+// dst (n) = the sum of srcs (each n), element by element in the order given: s = 0, s += src[k]
+// for each src. Deterministic; the one summation of micro-batch gradients, on one rank or many.
+void sum_in_order(float* dst, std::size_t n, const std::vector<const float*>& srcs) {
+  const auto count = static_cast<std::int64_t>(n);
+#pragma omp parallel for schedule(static) if (worth_parallel(n * srcs.size()))
+  for (std::int64_t k = 0; k < count; ++k) {
+    float s = 0.0f;
+    for (const float* src : srcs) s += src[k];
+    dst[k] = s;
+  }
+}
+
+// Copies elements [begin, end) of a gradient made of `segs` into dst.
+void copy_out(std::span<const std::span<const float>> segs, std::size_t begin, std::size_t end,
+              float* dst) {
+  std::size_t at = 0;
+  for (const auto& s : segs) {
+    const std::size_t lo = std::max(begin, at), hi = std::min(end, at + s.size());
+    if (lo < hi) dst = std::copy(s.data() + (lo - at), s.data() + (hi - at), dst);
+    at += s.size();
+  }
+}
+
+}  // namespace
+
+int micro_batch_rank(std::size_t i, int ranks) {
+  if (ranks < 1)
+    throw std::invalid_argument("micro_batch_rank: " + std::to_string(ranks) + " ranks");
+  const auto n = static_cast<std::size_t>(ranks);
+  const std::size_t p = i % (2 * n);
+  return static_cast<int>(p < n ? p : 2 * n - 1 - p);
+}
+
+GradientExchange::GradientExchange(Communicator& comm, std::size_t micro_batches,
+                                   std::vector<std::size_t> segments)
+    : comm_(&comm), segments_(std::move(segments)) {
+  if (micro_batches == 0) {
+    throw std::invalid_argument("GradientExchange: a step needs at least one micro-batch");
+  }
+  total_ = std::accumulate(segments_.begin(), segments_.end(), std::size_t{0});
+  const auto n = static_cast<std::size_t>(comm.size());
+  owned_.resize(n);
+  for (std::size_t i = 0; i < micro_batches; ++i) {
+    owner_.push_back(micro_batch_rank(i, comm.size()));
+    owned_[static_cast<std::size_t>(owner_.back())].push_back(i);
+  }
+  if (n == 1) return;
+  // The exchange's sizes, checked here (the same numbers on every rank) rather than inside MPI.
+  const std::size_t most = (total_ + n - 1) / n * micro_batches;
+  if (most > static_cast<std::size_t>(INT_MAX)) {
+    throw std::invalid_argument(
+        "GradientExchange: " + std::to_string(micro_batches) + " micro-batch gradients of " +
+        std::to_string(total_) + " elements on " + std::to_string(n) +
+        " ranks exceed MPI's limit of " + std::to_string(INT_MAX) +
+        " elements per exchange; use fewer, larger micro-batches or more ranks");
+  }
+  const std::size_t mine_len = chunk_begin(rank() + 1) - chunk_begin(rank());
+  send_.resize(owned_[rank()].size() * total_);
+  recv_.resize(micro_batches * mine_len);
+  chunk_.resize(mine_len);
+  full_.resize(total_);
+}
+
+std::size_t GradientExchange::chunk_begin(std::size_t r) const {
+  const auto n = static_cast<std::size_t>(comm_->size());
+  // r * total / n without overflow for any realistic total.
+  return total_ / n * r + total_ % n * r / n;
+}
+
+void GradientExchange::sum(std::span<const std::vector<std::span<const float>>> parts,
+                           std::span<const std::span<float>> out) {
+  const auto& mine = owned_[rank()];
+  if (parts.size() != mine.size() || out.size() != segments_.size()) {
+    throw std::invalid_argument("GradientExchange::sum: " + std::to_string(parts.size()) +
+                                " gradients for " + std::to_string(mine.size()) +
+                                " micro-batches, " + std::to_string(out.size()) +
+                                " output segments for " + std::to_string(segments_.size()));
+  }
+  for (const auto& p : parts) {
+    for (std::size_t s = 0; s < segments_.size(); ++s) {
+      if (p.size() != segments_.size() || p[s].size() != segments_[s] ||
+          out[s].size() != segments_[s]) {
+        throw std::invalid_argument("GradientExchange::sum: a segment's size is not the layout's");
+      }
+    }
+  }
+  const auto n = static_cast<std::size_t>(comm_->size());
+  std::vector<const float*> srcs(owner_.size());
+  if (n == 1) {
+    // One process: sum each segment straight from the micro-batch gradients.
+    for (std::size_t s = 0; s < segments_.size(); ++s) {
+      for (std::size_t i = 0; i < srcs.size(); ++i) srcs[i] = parts[i][s].data();
+      sum_in_order(out[s].data(), segments_[s], srcs);
+    }
+    return;
+  }
+  // Chunk r of each of this rank's gradients goes to rank r.
+  std::vector<std::size_t> send_counts(n), recv_counts(n), chunk_counts(n);
+  float* dst = send_.data();
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::size_t b = chunk_begin(r), e = chunk_begin(r + 1);
+    chunk_counts[r] = e - b;
+    send_counts[r] = mine.size() * (e - b);
+    recv_counts[r] = owned_[r].size() * chunk_.size();
+    for (const auto& p : parts) {
+      copy_out(p, b, e, dst);
+      dst += e - b;
+    }
+  }
+  comm_->alltoallv(std::span<const float>(send_), send_counts, std::span<float>(recv_),
+                   recv_counts);
+  // Rank r's gradients arrive in its own (increasing) order: point at each micro-batch's chunk,
+  // then sum in micro-batch order.
+  std::vector<std::size_t> from(n);
+  for (std::size_t r = 1; r < n; ++r) from[r] = from[r - 1] + recv_counts[r - 1];
+  std::vector<std::size_t> seen(n, 0);
+  for (std::size_t i = 0; i < owner_.size(); ++i) {
+    const auto r = static_cast<std::size_t>(owner_[i]);
+    srcs[i] = recv_.data() + from[r] + seen[r]++ * chunk_.size();
+  }
+  sum_in_order(chunk_.data(), chunk_.size(), srcs);
+  comm_->allgatherv(std::span<const float>(chunk_), std::span<float>(full_), chunk_counts);
+  const float* src = full_.data();
+  for (std::size_t s = 0; s < segments_.size(); ++s) {
+    std::copy_n(src, segments_[s], out[s].data());
+    src += segments_[s];
+  }
+}
+
+void GradientExchange::gather(std::span<const double> mine, std::span<double> all) {
+  const auto n = static_cast<std::size_t>(comm_->size());
+  if (mine.size() != owned_[rank()].size() || all.size() != owner_.size()) {
+    throw std::invalid_argument("GradientExchange::gather: " + std::to_string(mine.size()) +
+                                " values for " + std::to_string(owned_[rank()].size()) +
+                                " micro-batches, room for " + std::to_string(all.size()) + " of " +
+                                std::to_string(owner_.size()));
+  }
+  std::vector<std::size_t> counts(n);
+  for (std::size_t r = 0; r < n; ++r) counts[r] = owned_[r].size();
+  std::vector<double> by_rank(owner_.size());
+  comm_->allgatherv(mine, std::span<double>(by_rank), counts);
+  std::size_t at = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    for (const std::size_t i : owned_[r]) all[i] = by_rank[at++];
+  }
+}
+
+}  // namespace posemb::lab

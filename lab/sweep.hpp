@@ -1,0 +1,94 @@
+// lab/sweep.hpp: a list of runs (train a model, then evaluate it), shared among the ranks of a
+// job or run in one process one after another or a few at a time; every run's outcome gathered
+// on every rank. Behind `posemb sweep`; the demo's runs are such a list too.
+//
+//   std::vector<lab::GridRun> runs;
+//   for (const char* pe : {"learned", "sinusoidal"}) {
+//     for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+//       lab::GridRun g;
+//       g.name = std::string(pe) + " seed " + std::to_string(seed);
+//       g.run = ...;  g.run.model.pe = pe;  g.run.train.seed = seed;   // a RunConfig
+//       g.eval.max_len = 36;
+//       runs.push_back(std::move(g));
+//     }
+//   }
+//   lab::GridOptions opt;
+//   opt.parallel_runs = 2;                            // two runs at a time on this process
+//   auto out = lab::run_grid(runs, opt, lab::world());   // out[i]: runs[i]'s, on every rank
+//
+// Results are the same bits however the runs are spread: a run is a function of its settings
+// (lab/trainer.hpp), whatever rank or thread trains it. Only train_seconds and rank differ.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lab/config.hpp"
+#include "lab/distributed.hpp"
+#include "lab/evaluate.hpp"
+#include "lab/results.hpp"
+#include "lab/trainer.hpp"
+#include "posemb/matrix.hpp"
+
+namespace posemb::lab {
+
+// One run: train with `run`'s settings, then evaluate with `eval`.
+struct GridRun {
+  std::string name;  // for progress and messages
+  RunConfig run;
+  EvalConfig eval;
+  // Also evaluate (with `eval`) when the trainer reaches each of these steps (0: before any
+  // training); each <= run.train.steps. Outcome: GridOutcome::at_steps.
+  std::vector<std::size_t> eval_at;
+  bool keep_table = false;  // return the trained learned table (GridOutcome::table)
+  // When not empty: the trained checkpoint is written here (lab::write_checkpoint, atomic) by the
+  // rank that trained the run.
+  std::string checkpoint;
+  // Called on the new trainer before its first step (e.g. to load weights); must do the same on
+  // every rank. Empty: nothing.
+  std::function<void(Trainer&)> prepare;
+};
+
+struct GridOutcome {
+  RunResults results;  // pe, max_seq_len (a table's rows), train_seconds, the final evaluation
+  std::vector<std::pair<std::size_t, std::vector<LengthResult>>> at_steps;  // (step, results)
+  double final_loss = 0.0;  // the last step's loss (NaN when no step ran)
+  Matrix<float> table;      // (max_seq_len, d_model): keep_table and a learned table; else empty
+  int rank = 0;             // the rank that ran it
+  std::string error;        // not empty: the run failed with this message (and stopped there)
+};
+
+// Reported by the process that trains a run, after each step and when the run ends.
+struct GridProgress {
+  std::size_t index;  // of the run in the list
+  const GridRun* run;
+  std::size_t step, steps;  // steps done, of
+  double loss;              // of the last step
+  bool finished;            // trained and evaluated (or failed)
+};
+
+struct GridOptions {
+  // Runs trained at a time by each process, each on one thread (1: one after another, each run
+  // using the process's threads for its micro-batches).
+  std::size_t parallel_runs = 1;
+  // Called by the thread training a run: concurrently from several threads when parallel_runs
+  // > 1 (it must be thread-safe). Empty: none.
+  std::function<void(const GridProgress&)> progress;
+};
+
+// Trains and evaluates every run; returns their outcomes in the list's order, the same on every
+// rank. Throws ConfigError (before anything runs, on every rank) naming the run when one is
+// unusable, std::invalid_argument for parallel_runs 0. A run that fails (a non-finite loss, an
+// exception of prepare) does not stop the others: its outcome carries the error. Collective.
+std::vector<GridOutcome> run_grid(std::span<const GridRun> runs, const GridOptions& options = {},
+                                  Communicator& comm = single_process());
+
+// The rank that trains each run: the longest runs first (estimated from steps, batch, sequence
+// length and model size), each to the least loaded rank; deterministic.
+std::vector<int> assign_runs(std::span<const GridRun> runs, int ranks);
+
+}  // namespace posemb::lab
