@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 30
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all setup setup-demo build build-demo build-asan build-fuzz fuzz demo test test-release test-asan format format-check bench clean
+.PHONY: all setup setup-demo build build-demo build-asan build-fuzz fuzz demo test test-release test-asan test-python format format-check bench clean
 
 all: build
 
@@ -40,12 +40,18 @@ demo: build-demo
 	./$(BUILD)/tools/posemb/posemb demo
 
 # Every test: the release build's full suite (unit, CLI, numpy/torch oracles, install +
-# find_package consumer, clang-format check), then the unit tests again under
+# find_package consumer, clang-format check, the Python package's pytest suite and its offline
+# `pip install`), then the unit tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, then the file readers under libFuzzer.
 test: test-release test-asan fuzz
 
 test-release: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The Python package only: pytest on the build tree's module (PYTHONPATH=$(BUILD)/python) and the
+# offline `pip install` into a scratch venv.
+test-python: build
+	ctest --test-dir $(BUILD) --output-on-failure -L python
 
 test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -7,9 +7,10 @@ mapfile -t files < <(
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     git ls-files --cached --others --exclude-standard -- \
       'include/*.hpp' 'src/*.cpp' 'src/*.hpp' 'lab/*.cpp' 'lab/*.hpp' 'tools/*.cpp' 'tools/*.hpp' \
-      'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'bench/*.hpp' 'examples/*.cpp' 'fuzz/*.cpp'
+      'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'bench/*.hpp' 'examples/*.cpp' 'fuzz/*.cpp' \
+      'python/*.cpp' 'python/*.hpp'
   else
-    find include src lab tools tests bench examples fuzz -type f \( -name '*.cpp' -o -name '*.hpp' \) 2>/dev/null
+    find include src lab tools tests bench examples fuzz python -type f \( -name '*.cpp' -o -name '*.hpp' \) 2>/dev/null
   fi | while read -r f; do [ -f "$f" ] && echo "$f"; done
 )
 if [ "${1:-}" = "--fix" ]; then

@@ -5,8 +5,10 @@
 #   scripts/setup.sh build    compiler, CMake and the libraries the library, lab and tool use
 #   scripts/setup.sh demo     = build (the demo needs nothing else)
 #   scripts/setup.sh bench    build + Google Benchmark + the PyTorch and numpy peers
-#   scripts/setup.sh test     bench + test frameworks, clang (format, fuzzing, sanitizers) and
-#                             the numpy / torch oracles
+#   scripts/setup.sh test     bench + test frameworks, clang (format, fuzzing, sanitizers), the
+#                             numpy / torch oracles and what the Python module needs to build
+#                             and be tested (pybind11, Python headers, pytest, venv + setuptools
+#                             + wheel for the offline `pip install` check)
 set -euo pipefail
 
 build=(
@@ -17,6 +19,7 @@ bench=(libbenchmark-dev python3 python3-numpy python3-torch)
 test=(
   git clang clang-format libclang-rt-14-dev                  # format check, libFuzzer, sanitizers
   libgtest-dev libgmock-dev librapidcheck-dev
+  pybind11-dev python3-dev python3-pytest python3-venv python3-setuptools python3-wheel
 )
 
 case "${1:-test}" in
