@@ -123,7 +123,8 @@ class _Rows(torch.autograd.Function):
     def backward(ctx, dout):
         dweight = _zeros(ctx.shape)
         if dout.shape[0] != 0:
-            _ext.add_positions_backward(_np(dweight), _np(dout.contiguous()).reshape(1, *dout.shape),
+            rows = _np(dout.contiguous()).reshape(1, *dout.shape)  # (1, seq_len, C), a view
+            _ext.add_positions_backward(_np(dweight), rows,
                                         _ext.PositionSource.contiguous(ctx.start))
         return dweight, None, None
 

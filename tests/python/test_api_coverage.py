@@ -85,4 +85,4 @@ def test_the_bindings_know_every_enum():
         path = HEADERS / header
         if path.exists():
             found |= set(enum.findall(path.read_text()))
-    assert found <= ENUMS, f"new enums {sorted(found - ENUMS)}: bind them (as strings) and list them"
+    assert found <= ENUMS, f"new enums {sorted(found - ENUMS)}: bind them (as strings), list them"

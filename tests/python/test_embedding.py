@@ -132,7 +132,8 @@ def bad_calls(rng):
          fwd(tokens, ctg(5))),
         (posemb.SequenceTooLong, "batch row 1, token 1, explicit position id 10",
          bwd(tokens, ex(ids))),
-        (IndexError, "position id -3 at batch row 2, token 0 is negative", fwd(tokens, ex(neg_ids))),
+        (IndexError, "position id -3 at batch row 2, token 0 is negative",
+         fwd(tokens, ex(neg_ids))),
         (ValueError, "position ids has shape (3, 6) but the batch is (3, 7)",
          fwd(tokens, ex(ids[:, :6]))),
         (ValueError, "padding mask value 2 at batch row 0, token 1 is neither 0 (pad) nor 1",
@@ -187,7 +188,8 @@ def test_read_only_and_non_viewable_outputs_are_refused(rng):
     with pytest.raises(ValueError, match="embed_forward: out is read-only"):
         posemb.embed_forward(tokens, wte, wpe, out=out)
     with pytest.raises(ValueError, match="cannot be seen as"):
-        posemb.embed_forward(tokens, wte, wpe, out=np.zeros((T, B, C), np.float32).transpose(1, 0, 2))
+        swapped = np.zeros((T, B, C), np.float32).transpose(1, 0, 2)
+        posemb.embed_forward(tokens, wte, wpe, out=swapped)
     with pytest.raises(ValueError, match="3 dimensions"):
         posemb.embed_forward(tokens, wte, wpe, out=np.zeros((B * T, C), np.float32))
 

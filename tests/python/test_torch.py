@@ -111,9 +111,9 @@ def test_every_position_source_against_nn_embedding(gen):
     emb = pt.TokenPositionEmbedding(V, MAXT, C, seed=3)
     idx = torch.randint(0, V, (B, T), generator=gen)
     mask = torch.tensor([[0, 0, 1, 1, 1, 1], [1] * 6, [1, 1, 1, 0, 0, 0]])
-    cases = [dict(), dict(start=2), dict(position_ids=torch.randint(0, MAXT, (B, T), generator=gen)),
-             dict(position_ids=torch.arange(T)), dict(attention_mask=mask),
-             dict(attention_mask=mask.bool())]
+    ids = torch.randint(0, MAXT, (B, T), generator=gen)
+    cases = [dict(), dict(start=2), dict(position_ids=ids), dict(position_ids=torch.arange(T)),
+             dict(attention_mask=mask), dict(attention_mask=mask.bool())]
     for kw in cases:
         ours = emb(idx, **kw)
         ref_kw = dict(kw)
