@@ -65,15 +65,8 @@ RowsLayout rows_layout(const py::array& a, int ndim, std::size_t itemsize, const
   l.cols = cols;
   // The stride between consecutive rows, in elements: any value serves a single row.
   auto stride_of = [&](int dim) { return static_cast<std::size_t>(a.strides(dim) / item); };
-  if (ndim == 2) {
-    l.rows = static_cast<std::size_t>(a.shape(0));
-    l.stride = l.rows > 1 ? stride_of(0) : cols;
-    l.batch = l.rows;
-    l.seq_len = 1;
-    return l;
-  }
   l.batch = static_cast<std::size_t>(a.shape(0));
-  l.seq_len = static_cast<std::size_t>(a.shape(1));
+  l.seq_len = ndim == 2 ? 1 : static_cast<std::size_t>(a.shape(1));
   l.rows = l.batch * l.seq_len;
   if (l.seq_len > 1) {
     l.stride = stride_of(1);
@@ -86,6 +79,12 @@ RowsLayout rows_layout(const py::array& a, int ndim, std::size_t itemsize, const
     }
   } else {
     l.stride = l.batch > 1 ? stride_of(0) : cols;
+  }
+  if (l.rows > 1 && l.stride < cols) {
+    throw py::value_error(prefix(op, name) +
+                          "has overlapping rows (a broadcast array?); pass "
+                          "np.ascontiguousarray(" +
+                          name + ")");
   }
   return l;
 }

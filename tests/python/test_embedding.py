@@ -190,6 +190,8 @@ def test_read_only_and_non_viewable_outputs_are_refused(rng):
     with pytest.raises(ValueError, match="cannot be seen as"):
         swapped = np.zeros((T, B, C), np.float32).transpose(1, 0, 2)
         posemb.embed_forward(tokens, wte, wpe, out=swapped)
+    with pytest.raises(ValueError, match="ids has overlapping rows"):
+        posemb.PositionSource.explicit_ids(np.broadcast_to(np.arange(T), (B, T)))
     with pytest.raises(ValueError, match="3 dimensions"):
         posemb.embed_forward(tokens, wte, wpe, out=np.zeros((B * T, C), np.float32))
 
