@@ -99,6 +99,12 @@ class _TokenPosition(torch.autograd.Function):
         dwpe = _zeros(ctx.shapes[1]) if need_wpe else None
         dout = dout.contiguous()  # itself when contiguous, as autograd usually passes it
         tokens = _np(idx)
+        # The kernels add into the gradients: a first read of an untouched page maps the zero
+        # page and the write after it faults again. Writing the rows first faults each page once.
+        if dwte is not None:
+            _np(dwte)[tokens.reshape(-1)] = 0.0
+        if dwpe is not None:
+            _np(dwpe).fill(0.0)
         if need_wte:
             _ext.embed_backward(_np(dwte), None if dwpe is None else _np(dwpe), _np(dout), tokens,
                                 None if dwpe is None else ctx.source)
