@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 30
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all setup setup-demo build build-demo build-asan build-nompi build-fuzz fuzz demo test test-release test-asan test-no-mpi format format-check bench clean
+.PHONY: all setup setup-demo build build-demo build-asan build-nompi build-fuzz fuzz demo test test-release test-asan test-no-mpi test-python format format-check bench clean
 
 all: build
 
@@ -40,14 +40,20 @@ build-asan: setup
 demo: build-demo
 	./$(BUILD)/tools/posemb/posemb demo
 
-# Every test: the release build's full suite (unit, CLI, numpy/torch oracles, MPI jobs under
-# mpirun, install + find_package consumer, clang-format check), then the unit tests again under
+# Every test: the release build's full suite (unit, CLI, numpy/torch oracles, the hostile-input
+# suite, MPI jobs under mpirun, install + find_package consumer, clang-format check, the Python
+# package's pytest suite and its offline `pip install`), then the unit tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the lab and the tool built without MPI, then
 # the file readers under libFuzzer.
 test: test-release test-asan test-no-mpi fuzz
 
 test-release: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The Python package only: pytest on the build tree's module (PYTHONPATH=$(BUILD)/python) and the
+# offline `pip install` into a scratch venv.
+test-python: build
+	ctest --test-dir $(BUILD) --output-on-failure -L python
 
 test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

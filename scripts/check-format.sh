@@ -8,9 +8,10 @@ mapfile -t files < <(
     git ls-files --cached --others --exclude-standard -- \
       'include/*.hpp' 'src/*.cpp' 'src/*.hpp' 'lab/*.cpp' 'lab/*.hpp' 'viz/*.cpp' 'viz/*.hpp' \
       'tools/*.cpp' 'tools/*.hpp' \
-      'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'bench/*.hpp' 'examples/*.cpp' 'fuzz/*.cpp'
+      'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'bench/*.hpp' 'examples/*.cpp' 'fuzz/*.cpp' \
+      'python/*.cpp' 'python/*.hpp'
   else
-    find include src lab viz tools tests bench examples fuzz -type f \( -name '*.cpp' -o -name '*.hpp' \) 2>/dev/null
+    find include src lab viz tools tests bench examples fuzz python -type f \( -name '*.cpp' -o -name '*.hpp' \) 2>/dev/null
   fi | while read -r f; do [ -f "$f" ] && echo "$f"; done
 )
 if [ "${1:-}" = "--fix" ]; then

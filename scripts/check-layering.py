@@ -10,6 +10,7 @@
             (bench/harness, bench/peers), its own headers; nothing from src/ or tests/.
   bench, examples, fuzz: public headers (bench also the lab and its own; fuzz also the lab, whose
             checkpoint metadata parser it fuzzes); nothing from src/.
+  python    python/src/ (the Python extension): public headers and its own; nothing from src/.
 
 A new public header must be given a layer in LAYER_OF below (and in docs/architecture.md).
 Exits 1 listing every violation.
@@ -145,6 +146,8 @@ for f in sources("examples"):
     check_client(f, [], "examples")
 for f in sources("fuzz"):
     check_client(f, ["lab/"], "fuzz")
+for f in sources("python"):
+    check_client(f, [], "python")
 
 if errors:
     print(f"layering: {len(errors)} violation(s):")

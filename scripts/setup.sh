@@ -8,6 +8,9 @@
 #   scripts/setup.sh test     bench + test frameworks, clang (format, fuzzing, sanitizers), the
 #                             numpy / torch oracles and Open MPI (the data-parallel tests; MPI
 #                             stays optional when building)
+#                             numpy / torch oracles and what the Python module needs to build
+#                             and be tested (pybind11, Python headers, pytest, venv + setuptools
+#                             + wheel for the offline `pip install` check)
 set -euo pipefail
 
 build=(
@@ -22,6 +25,7 @@ test=(
   git clang clang-format libclang-rt-14-dev                  # format check, libFuzzer, sanitizers
   libgtest-dev libgmock-dev librapidcheck-dev
   openmpi-bin libopenmpi-dev                                 # mpirun tests of train and sweep
+  pybind11-dev python3-dev python3-pytest python3-venv python3-setuptools python3-wheel
 )
 
 case "${1:-test}" in

@@ -1,0 +1,78 @@
+"""posemb: learned positional embeddings for transformers, from Python.
+
+The C++ library's operations on numpy arrays, without copies:
+
+    import numpy as np, posemb
+    table = np.random.default_rng(0).normal(0, 0.02, (1024, 768)).astype(np.float32)
+    pe = posemb.learned_positional_embedding(128, table)        # rows [0, 128): a read-only view
+    np.shares_memory(pe, table)                                  # True
+    posemb.learned_positional_embedding(2000, table)             # raises posemb.SequenceTooLong
+
+PyTorch modules on the same kernels are in posemb.torch (imported on demand). See
+docs/python.md.
+"""
+from posemb._posemb import (
+    FileFormatError,
+    LearnedPositionalEmbedding,
+    MemoryLimitExceeded,
+    PositionSource,
+    PositionTable,
+    SequenceTooLong,
+    TensorFile,
+    __version__,
+    add_positions_backward,
+    add_positions_forward,
+    embed_backward,
+    embed_forward,
+    initialize_table,
+    learned_positional_embedding,
+    load_position_table,
+    memory_limit,
+    read_npy,
+    read_safetensors,
+    resize_table,
+    resolve_positions,
+    rope_backward,
+    rope_forward,
+    save_position_table,
+    set_memory_limit,
+    simd_target,
+    simd_targets,
+    sinusoidal_positional_encoding,
+    sinusoidal_positional_encoding_into,
+    write_npy,
+    write_safetensors,
+)
+
+__all__ = [
+    "FileFormatError",
+    "LearnedPositionalEmbedding",
+    "MemoryLimitExceeded",
+    "PositionSource",
+    "PositionTable",
+    "SequenceTooLong",
+    "TensorFile",
+    "__version__",
+    "add_positions_backward",
+    "add_positions_forward",
+    "embed_backward",
+    "embed_forward",
+    "initialize_table",
+    "learned_positional_embedding",
+    "load_position_table",
+    "memory_limit",
+    "read_npy",
+    "read_safetensors",
+    "resize_table",
+    "resolve_positions",
+    "rope_backward",
+    "rope_forward",
+    "save_position_table",
+    "set_memory_limit",
+    "simd_target",
+    "simd_targets",
+    "sinusoidal_positional_encoding",
+    "sinusoidal_positional_encoding_into",
+    "write_npy",
+    "write_safetensors",
+]

@@ -1,0 +1,245 @@
+"""posemb.torch: PyTorch modules on posemb's C++ kernels (CPU, float32).
+
+    import torch
+    from posemb.torch import TokenPositionEmbedding
+
+    emb = TokenPositionEmbedding(vocab_size=50257, max_seq_len=1024, embed_dim=768)
+    x = emb(idx)                                   # (B, T, C) = wte[idx] + wpe[0:T]
+    x = emb(idx, attention_mask=mask)              # left/right padding: pads get no position
+    x = emb(idx, position_ids=pos)                 # explicit positions (B, T) or (T,)
+    x = emb(idx[:, -1:], start=past_length)        # cached decoding
+
+`emb.wte` is an nn.Embedding and `emb.wpe` a LearnedPositionalEmbedding, so the state dict holds
+`wte.weight` and `wpe.weight` like GPT-2's. Forward and backward run posemb's fused kernels on
+the tensors' own memory (numpy views of CPU tensors, no copies); gradients are bitwise identical
+for any thread count. Token ids are int64 (as torch makes them) or int32; int64 ids are
+narrowed to posemb's int32 ids, a copy of the (B, T) ids per call.
+"""
+import mmap
+
+import numpy as np
+import torch
+from torch import nn
+
+from posemb import _posemb as _ext
+
+__all__ = ["LearnedPositionalEmbedding", "TokenPositionEmbedding", "position_embedding",
+           "token_position_embedding"]
+
+
+def _cpu(*tensors):
+    for t in tensors:
+        if t is not None and t.device.type != "cpu":
+            raise ValueError(f"posemb.torch: tensors must be on the CPU, got one on {t.device}")
+
+
+def _np(t):
+    """A numpy view of a CPU tensor: the same memory, no copy."""
+    return t.detach().numpy()
+
+
+def _zeros(shape):
+    """A zero float32 tensor in memory the OS hands out zeroed, page by page as it is first
+    touched (a private anonymous mapping): a gradient of which the backward writes only the
+    touched rows costs no pass over the others. (numpy's zeros would ask for transparent huge
+    pages, which the kernel zeroes 2 MiB at a time.)"""
+    count = int(np.prod(shape))
+    if count == 0:
+        return torch.zeros(shape)
+    buf = mmap.mmap(-1, count * 4, flags=mmap.MAP_PRIVATE)
+    return torch.from_numpy(np.frombuffer(buf, dtype=np.float32).reshape(shape))
+
+
+def _position_source(batch, seq_len, position_ids, attention_mask, start, separator, idx=None):
+    """The PositionSource for a (batch, seq_len) batch, and the tensor it reads (or None);
+    idx (the token ids) for packed positions."""
+    given = [n for n, v in (("position_ids", position_ids), ("attention_mask", attention_mask),
+                            ("separator", separator)) if v is not None]
+    if len(given) > 1:
+        raise ValueError(f"posemb.torch: pass one of position_ids, attention_mask and separator, "
+                         f"got {', '.join(given)}")
+    if given and start != 0:
+        raise ValueError(f"posemb.torch: start applies to contiguous positions; with {given[0]}, "
+                         "positions come from it")
+    if position_ids is not None:
+        _cpu(position_ids)
+        ids = position_ids.detach()
+        if ids.dim() == 1:
+            ids = ids.unsqueeze(0)
+        if ids.dim() == 2 and ids.shape[0] == 1 and batch > 1:
+            ids = ids.expand(batch, ids.shape[1])
+        ids = ids.contiguous()
+        return _ext.PositionSource.explicit_ids(_np(ids)), ids
+    if attention_mask is not None:
+        _cpu(attention_mask)
+        mask = attention_mask.detach().contiguous()
+        return _ext.PositionSource.padding_mask(_np(mask)), mask
+    if separator is not None:
+        tokens = idx.detach().contiguous().to(torch.int32)
+        return _ext.PositionSource.packed(_np(tokens), int(separator)), tokens
+    return _ext.PositionSource.contiguous(int(start)), None
+
+
+class _TokenPosition(torch.autograd.Function):
+    """out[b, t] = wte[idx[b, t]] + wpe[pos[b, t]] with posemb's embed_forward / embed_backward."""
+
+    @staticmethod
+    def forward(ctx, wte, wpe, idx, source, source_tensor):
+        out = torch.empty((idx.shape[0], idx.shape[1], wte.shape[1]), dtype=wte.dtype)
+        _ext.embed_forward(_np(idx), _np(wte), _np(wpe), source, out=_np(out))
+        # Saved so that autograd refuses a backward after idx or the positions changed in place.
+        ctx.save_for_backward(idx, source_tensor)
+        ctx.source = source
+        ctx.shapes = (wte.shape, wpe.shape)
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        idx, _ = ctx.saved_tensors
+        need_wte, need_wpe = ctx.needs_input_grad[:2]
+        dwte = _zeros(ctx.shapes[0]) if need_wte else None
+        dwpe = _zeros(ctx.shapes[1]) if need_wpe else None
+        dout = dout.contiguous()  # itself when contiguous, as autograd usually passes it
+        tokens = _np(idx)
+        # The kernels add into the gradients: a first read of an untouched page maps the zero
+        # page and the write after it faults again. Writing the rows first faults each page once.
+        if dwte is not None:
+            _np(dwte)[tokens.reshape(-1)] = 0.0
+        if dwpe is not None:
+            _np(dwpe).fill(0.0)
+        if need_wte:
+            _ext.embed_backward(_np(dwte), None if dwpe is None else _np(dwpe), _np(dout), tokens,
+                                None if dwpe is None else ctx.source)
+        elif need_wpe:
+            _ext.add_positions_backward(_np(dwpe), _np(dout), ctx.source)
+        return dwte, dwpe, None, None, None
+
+
+class _Rows(torch.autograd.Function):
+    """Rows [start, start + seq_len) of weight: posemb's lookup, a view of the weight itself."""
+
+    @staticmethod
+    def forward(ctx, weight, seq_len, start):
+        # The library checks the range (SequenceTooLong) and gives the view; torch's narrow is
+        # the same memory, made so that autograd knows the output is a view of weight.
+        _ext.learned_positional_embedding(seq_len, _np(weight), start)
+        ctx.start = start
+        ctx.shape = weight.shape
+        return weight.narrow(0, start, seq_len)
+
+    @staticmethod
+    def backward(ctx, dout):
+        dweight = _zeros(ctx.shape)
+        if dout.shape[0] != 0:
+            rows = _np(dout.contiguous()).reshape(1, *dout.shape)  # (1, seq_len, C), a view
+            _ext.add_positions_backward(_np(dweight), rows,
+                                        _ext.PositionSource.contiguous(ctx.start))
+        return dweight, None, None
+
+
+class _Gather(torch.autograd.Function):
+    """out[b, t] = weight[pos[b, t]] for a PositionSource (explicit ids)."""
+
+    @staticmethod
+    def forward(ctx, weight, batch, seq_len, source, source_tensor):
+        out = torch.zeros((batch, seq_len, weight.shape[1]), dtype=weight.dtype)
+        _ext.add_positions_forward(_np(out), _np(weight), source)
+        ctx.save_for_backward(source_tensor)
+        ctx.source = source
+        ctx.shape = weight.shape
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        ctx.saved_tensors  # refuses a backward after the positions changed in place
+        dweight = _zeros(ctx.shape)
+        _ext.add_positions_backward(_np(dweight), _np(dout.contiguous()), ctx.source)
+        return dweight, None, None, None, None
+
+
+def token_position_embedding(idx, wte, wpe, position_ids=None, attention_mask=None, *, start=0,
+                             separator=None):
+    """wte[idx] + wpe[positions], (B, T, C), through posemb's fused kernels (the functional form
+    of TokenPositionEmbedding; positions as its forward takes them)."""
+    _cpu(idx, wte, wpe)
+    if idx.dim() != 2:
+        raise ValueError(f"token_position_embedding: idx must be (B, T), got shape "
+                         f"{tuple(idx.shape)}")
+    idx = idx.detach().contiguous()
+    source, tensor = _position_source(idx.shape[0], idx.shape[1], position_ids, attention_mask,
+                                      start, separator, idx)
+    return _TokenPosition.apply(wte, wpe, idx, source, tensor)
+
+
+def position_embedding(weight, positions, start=0):
+    """weight's rows for positions (the functional form of LearnedPositionalEmbedding):
+    an int seq_len gives rows [start, start + seq_len), a view of weight; position_ids (T,) or
+    (B, T) give weight[position_ids], (T, C) or (B, T, C)."""
+    _cpu(weight)
+    if not isinstance(positions, torch.Tensor):
+        return _Rows.apply(weight, int(positions), int(start))
+    if start != 0:
+        raise ValueError("position_embedding: start applies to a seq_len; position_ids give "
+                         "every position")
+    if positions.dim() not in (1, 2):
+        raise ValueError(f"position_embedding: position_ids must be (T,) or (B, T), got shape "
+                         f"{tuple(positions.shape)}")
+    batch, seq_len = (1, positions.shape[0]) if positions.dim() == 1 else tuple(positions.shape)
+    source, tensor = _position_source(batch, seq_len, positions, None, 0, None)
+    out = _Gather.apply(weight, batch, seq_len, source, tensor)
+    return out[0] if positions.dim() == 1 else out
+
+
+class LearnedPositionalEmbedding(nn.Module):
+    """A learned position table, `weight` (max_seq_len, embed_dim), on posemb's kernels.
+
+    forward(seq_len, start=0): rows [start, start + seq_len), (seq_len, embed_dim), a view of
+    weight (no copy); forward(position_ids): weight[position_ids], (B, T, embed_dim) for (B, T)
+    ids or (T, embed_dim) for (T,) ids. Past the table: posemb.SequenceTooLong (an IndexError).
+    The table is initialized by posemb's seeded initializers (init: "normal" N(0, stddev),
+    "scaled-normal", "glorot-uniform", "zeros", "sinusoidal"), the same on every machine.
+    """
+
+    def __init__(self, max_seq_len, embed_dim, init="normal", stddev=0.02, seed=0):
+        super().__init__()
+        self.max_seq_len, self.embed_dim = int(max_seq_len), int(embed_dim)
+        self.init, self.stddev, self.seed = init, float(stddev), int(seed)
+        self.weight = nn.Parameter(torch.empty(self.max_seq_len, self.embed_dim))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        _ext.initialize_table(_np(self.weight), self.init, self.stddev, self.seed)
+
+    def forward(self, positions, start=0):
+        return position_embedding(self.weight, positions, start)
+
+    def extra_repr(self):
+        return f"{self.max_seq_len}, {self.embed_dim}, init={self.init!r}"
+
+
+class TokenPositionEmbedding(nn.Module):
+    """GPT-2's input layer, token + position embedding, fused: `wte` (an nn.Embedding of
+    (vocab_size, embed_dim)) and `wpe` (a LearnedPositionalEmbedding of (max_seq_len,
+    embed_dim)).
+
+    forward(idx, position_ids=None, attention_mask=None, *, start=0, separator=None) -> (B, T, C)
+      positions: contiguous from `start` by default (cached decoding); position_ids (B, T) or
+      (T,) (broadcast over the batch); attention_mask (B, T), 1 real / 0 pad: a real token's
+      position is the number of real tokens before it, pads get the token row only and no
+      position gradient; separator: packed documents, positions restarting after each
+      separator token. One of the three at most.
+
+    wte is initialized N(0, stddev) from `seed`, wpe by `init` from seed + 1 (posemb's seeded
+    initializers); state dicts use GPT-2's names, wte.weight and wpe.weight.
+    """
+
+    def __init__(self, vocab_size, max_seq_len, embed_dim, *, init="normal", stddev=0.02, seed=0):
+        super().__init__()
+        self.wte = nn.Embedding(vocab_size, embed_dim, _weight=torch.empty(vocab_size, embed_dim))
+        self.wpe = LearnedPositionalEmbedding(max_seq_len, embed_dim, init, stddev, seed + 1)
+        self.stddev, self.seed = float(stddev), int(seed)
+        _ext.initialize_table(_np(self.wte.weight), "normal", self.stddev, self.seed)
+
+    def forward(self, idx, position_ids=None, attention_mask=None, *, start=0, separator=None):
+        return token_position_embedding(idx, self.wte.weight, self.wpe.weight, position_ids,
+                                        attention_mask, start=start, separator=separator)

@@ -1,0 +1,125 @@
+// The fused token + position embedding and the position-only add, forward and backward, on
+// numpy arrays: activations are (B, T, C), tables (rows, C), tokens (B, T).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "arrays.hpp"
+#include "bindings.hpp"
+#include "posemb/embedding.hpp"
+#include "positions.hpp"
+
+namespace posemb::python {
+namespace {
+
+using OptArray = std::optional<py::array>;
+
+// The forward from tables of element type E (float32, or float16: widened exactly).
+template <class E>
+py::array embed_forward_from(const py::array& tokens, const py::array& wte, const OptArray& wpe,
+                             const Positions* positions, const OptArray& out) {
+  constexpr const char* op = "embed_forward";
+  const MatrixView<const E> wte_v = matrix_in<E>(wte, op, "wte");
+  const Tokens tk = tokens_in(tokens, op, wte_v.rows());
+  const std::size_t B = tk.view.rows(), T = tk.view.cols();
+  py::array result =
+      out ? *out
+          : py::array_t<float>({static_cast<py::ssize_t>(B), static_cast<py::ssize_t>(T),
+                                static_cast<py::ssize_t>(wte_v.cols())});
+  const Activations<float> o = activations_out<float>(result, op, "out");
+  expect_batch(op, "out", o.batch, o.seq_len, B, T);
+  if (wpe) {
+    const MatrixView<const E> wpe_v = matrix_in<E>(*wpe, op, "wpe");
+    const PositionSource& src = source_or_default(positions);
+    without_gil([&] { posemb::embed_forward(o.rows, tk.view, src, wte_v, wpe_v); });
+  } else {
+    if (positions != nullptr) {
+      throw py::value_error(std::string(op) + ": positions given without wpe");
+    }
+    without_gil([&] { posemb::embed_forward(o.rows, tk.view, wte_v); });
+  }
+  return result;
+}
+
+py::array embed_forward(const py::array& tokens, const py::array& wte, const OptArray& wpe,
+                        const Positions* positions, const OptArray& out) {
+  if (has_dtype<float16>(wte)) return embed_forward_from<float16>(tokens, wte, wpe, positions, out);
+  return embed_forward_from<float>(tokens, wte, wpe, positions, out);
+}
+
+void embed_backward(const py::array& dwte, const OptArray& dwpe, const py::array& dout,
+                    const py::array& tokens, const Positions* positions) {
+  constexpr const char* op = "embed_backward";
+  const MatrixView<float> dwte_v = matrix_out<float>(dwte, op, "dwte");
+  const Tokens tk = tokens_in(tokens, op, dwte_v.rows());
+  const Activations<const float> d = activations_in<float>(dout, op, "dout");
+  expect_batch(op, "dout", d.batch, d.seq_len, tk.view.rows(), tk.view.cols());
+  if (dwpe) {
+    const MatrixView<float> dwpe_v = matrix_out<float>(*dwpe, op, "dwpe");
+    const PositionSource& src = source_or_default(positions);
+    without_gil([&] { posemb::embed_backward(dwte_v, dwpe_v, d.rows, tk.view, src); });
+  } else {
+    if (positions != nullptr) {
+      throw py::value_error(std::string(op) + ": positions given without dwpe");
+    }
+    without_gil([&] { posemb::embed_backward(dwte_v, d.rows, tk.view); });
+  }
+}
+
+void add_positions_forward(const py::array& x, const py::array& wpe, const Positions* positions) {
+  constexpr const char* op = "add_positions_forward";
+  const Activations<float> xa = activations_out<float>(x, op, "x");
+  const MatrixView<const float> wpe_v = matrix_in<float>(wpe, op, "wpe");
+  const PositionSource& src = source_or_default(positions);
+  without_gil([&] { posemb::add_positions_forward(xa.rows, xa.batch, xa.seq_len, src, wpe_v); });
+}
+
+void add_positions_backward(const py::array& dwpe, const py::array& dx,
+                            const Positions* positions) {
+  constexpr const char* op = "add_positions_backward";
+  const MatrixView<float> dwpe_v = matrix_out<float>(dwpe, op, "dwpe");
+  const Activations<const float> d = activations_in<float>(dx, op, "dx");
+  const PositionSource& src = source_or_default(positions);
+  without_gil([&] { posemb::add_positions_backward(dwpe_v, d.rows, d.batch, d.seq_len, src); });
+}
+
+}  // namespace
+
+void bind_embedding(py::module_& m) {
+  m.def("embed_forward", &embed_forward, py::arg("tokens"), py::arg("wte"),
+        py::arg("wpe") = py::none(), py::arg("positions") = py::none(), py::kw_only(),
+        py::arg("out") = py::none(),
+        R"(out[b, t] = wte[tokens[b, t]] + wpe[pos[b, t]] (GPT-2's input layer); returns out.
+
+tokens (B, T) int32 (or int64, narrowed); wte (V, C) and wpe (max_seq_len, C) float32, or both
+float16 (widened exactly: the same bits as the float32 forward on the widened tables);
+positions a PositionSource (None: contiguous from 0); pads of a padding mask get the wte row
+only. Without wpe (and positions), out[b, t] = wte[tokens[b, t]]. out (B, T, C) float32 is
+written over (allocated when None). Everything is validated before anything is written:
+IndexError for a token id outside the vocabulary, SequenceTooLong for a position past wpe,
+ValueError for shape mismatches or an empty batch. Runs with the GIL released.)");
+
+  m.def("embed_backward", &embed_backward, py::arg("dwte"), py::arg("dwpe"), py::arg("dout"),
+        py::arg("tokens"), py::arg("positions") = py::none(),
+        R"(dwte[tokens[b, t]] += dout[b, t]; dwpe[pos[b, t]] += dout[b, t] (pads: dwte only).
+
+ADDS into dwte (V, C) and dwpe (max_seq_len, C) (dwpe None: the token-only backward); dout
+(B, T, C) float32. Bitwise identical for any thread count. Raises like embed_forward and
+writes nothing when it raises. Runs with the GIL released.)");
+
+  m.def("add_positions_forward", &add_positions_forward, py::arg("x"), py::arg("wpe"),
+        py::arg("positions") = py::none(),
+        R"(x[b, t] += wpe[pos[b, t]], in place. x (B, T, C) float32, added into; wpe
+(max_seq_len, C).)");
+
+  m.def("add_positions_backward", &add_positions_backward, py::arg("dwpe"), py::arg("dx"),
+        py::arg("positions") = py::none(),
+        R"(dwpe[pos[b, t]] += dx[b, t]. ADDS into dwpe (max_seq_len, C); dx (B, T, C) float32.
+Bitwise identical for any thread count.)");
+}
+
+}  // namespace posemb::python

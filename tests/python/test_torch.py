@@ -1,0 +1,284 @@
+"""posemb.torch: the modules run posemb's kernels on the tensors' own memory, agree with
+nn.Embedding + slicing, pass gradcheck, give bitwise identical gradients for any thread count,
+and load GPT-2-style state dicts."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import posemb
+import posemb.torch as pt
+from conftest import reference_backward, reference_positions
+
+B, T, C, V, MAXT = 3, 6, 5, 13, 8
+
+
+def ptr(a):
+    return a.__array_interface__["data"][0]
+
+
+@pytest.fixture
+def gen():
+    return torch.Generator().manual_seed(20261130)
+
+
+class Spy:
+    """Records the data pointer of every array argument of the wrapped extension functions."""
+
+    def __init__(self, monkeypatch, *names):
+        self.calls = []
+        for name in names:
+            real = getattr(posemb._posemb, name)
+
+            def wrapper(*args, _real=real, _name=name, **kw):
+                self.calls.append((_name, [ptr(a) if isinstance(a, np.ndarray) else None
+                                           for a in args],
+                                   {k: ptr(v) for k, v in kw.items() if isinstance(v, np.ndarray)}))
+                return _real(*args, **kw)
+
+            monkeypatch.setattr(posemb._posemb, name, wrapper)
+
+
+def test_fused_module_runs_on_the_tensors_own_memory(monkeypatch, gen):
+    emb = pt.TokenPositionEmbedding(V, MAXT, C)
+    idx = torch.randint(0, V, (B, T), generator=gen, dtype=torch.int32)
+    spy = Spy(monkeypatch, "embed_forward", "embed_backward")
+    out = emb(idx)
+    seen = {}
+    out.register_hook(lambda g: seen.setdefault("dout", g))
+    out.backward(torch.randn(B, T, C, generator=gen))
+    (fname, fargs, fkw), (bname, bargs, _) = spy.calls
+    assert fname == "embed_forward" and bname == "embed_backward"
+    # forward: tokens, wte, wpe and out are the tensors themselves
+    assert fargs[:3] == [idx.data_ptr(), emb.wte.weight.data_ptr(), emb.wpe.weight.data_ptr()]
+    assert fkw["out"] == out.data_ptr()
+    # backward: the gradients it wrote became .grad as they are; dout is autograd's tensor
+    assert bargs[:3] == [emb.wte.weight.grad.data_ptr(), emb.wpe.weight.grad.data_ptr(),
+                         seen["dout"].data_ptr()]
+    assert bargs[3] == idx.data_ptr()
+
+
+def test_position_module_lookup_is_a_view_of_the_weight(gen):
+    pe = pt.LearnedPositionalEmbedding(MAXT, C)
+    rows = pe(4, start=3)
+    assert rows.shape == (4, C) and rows._base is pe.weight
+    assert rows.data_ptr() == pe.weight.data_ptr() + 3 * C * 4
+    with pytest.raises(RuntimeError, match="view"):
+        rows.add_(1)  # autograd forbids writing the table through the view
+    d = torch.randn(4, C, generator=gen)
+    pe(4, start=3).backward(d)
+    expected = torch.zeros(MAXT, C)
+    expected[3:7] = d
+    assert torch.equal(pe.weight.grad, expected)
+    with pytest.raises(posemb.SequenceTooLong) as info:
+        pe(6, start=3)
+    assert (info.value.seq_len, info.value.start, info.value.max_seq_len) == (6, 3, MAXT)
+
+
+def test_position_ids_gather_and_scatter(gen):
+    pe = pt.LearnedPositionalEmbedding(MAXT, C, init="sinusoidal")
+    np.testing.assert_array_equal(pe.weight.detach().numpy(),
+                                  posemb.sinusoidal_positional_encoding(MAXT, C))
+    ids = torch.randint(0, MAXT, (B, T), generator=gen)
+    out = pe(ids)
+    assert torch.equal(out, pe.weight.detach()[ids])
+    d = torch.randn(B, T, C, generator=gen)
+    out.backward(d)
+    ref = torch.zeros(MAXT, C, dtype=torch.float64).index_add_(0, ids.reshape(-1),
+                                                                d.double().reshape(-1, C))
+    torch.testing.assert_close(pe.weight.grad.double(), ref, rtol=0, atol=B * T * 2**-22)
+    assert pe(ids[0]).shape == (T, C)
+    with pytest.raises(posemb.SequenceTooLong):
+        pe(torch.tensor([[0, MAXT]]))
+    with pytest.raises(IndexError, match="negative"):
+        pe(torch.tensor([-1]))
+
+
+def gpt2_reference(emb, idx, position_ids=None, attention_mask=None, start=0):
+    """nn.Embedding + slicing, as GPT-2 code writes it; pads (mask 0) get no position row."""
+    wte, wpe = emb.wte.weight, emb.wpe.weight
+    if attention_mask is not None:
+        keep = attention_mask.bool()
+        pos = (attention_mask.long().cumsum(1) - 1).clamp(min=0)
+        return F.embedding(idx, wte) + F.embedding(pos, wpe) * keep[..., None]
+    if position_ids is not None:
+        return F.embedding(idx, wte) + F.embedding(position_ids, wpe)
+    return F.embedding(idx, wte) + wpe[start:start + idx.shape[1]]
+
+
+def test_every_position_source_against_nn_embedding(gen):
+    emb = pt.TokenPositionEmbedding(V, MAXT, C, seed=3)
+    idx = torch.randint(0, V, (B, T), generator=gen)
+    mask = torch.tensor([[0, 0, 1, 1, 1, 1], [1] * 6, [1, 1, 1, 0, 0, 0]])
+    ids = torch.randint(0, MAXT, (B, T), generator=gen)
+    cases = [dict(), dict(start=2), dict(position_ids=ids), dict(position_ids=torch.arange(T)),
+             dict(attention_mask=mask), dict(attention_mask=mask.bool())]
+    for kw in cases:
+        ours = emb(idx, **kw)
+        ref_kw = dict(kw)
+        if "position_ids" in ref_kw and ref_kw["position_ids"].dim() == 1:
+            ref_kw["position_ids"] = ref_kw["position_ids"].expand(B, T)
+        ref = gpt2_reference(emb, idx, **ref_kw)
+        assert torch.equal(ours, ref), kw  # the same float32 add: bit for bit
+        d = torch.randn(B, T, C, generator=gen)
+        emb.zero_grad(set_to_none=True)
+        ours.backward(d)
+        got = (emb.wte.weight.grad.clone(), emb.wpe.weight.grad.clone())
+        emb.zero_grad(set_to_none=True)
+        ref.backward(d)
+        # float32 sums of at most B*T contributions of |d| < 6: bound (B*T) * 6 * 2^-23
+        for a, b in zip(got, (emb.wte.weight.grad, emb.wpe.weight.grad)):
+            torch.testing.assert_close(a, b, rtol=0, atol=B * T * 6 * 2**-23)
+
+
+def test_packed_positions_and_frozen_tables(gen):
+    emb = pt.TokenPositionEmbedding(V, MAXT, C)
+    idx = torch.randint(1, V, (B, T), generator=gen)
+    idx[0, 2] = idx[2, 4] = 0
+    pos = torch.from_numpy(reference_positions("packed", B, T, 0, idx.numpy()))
+    out = emb(idx, separator=0)
+    assert torch.equal(out, emb.wte.weight.detach()[idx] + emb.wpe.weight.detach()[pos])
+    d = torch.randn(B, T, C, generator=gen)
+    for frozen in ("wte", "wpe"):
+        emb.zero_grad(set_to_none=True)
+        getattr(emb, frozen).weight.requires_grad_(False)
+        emb(idx, separator=0).backward(d)
+        assert getattr(emb, frozen).weight.grad is None
+        live = emb.wpe if frozen == "wte" else emb.wte
+        ref = np.zeros(tuple(live.weight.shape), np.float32)
+        reference_backward(ref if frozen == "wpe" else None, ref if frozen == "wte" else None,
+                           d.numpy(), idx.numpy(), pos.numpy())
+        assert live.weight.grad.numpy().tobytes() == ref.tobytes()
+        getattr(emb, frozen).weight.requires_grad_(True)
+
+
+def test_errors_and_guards(gen):
+    emb = pt.TokenPositionEmbedding(V, MAXT, C)
+    idx = torch.randint(0, V, (B, T), generator=gen)
+    with pytest.raises(posemb.SequenceTooLong, match="embed_forward"):
+        emb(idx, start=MAXT - T + 1)
+    bad = idx.clone()
+    bad[1, 2] = V
+    with pytest.raises(IndexError, match="token id 13 at batch row 1, token 2"):
+        emb(bad)
+    with pytest.raises(ValueError, match="one of position_ids, attention_mask"):
+        emb(idx, position_ids=torch.zeros(B, T, dtype=torch.long),
+            attention_mask=torch.ones(B, T))
+    with pytest.raises(ValueError, match="padding mask value 2"):
+        emb(idx, attention_mask=torch.full((B, T), 2))
+    with pytest.raises(ValueError, match="CPU"):
+        emb(idx.to("meta"))
+    out = emb(idx)
+    idx.add_(0)  # changed in place after the forward: autograd refuses the backward
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+    emb(idx).sum().backward()  # a non-contiguous dout (expanded ones) works
+
+
+def test_gradcheck_float64():
+    # The kernels compute in float32. On a dyadic grid (multiples of 2^-6 below 2) with steps of
+    # eps = 2^-6, every input, perturbed input, sum and difference is exact in float32, so the
+    # float64 gradcheck through exact casts checks the Jacobian with zero tolerance.
+    g = torch.Generator().manual_seed(5)
+    wte = (torch.randint(-64, 64, (V, C), generator=g) / 64).double().requires_grad_()
+    wpe = (torch.randint(-64, 64, (MAXT, C), generator=g) / 64).double().requires_grad_()
+    idx = torch.randint(0, V, (2, 4), generator=g)
+    idx[1] = idx[0, 0]  # repeated rows
+    mask = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 0]])
+    for kw in (dict(), dict(start=3), dict(attention_mask=mask), dict(separator=int(idx[0, 1])),
+               dict(position_ids=torch.tensor([[3, 3, 0, 7], [1, 2, 2, 1]]))):
+        fn = lambda a, b: pt.token_position_embedding(idx, a.float(), b.float(), **kw).double()
+        assert torch.autograd.gradcheck(fn, (wte, wpe), eps=2**-6, atol=0, rtol=0), kw
+    for positions in (3, torch.tensor([[1, 7, 1], [0, 0, 2]])):
+        fn = lambda w: pt.position_embedding(w.float(), positions, 0).double()
+        assert torch.autograd.gradcheck(fn, (wpe,), eps=2**-6, atol=0, rtol=0)
+
+
+def test_gradients_are_bitwise_identical_across_runs_and_threads():
+    # Large enough for the kernels to run on several threads (2^18 elements and more).
+    Bb, Tt, Cc, Vv = 4, 256, 256, 300
+    g = torch.Generator().manual_seed(9)
+    emb = pt.TokenPositionEmbedding(Vv, Tt, Cc)
+    idx = torch.randint(0, Vv, (Bb, Tt), generator=g)
+    d = torch.randn(Bb, Tt, Cc, generator=g)
+    before = torch.get_num_threads()
+    grads = []
+    try:
+        for threads in (1, 2, 2, 1):
+            torch.set_num_threads(threads)
+            emb.zero_grad(set_to_none=True)
+            emb(idx).backward(d)
+            grads.append((emb.wte.weight.grad.numpy().tobytes(),
+                          emb.wpe.weight.grad.numpy().tobytes()))
+    finally:
+        torch.set_num_threads(before)
+    assert all(x == grads[0] for x in grads)
+    # and they are the serial ascending-(b, t) sums
+    rte, rpe = np.zeros((Vv, Cc), np.float32), np.zeros((Tt, Cc), np.float32)
+    reference_backward(rte, rpe, d.numpy(), idx.numpy(),
+                       reference_positions("contiguous", Bb, Tt, 0))
+    assert grads[0] == (rte.tobytes(), rpe.tobytes())
+
+
+class Gpt2Embeddings(nn.Module):
+    """The nn.Embedding-based input layer of GPT-2-style code (nanoGPT, HF's GPT2Model)."""
+
+    def __init__(self, vocab, max_seq_len, dim):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, dim)
+        self.wpe = nn.Embedding(max_seq_len, dim)
+
+    def forward(self, idx):
+        return self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+
+
+def test_state_dicts_use_gpt2_names(gen):
+    ref = Gpt2Embeddings(V, MAXT, C)
+    emb = pt.TokenPositionEmbedding(V, MAXT, C)
+    assert set(emb.state_dict()) == {"wte.weight", "wpe.weight"}
+    emb.load_state_dict(ref.state_dict())
+    idx = torch.randint(0, V, (B, T), generator=gen)
+    assert torch.equal(emb(idx), ref(idx))
+    back = Gpt2Embeddings(V, MAXT, C)
+    back.load_state_dict(emb.state_dict())
+    assert torch.equal(back.wpe.weight, ref.wpe.weight)
+
+
+class TinyLM(nn.Module):
+    def __init__(self, embeddings, vocab, dim):
+        super().__init__()
+        self.emb = embeddings
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, idx, targets):
+        logits = self.head(torch.tanh(self.ln(self.emb(idx))))
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def test_training_matches_nn_embedding():
+    # The same model with either input layer, trained 8 AdamW steps from the same weights.
+    # Forwards agree bit for bit; gradients may differ in the order of float32 sums (each
+    # relative 2^-24 per add), which AdamW's normalized steps carry into the weights at about
+    # lr * 1e-6: losses agree to 1e-5 relative.
+    Vv, Tt, Cc, Bb = 37, 16, 24, 8
+    torch.manual_seed(0)
+    ref = TinyLM(Gpt2Embeddings(Vv, Tt, Cc), Vv, Cc)
+    ours = TinyLM(pt.TokenPositionEmbedding(Vv, Tt, Cc), Vv, Cc)
+    ours.load_state_dict(ref.state_dict())
+    g = torch.Generator().manual_seed(1)
+    data = torch.randint(0, Vv, (8, Bb, Tt + 1), generator=g)
+    losses = {}
+    for name, model in (("ref", ref), ("ours", ours)):
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        losses[name] = []
+        for batch in data:
+            loss = model(batch[:, :-1], batch[:, 1:])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            losses[name].append(loss.item())
+    assert losses["ours"][0] == losses["ref"][0]
+    np.testing.assert_allclose(losses["ours"], losses["ref"], rtol=1e-5)
+    assert losses["ours"][-1] < losses["ours"][0]  # it trained
