@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -40,6 +41,7 @@ void validate(std::span<const GridRun> runs) {
     try {
       g.run.validate();
       g.eval.validate();
+      if (g.probe) g.probe->validate();
     } catch (const ConfigError& e) {
       throw ConfigError(e.fields(), who + e.what());
     }
@@ -93,11 +95,9 @@ std::vector<std::uint8_t> encode(std::size_t index, const GridOutcome& o) {
   for (const auto& [step, rows] : o.at_steps) {
     j["at_steps"].push_back({{"step", step}, {"results", lengths_json(rows)}});
   }
-  // NaN has no JSON number: the loss travels as its bits.
-  std::uint64_t loss_bits = 0;
-  static_assert(sizeof loss_bits == sizeof o.final_loss);
-  std::memcpy(&loss_bits, &o.final_loss, sizeof loss_bits);
-  j["loss_bits"] = loss_bits;
+  // NaN has no JSON number: the losses travel as their bits.
+  j["loss_bits"] = std::bit_cast<std::uint64_t>(o.final_loss);
+  j["first_loss_bits"] = std::bit_cast<std::uint64_t>(o.first_loss);
   j["rank"] = o.rank;
   j["error"] = o.error;
   j["table_rows"] = o.table.rows();
@@ -117,8 +117,8 @@ std::pair<std::size_t, GridOutcome> decode(std::span<const std::uint8_t> bytes) 
   for (const auto& s : j.at("at_steps")) {
     o.at_steps.emplace_back(s.at("step"), lengths_from(s.at("results")));
   }
-  const std::uint64_t loss_bits = j.at("loss_bits");
-  std::memcpy(&o.final_loss, &loss_bits, sizeof loss_bits);
+  o.final_loss = std::bit_cast<double>(j.at("loss_bits").get<std::uint64_t>());
+  o.first_loss = std::bit_cast<double>(j.at("first_loss_bits").get<std::uint64_t>());
   o.rank = j.at("rank");
   o.error = j.at("error");
   const std::size_t rows = j.at("table_rows"), cols = j.at("table_cols");
@@ -136,6 +136,7 @@ GridOutcome run_one(std::size_t index, const GridRun& g, const GridOptions& opt,
   out.rank = rank;
   out.results.pe = g.run.model.pe;
   out.final_loss = std::numeric_limits<double>::quiet_NaN();
+  out.first_loss = out.final_loss;
   const auto report = [&](std::size_t step, double loss, bool finished) {
     if (opt.progress) opt.progress({index, &g, step, g.run.train.steps, loss, finished});
   };
@@ -146,14 +147,17 @@ GridOutcome run_one(std::size_t index, const GridRun& g, const GridOptions& opt,
 #pragma omp critical(posemb_lab_grid_setup)
     {
       try {
-        tr = std::make_unique<Trainer>(g.run);
+        tr = g.init_from.empty()
+                 ? std::make_unique<Trainer>(g.run)
+                 : std::make_unique<Trainer>(Trainer::from_checkpoint(g.init_from, g.run, g.table));
       } catch (...) {
         failed = std::current_exception();
       }
     }
     if (failed) std::rethrow_exception(failed);
     if (g.prepare) g.prepare(*tr);
-    if (tr->model().encoding_spec().has_table) out.results.max_seq_len = g.run.model.max_seq_len;
+    const RunConfig& cfg = tr->config();  // init_from: the table gives max_seq_len
+    if (tr->model().encoding_spec().has_table) out.results.max_seq_len = cfg.model.max_seq_len;
     std::vector<std::size_t> at = g.eval_at;
     std::sort(at.begin(), at.end());
     std::size_t next = 0;
@@ -161,17 +165,19 @@ GridOutcome run_one(std::size_t index, const GridRun& g, const GridOptions& opt,
     for (;;) {
       for (; next < at.size() && at[next] <= tr->step(); ++next) {
         if (at[next] == tr->step()) {
-          out.at_steps.emplace_back(tr->step(), evaluate(tr->model(), g.run.task, g.eval));
+          out.at_steps.emplace_back(tr->step(),
+                                    evaluate(tr->model(), cfg.task, g.probe.value_or(g.eval)));
         }
       }
       if (tr->step() >= g.run.train.steps) break;
       const auto t0 = std::chrono::steady_clock::now();
       out.final_loss = tr->train_step();
+      if (tr->step() == 1) out.first_loss = out.final_loss;
       seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       report(tr->step(), out.final_loss, false);
     }
     out.results.train_seconds = seconds;
-    out.results.results = evaluate(tr->model(), g.run.task, g.eval);
+    out.results.results = evaluate(tr->model(), cfg.task, g.eval);
     if (g.keep_table) {
       if (const auto* t = tr->model().encoding().learned_table()) {
         const auto v = t->table();

@@ -1,6 +1,6 @@
 // lab/sweep.hpp: a list of runs (train a model, then evaluate it), shared among the ranks of a
 // job or run in one process one after another or a few at a time; every run's outcome gathered
-// on every rank. Behind `posemb sweep`; the demo's runs are such a list too.
+// on every rank. Behind `posemb sweep` and `posemb demo`.
 //
 //   std::vector<lab::GridRun> runs;
 //   for (const char* pe : {"learned", "sinusoidal"}) {
@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -41,9 +42,15 @@ struct GridRun {
   std::string name;  // for progress and messages
   RunConfig run;
   EvalConfig eval;
-  // Also evaluate (with `eval`) when the trainer reaches each of these steps (0: before any
-  // training); each <= run.train.steps. Outcome: GridOutcome::at_steps.
+  // Also evaluate (with `probe` when given, else `eval`) when the trainer reaches each of these
+  // steps (0: before any training); each <= run.train.steps. Outcome: GridOutcome::at_steps.
   std::vector<std::size_t> eval_at;
+  std::optional<EvalConfig> probe;
+  // When not empty: the run starts from this checkpoint's weights (Trainer::from_checkpoint:
+  // `run` gives the task and training settings and the model's shape, checked against it), its
+  // learned table from `table` when that is not empty.
+  std::string init_from;
+  std::string table;
   bool keep_table = false;  // return the trained learned table (GridOutcome::table)
   // When not empty: the trained checkpoint is written here (lab::write_checkpoint, atomic) by the
   // rank that trained the run.
@@ -56,6 +63,7 @@ struct GridRun {
 struct GridOutcome {
   RunResults results;  // pe, max_seq_len (a table's rows), train_seconds, the final evaluation
   std::vector<std::pair<std::size_t, std::vector<LengthResult>>> at_steps;  // (step, results)
+  double first_loss = 0.0;  // the first step's loss, before any update (NaN when no step ran)
   double final_loss = 0.0;  // the last step's loss (NaN when no step ran)
   Matrix<float> table;      // (max_seq_len, d_model): keep_table and a learned table; else empty
   int rank = 0;             // the rank that ran it

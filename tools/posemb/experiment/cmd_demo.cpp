@@ -10,15 +10,16 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli.hpp"
-#include "demo_runner.hpp"
 #include "lab/encoding.hpp"
 #include "lab/results.hpp"
 #include "lab/summary.hpp"
+#include "lab/sweep.hpp"
 #include "lab/trainer.hpp"
 #include "lab_options.hpp"
 #include "plots.hpp"
@@ -27,6 +28,7 @@
 #include "posemb/memory.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/resize.hpp"
+#include "progress.hpp"
 
 namespace posemb::cli {
 namespace {
@@ -109,6 +111,31 @@ void write_out(const std::filesystem::path& dir, const std::string& name,
   write_file_atomically((dir / name).string(), "posemb demo", bytes);
 }
 
+// Trains and evaluates runs through the lab's grid runner, `workers` at a time on one thread
+// each, with one progress line over all their steps; the first failed run's error is thrown.
+std::vector<lab::GridOutcome> run_runs(const std::vector<lab::GridRun>& runs, std::size_t workers,
+                                       const std::string& label) {
+  std::size_t total = 0;
+  for (const auto& r : runs) total += r.run.train.steps;
+  Progress progress(label, total);
+  std::mutex mu;
+  std::vector<std::size_t> done(runs.size(), 0);
+  std::size_t all_done = 0;
+  lab::GridOptions opt;
+  opt.parallel_runs = workers;
+  opt.progress = [&](const lab::GridProgress& g) {
+    const std::lock_guard<std::mutex> lock(mu);
+    all_done += g.step - done[g.index];
+    done[g.index] = g.step;
+    progress.update(all_done, g.loss);
+  };
+  auto out = lab::run_grid(runs, opt);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (!out[i].error.empty()) throw std::runtime_error(runs[i].name + ": " + out[i].error);
+  }
+  return out;
+}
+
 void run_demo(const DemoOptions& o) {
   const Preset p = preset(o);
   const std::size_t workers = o.threads > 0
@@ -157,22 +184,22 @@ void run_demo(const DemoOptions& o) {
              o.quick ? " --quick" : "", kinds.size(), o.seeds, methods.size(), workers);
 
   // 1. Every encoding and seed, from scratch; the learned runs keep a checkpoint to extend.
-  std::vector<RunSpec> grid;
+  std::vector<lab::GridRun> grid;
   for (const auto& pe : kinds) {
     for (std::size_t k = 0; k < o.seeds; ++k) {
-      RunSpec s;
+      lab::GridRun s;
       s.run = base_run(o, p, pe, o.seed + k);
-      s.label = pe + " seed " + std::to_string(s.run.train.seed);
+      s.name = pe + " seed " + std::to_string(s.run.train.seed);
       s.eval = ec;
       if (pe == "learned") {
-        s.save =
+        s.checkpoint =
             (ckdir / ("learned-seed" + std::to_string(s.run.train.seed) + ".safetensors")).string();
         s.keep_table = k == 0;
       }
       grid.push_back(std::move(s));
     }
   }
-  const auto grid_out = run_all(grid, workers, "demo: encodings");
+  const auto grid_out = run_runs(grid, workers, "demo: encodings");
   lab::DemoReport rep;
   rep.task = first.task;
   rep.samples = p.samples;
@@ -181,24 +208,24 @@ void run_demo(const DemoOptions& o) {
     rr.pe = grid[i].run.model.pe;
     rr.seed = grid[i].run.train.seed;
     if (lab::find_encoding(rr.pe).has_table) rr.max_seq_len = grid[i].run.model.max_seq_len;
-    rr.train_seconds = grid_out[i].train_seconds;
-    rr.results = grid_out[i].results;
+    rr.train_seconds = grid_out[i].results.train_seconds;
+    rr.results = grid_out[i].results.results;
     rep.runs.push_back(std::move(rr));
   }
 
   // 2. The learned tables extended from 2L + 2 to 4L + 2 rows (n <= 2L) four ways, each
   //    fine-tuned the same steps at n <= 2L, exact match at L + 1..2L probed along the way.
-  std::vector<RunSpec> ext;
+  std::vector<lab::GridRun> ext;
   for (std::size_t k = 0; k < o.seeds; ++k) {
-    const std::string& ck = grid[k].save;  // learned runs come first in the grid
+    const std::string& ck = grid[k].checkpoint;  // learned runs come first in the grid
     const PositionTable table = load_position_table(ck);
     for (const auto m : methods) {
       ResizeOptions ro;
       ro.seed = o.seed + k;
       const PositionTable longer = resize_table(table, lab::input_len(L2), m, ro);
       const std::string name(resize_method_name(m));
-      RunSpec s;
-      s.label = "extend by " + name + " seed " + std::to_string(o.seed + k);
+      lab::GridRun s;
+      s.name = "extend by " + name + " seed " + std::to_string(o.seed + k);
       s.init_from = ck;
       s.table =
           (ckdir / ("learned-seed" + std::to_string(o.seed + k) + "-" + name + ".safetensors"))
@@ -211,23 +238,27 @@ void run_demo(const DemoOptions& o) {
       s.run.train.warmup = std::min<std::size_t>(20, p.extension_steps / 4);
       s.eval = ec;
       s.eval.max_len = L2;
-      s.probe_every = p.probe_every;
-      s.probe = ec;
-      s.probe.min_len = L + 1;
-      s.probe.max_len = L2;
+      for (std::size_t step = 0; step < p.extension_steps; step += p.probe_every) {
+        s.eval_at.push_back(step);
+      }
+      s.eval_at.push_back(p.extension_steps);
+      lab::EvalConfig probe = ec;
+      probe.min_len = L + 1;
+      probe.max_len = L2;
+      s.probe = probe;
       s.keep_table = k == 0;
       ext.push_back(std::move(s));
     }
   }
-  const auto ext_out = run_all(ext, workers, "demo: extension");
+  const auto ext_out = run_runs(ext, workers, "demo: extension");
   for (std::size_t i = 0; i < ext.size(); ++i) {
     lab::ExtensionRun er;
     er.method = std::string(resize_method_name(methods[i % methods.size()]));
     er.seed = ext[i].run.train.seed;
     er.first_loss = ext_out[i].first_loss;
-    er.train_seconds = ext_out[i].train_seconds;
-    er.curve = ext_out[i].probes;
-    er.after = ext_out[i].results;
+    er.train_seconds = ext_out[i].results.train_seconds;
+    er.curve = ext_out[i].at_steps;
+    er.after = ext_out[i].results.results;
     rep.extension.push_back(std::move(er));
   }
 
@@ -287,8 +318,8 @@ void run_demo(const DemoOptions& o) {
   }
   const std::string summary = lab::summary_markdown(rep);
   write_out(dir, "summary.md", summary);
-  fmt::print("{}\nwrote {}/summary.md (this text), results, extension data and charts\n", summary,
-             quote_untrusted(o.out));
+  fmt::print("{}\nwrote {} (this text), results, extension data and charts\n", summary,
+             quote_untrusted((dir / "summary.md").string()));
 }
 
 }  // namespace
