@@ -17,6 +17,7 @@
 #include <system_error>
 #include <utility>
 
+#include "mapped_file.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb {
@@ -72,15 +73,6 @@ class Registration {
 
 // ---- the target ----
 
-const char* file_type(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 // The permission bits the new file must get: std::nullopt for a new file (created 0666, the
 // umask applies), the replaced file's bits otherwise. Refuses targets that are not regular
 // files with std::invalid_argument.
@@ -96,7 +88,7 @@ std::optional<mode_t> target_mode(int dirfd, const std::string& name, const std:
                                 ": it is a symbolic link; posemb replaces only regular "
                                 "files (write to the file the link points to)");
   }
-  throw std::invalid_argument(what + ": it is " + file_type(st.st_mode) +
+  throw std::invalid_argument(what + ": it is " + detail::file_type(st.st_mode) +
                               ", not a regular file; posemb replaces only regular files");
 }
 

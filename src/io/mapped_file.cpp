@@ -20,15 +20,6 @@ std::system_error io_error(int err, std::string_view operation, std::string_view
       std::string(operation) + ": " + std::string(what) + " " + quote_untrusted(path, 4096));
 }
 
-const char* file_type(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 // Closes fd on every path out of open().
 struct FdGuard {
   int fd;
@@ -38,6 +29,15 @@ struct FdGuard {
 };
 
 }  // namespace
+
+const char* file_type(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path,
                                                    std::string_view operation) {

@@ -3,6 +3,8 @@
 // posemb/atomic_file.hpp.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -10,6 +12,9 @@
 #include <string_view>
 
 namespace posemb::detail {
+
+// What a file of this st_mode is, for messages: "a directory", "a FIFO", ...
+const char* file_type(mode_t mode);
 
 // A whole file mapped read-only (mmap, MAP_PRIVATE); pages are read from disk only when
 // touched. Shared, so that tensors viewing the mapping keep it alive.
