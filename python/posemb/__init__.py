@@ -44,6 +44,8 @@ from posemb._posemb import (
     write_safetensors,
 )
 
+from posemb import rope  # noqa: E402  (posemb.rope.forward / backward)
+
 __all__ = [
     "FileFormatError",
     "LearnedPositionalEmbedding",
@@ -65,6 +67,7 @@ __all__ = [
     "read_safetensors",
     "resize_table",
     "resolve_positions",
+    "rope",
     "rope_backward",
     "rope_forward",
     "save_position_table",

@@ -127,3 +127,14 @@ def test_float16_tables_give_the_float32_forward_of_the_widened_tables(rng):
 
 def test_simd_target_is_reported():
     assert posemb.simd_target() in posemb.simd_targets()
+
+
+def test_rope_namespace_is_the_same_functions(rng):
+    x = rng.normal(size=(1, 3, 2, 4)).astype(np.float32)
+    a, b = x.copy(), x.copy()
+    posemb.rope.forward(a, "interleaved")
+    posemb.rope_forward(b, "interleaved")
+    assert a.tobytes() == b.tobytes()
+    posemb.rope.backward(a, "interleaved")
+    posemb.rope_backward(b, "interleaved")
+    assert a.tobytes() == b.tobytes()
