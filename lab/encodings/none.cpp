@@ -3,23 +3,12 @@
 #include <memory>
 
 #include "lab/encoding.hpp"
-#include "posemb/embedding.hpp"
+#include "lab/encodings/token_only.hpp"
 
 namespace posemb::lab {
 namespace {
 
-class NoEncoding final : public Encoding {
- public:
-  void embed_forward(MatrixView<float> x0, MatrixView<const TokenId> tokens, const PositionSource&,
-                     MatrixView<const float> wte) const override {
-    posemb::embed_forward(x0, tokens, wte);
-  }
-  void embed_backward(MatrixView<float> dwte, std::span<const MatrixView<float>>,
-                      MatrixView<const float> dx0, MatrixView<const TokenId> tokens,
-                      const PositionSource&) const override {
-    posemb::embed_backward(dwte, dx0, tokens);
-  }
-};
+class NoEncoding final : public TokenOnlyInput {};
 
 }  // namespace
 

@@ -7,27 +7,18 @@
 #include <string>
 
 #include "lab/encoding.hpp"
-#include "posemb/embedding.hpp"
+#include "lab/encodings/token_only.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/rope.hpp"
 
 namespace posemb::lab {
 namespace {
 
-class Rope final : public Encoding {
+class Rope final : public TokenOnlyInput {
  public:
   explicit Rope(const ModelConfig& cfg)
       : cache_(posemb::Rope(cfg.head_dim(), RopeLayout::interleaved, {.base = cfg.rope_base})) {}
 
-  void embed_forward(MatrixView<float> x0, MatrixView<const TokenId> tokens, const PositionSource&,
-                     MatrixView<const float> wte) const override {
-    posemb::embed_forward(x0, tokens, wte);
-  }
-  void embed_backward(MatrixView<float> dwte, std::span<const MatrixView<float>>,
-                      MatrixView<const float> dx0, MatrixView<const TokenId> tokens,
-                      const PositionSource&) const override {
-    posemb::embed_backward(dwte, dx0, tokens);
-  }
   void rotate_qk_forward(MatrixView<float> qkv, std::span<const std::int64_t> pos,
                          std::size_t heads) const override {
     rotate(qkv, pos, heads, false);

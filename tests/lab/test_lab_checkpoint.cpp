@@ -21,6 +21,7 @@
 #include "lab/evaluate.hpp"
 #include "lab/model.hpp"
 #include "lab/trainer.hpp"
+#include "lab_runs.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/memory.hpp"
 #include "posemb/safetensors.hpp"
@@ -125,16 +126,8 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 RunConfig tiny_run(const std::string& pe = "learned") {
-  RunConfig r;
-  r.task.train_len = 3;
-  r.task.alphabet = 4;
-  r.model.vocab_size = r.task.vocab_size();
-  r.model.d_model = 16;
-  r.model.n_heads = 2;
+  RunConfig r = testing::tiny_run_config(pe, 3, 4, 32);
   r.model.n_layers = 1;
-  r.model.d_ff = 32;
-  r.model.pe = pe;
-  r.model.max_seq_len = find_encoding(pe).default_table_rows(r.task.train_len);
   r.train.batch = 4;
   r.train.micro_batch = 2;
   r.train.steps = 3;

@@ -21,6 +21,7 @@
 #include "lab/gradient_exchange.hpp"
 #include "lab/sweep.hpp"
 #include "lab/trainer.hpp"
+#include "lab_runs.hpp"
 #include "thread_group.hpp"
 
 namespace posemb::lab {
@@ -29,16 +30,7 @@ namespace {
 using testing::ThreadGroup;
 
 RunConfig small_run(const std::string& pe = "learned") {
-  RunConfig r;
-  r.task.train_len = 4;
-  r.task.alphabet = 4;
-  r.model.vocab_size = r.task.vocab_size();
-  r.model.pe = pe;
-  r.model.d_model = 16;
-  r.model.n_heads = 2;
-  r.model.d_ff = 32;
-  r.model.max_seq_len = find_encoding(pe).default_table_rows(r.task.train_len);
-  r.model.embed_init_std = find_encoding(pe).default_embed_init_std;
+  RunConfig r = testing::tiny_run_config(pe, 4, 4, 32);
   r.train.batch = 7;  // micro-batches of 2, 2, 2, 1
   r.train.micro_batch = 2;
   r.train.warmup = 2;

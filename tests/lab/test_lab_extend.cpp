@@ -11,6 +11,7 @@
 #include "lab/results.hpp"
 #include "lab/summary.hpp"
 #include "lab/trainer.hpp"
+#include "lab_runs.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/resize.hpp"
 #include "posemb/safetensors.hpp"
@@ -20,15 +21,7 @@ namespace posemb::lab {
 namespace {
 
 RunConfig tiny(const std::string& pe = "learned") {
-  RunConfig r;
-  r.task.train_len = 3;
-  r.task.alphabet = 4;
-  r.model.vocab_size = r.task.vocab_size();
-  r.model.pe = pe;
-  r.model.d_model = 16;
-  r.model.n_heads = 2;
-  r.model.d_ff = 32;
-  r.model.max_seq_len = find_encoding(pe).has_table ? input_len(r.task.train_len) : 0;
+  RunConfig r = testing::tiny_run_config(pe, 3, 4, 32);
   r.train.batch = 8;
   r.train.micro_batch = 4;
   r.train.warmup = 2;

@@ -20,6 +20,7 @@
 #include "lab/gradient_exchange.hpp"
 #include "lab/sweep.hpp"
 #include "lab/trainer.hpp"
+#include "lab_runs.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -145,16 +146,7 @@ TEST(MpiWorld, GradientExchangeSumsInMicroBatchOrder) {
 }
 
 RunConfig small_run(const std::string& pe) {
-  RunConfig r;
-  r.task.train_len = 5;
-  r.task.alphabet = 5;
-  r.model.vocab_size = r.task.vocab_size();
-  r.model.pe = pe;
-  r.model.d_model = 16;
-  r.model.n_heads = 2;
-  r.model.d_ff = 48;
-  r.model.max_seq_len = find_encoding(pe).default_table_rows(r.task.train_len);
-  r.model.embed_init_std = find_encoding(pe).default_embed_init_std;
+  RunConfig r = testing::tiny_run_config(pe, 5, 5, 48);
   r.train.batch = 11;  // 6 micro-batches of 2 (the last of 1)
   r.train.micro_batch = 2;
   r.train.warmup = 1;

@@ -1,0 +1,30 @@
+// tests/support/lab_runs.hpp: the small lab runs the tests train (a tiny GPT on a short task),
+// one place for the settings they share; each test then sets what it is about.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "lab/config.hpp"
+#include "lab/encoding.hpp"
+
+namespace posemb::lab::testing {
+
+// A 2-head, d_model 16 model of `pe` on copy with n <= train_len over `alphabet` symbols, its
+// table (if any) of the encoding's default size, the encoding's default embedding init.
+inline RunConfig tiny_run_config(const std::string& pe, std::size_t train_len, std::size_t alphabet,
+                                 std::size_t d_ff) {
+  RunConfig r;
+  r.task.train_len = train_len;
+  r.task.alphabet = alphabet;
+  r.model.vocab_size = r.task.vocab_size();
+  r.model.pe = pe;
+  r.model.d_model = 16;
+  r.model.n_heads = 2;
+  r.model.d_ff = d_ff;
+  r.model.max_seq_len = find_encoding(pe).default_table_rows(train_len);
+  r.model.embed_init_std = find_encoding(pe).default_embed_init_std;
+  return r;
+}
+
+}  // namespace posemb::lab::testing
