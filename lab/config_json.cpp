@@ -197,8 +197,9 @@ RunConfig RunConfig::from_json(const std::string& text) {
   try {
     DuplicateKeys dup;
     j = Json::parse(text, [&dup](int d, Json::parse_event_t e, Json& p) { return dup(d, e, p); });
-  } catch (const Json::parse_error& e) {
-    // nlohmann's text, without its tag and the bytes it last read (they come from the file).
+  } catch (const Json::exception& e) {
+    // A syntax error, or a number out of double's range (out_of_range.406). nlohmann's text,
+    // without its tag and the bytes it last read (they come from the file).
     std::string what = e.what();
     if (const auto close = what.find("] "); close != std::string::npos) what.erase(0, close + 2);
     if (const auto last = what.find("; last read"); last != std::string::npos) what.erase(last);

@@ -194,6 +194,15 @@ TEST(RunConfigJson, LimitsStructureAndSyntax) {
     return k.dump();
   };
   expect_json_refused(with("model", "d_model", -1), "model.d_model", "d_model -1");
+  // A number past double's range is the parser's out_of_range, not a parse_error (found by
+  // fuzz_checkpoint_metadata): refused like any malformed text.
+  {
+    std::string text = good;
+    const auto at = text.find("\"lr\":");
+    ASSERT_NE(at, std::string::npos);
+    text.insert(at + 5, "1E474974513,\"x\":");
+    expect_json_refused(text, "", "a number overflowing double");
+  }
   expect_json_refused(with("model", "vocab_size", 1e8), "model.vocab_size", "vocab_size 1e8");
   expect_json_refused(with("model", "vocab_size", 100000000), "vocab_size", "vocab 1e8 whole");
   expect_json_refused(with("model", "n_layers", 1000000000), "n_layers", "n_layers 1e9");
