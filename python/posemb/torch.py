@@ -104,7 +104,7 @@ class _TokenPosition(torch.autograd.Function):
         # The kernels add into the gradients: a first read of an untouched page maps the zero
         # page and the write after it faults again. Writing the rows first faults each page once.
         if dwte is not None:
-            _np(dwte)[tokens.reshape(-1)] = 0.0
+            _ext._zero_rows(_np(dwte), tokens)
         if dwpe is not None:
             _np(dwpe).fill(0.0)
         if need_wte:

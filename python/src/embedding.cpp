@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,7 @@
 #include "arrays.hpp"
 #include "bindings.hpp"
 #include "posemb/embedding.hpp"
+#include "posemb/parallel.hpp"
 #include "positions.hpp"
 
 namespace posemb::python {
@@ -87,9 +89,28 @@ void add_positions_backward(const py::array& dwpe, const py::array& dx,
   without_gil([&] { posemb::add_positions_backward(dwpe_v, d.rows, d.batch, d.seq_len, src); });
 }
 
+// Writes zeros over the rows of g that tokens name (g freshly mapped: each page faults once,
+// on the calling thread and posemb's helpers at once, before the backward adds into them).
+void zero_rows(const py::array& g, const py::array& tokens) {
+  constexpr const char* op = "_zero_rows";
+  const MatrixView<float> gv = matrix_out<float>(g, op, "g");
+  const Tokens tk = tokens_in(tokens, op, gv.rows());
+  const std::size_t n = tk.view.rows() * tk.view.cols(), cols = gv.cols();
+  without_gil([&] {
+    posemb::parallel_for(n, 64, n * cols, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        const auto id = static_cast<std::size_t>(tk.view(i / tk.view.cols(), i % tk.view.cols()));
+        std::fill_n(gv.row(id).data(), cols, 0.0f);
+      }
+    });
+  });
+}
+
 }  // namespace
 
 void bind_embedding(py::module_& m) {
+  m.def("_zero_rows", &zero_rows, py::arg("g"), py::arg("tokens"),
+        "Internal (posemb.torch): zeros over the rows of g that tokens name, on posemb's threads.");
   m.def("embed_forward", &embed_forward, py::arg("tokens"), py::arg("wte"),
         py::arg("wpe") = py::none(), py::arg("positions") = py::none(), py::kw_only(),
         py::arg("out") = py::none(),
