@@ -93,9 +93,7 @@ void embed_forward_tokens_impl(MatrixView<float> out, MatrixView<const TokenId> 
   check_batch(op, B, T, C);
   expect_shape(op, "out", out.rows(), out.cols(), B * T, C);
   check_token_ids(op, tokens, wte.rows());
-  Matrix<std::int64_t> none(B, T);
-  for (std::int64_t& p : none.flat()) p = -1;
-  detail::embed_rows_forward(out, tokens, B, T, detail::table_ref(wte), {}, {none.data(), false});
+  detail::embed_rows_forward(out, tokens, B, T, detail::table_ref(wte), {}, {});  // no positions
 }
 
 template <class E>
@@ -158,9 +156,7 @@ void embed_backward(MatrixView<float> dwte, MatrixView<const float> dout,
   check_batch(op, B, T, C);
   expect_shape(op, "dout", dout.rows(), dout.cols(), B * T, C);
   check_token_ids(op, tokens, dwte.rows());
-  Matrix<std::int64_t> none(B, T);
-  for (std::int64_t& p : none.flat()) p = -1;
-  detail::embed_rows_backward(dwte, {}, dout, tokens, B, T, {none.data(), false});
+  detail::embed_rows_backward(dwte, {}, dout, tokens, B, T, {});  // no positions
 }
 
 void add_positions_forward(MatrixView<float> x, std::size_t batch, std::size_t seq_len,

@@ -104,7 +104,7 @@ void embed_rows_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
                         std::size_t seq_len, TableRef wte, TableRef wpe, BatchPositions positions) {
   const std::size_t C = out.cols();
   const std::size_t n_rows = batch * seq_len;
-  assert(out.rows() == n_rows && positions.pos != nullptr);
+  assert(out.rows() == n_rows && (positions.pos != nullptr || wpe.empty()));
   assert(wte.empty() || wpe.empty() || wte.type == wpe.type);
   if (wte.empty() && wpe.empty()) return;
   // Tasks: a block of positions t by a block of batch rows b, about kTaskBytes of output. Inside
@@ -144,7 +144,7 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
                          std::size_t batch, std::size_t seq_len, BatchPositions positions) {
   const std::size_t C = dout.cols();
   const std::size_t n_rows = batch * seq_len;
-  assert(dout.rows() == n_rows && positions.pos != nullptr);
+  assert(dout.rows() == n_rows && (positions.pos != nullptr || dwpe.empty()));
   const bool with_tokens = !dwte.empty();
   const bool with_positions = !dwpe.empty();
   if (!with_tokens && !with_positions) return;

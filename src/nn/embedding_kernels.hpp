@@ -38,7 +38,7 @@ inline TableRef table_ref(MatrixView<const float16> m) {
 
 // The batch's positions: pos (B*T, row-major, -1 for "no position"), and whether they are
 // start + t for every token (PositionSource::contiguous), which the backward sums without
-// buckets.
+// buckets. pos is read only with a position table: {} for the token-only kernels.
 struct BatchPositions {
   const std::int64_t* pos = nullptr;
   bool contiguous = false;

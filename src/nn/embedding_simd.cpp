@@ -190,9 +190,9 @@ void forward_tasks_typed(const ForwardJob& j, std::size_t begin, std::size_t end
       for (std::size_t b = b0; b < b1; ++b) {
         const std::size_t n = b * j.T + t;
         float* o = j.out + n * j.out_stride;
-        const std::int64_t q = j.pos[n];
-        const E* p =
-            wpe != nullptr && q >= 0 ? wpe + static_cast<std::size_t>(q) * j.wpe.stride : nullptr;
+        // pos is read only with a position table (the token-only forward passes none).
+        const std::int64_t q = wpe != nullptr ? j.pos[n] : -1;
+        const E* p = q >= 0 ? wpe + static_cast<std::size_t>(q) * j.wpe.stride : nullptr;
         if (wte != nullptr) {
           const auto tok = static_cast<std::size_t>(j.tokens[n]);
           // The next token's row in this task, to prefetch.

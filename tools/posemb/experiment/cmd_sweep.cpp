@@ -15,6 +15,7 @@
 #include "lab_options.hpp"
 #include "mpi_job.hpp"
 #include "posemb/atomic_file.hpp"
+#include "posemb/errors.hpp"
 #include "sweep_report.hpp"
 
 namespace posemb::cli {
@@ -138,8 +139,8 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
   set_threads(o.lab.threads);
   const auto grid = make_grid(o);
   const bool root = comm.rank() == 0;
-  comm.all_or_none("sweep: creating the output folder", [&] {
-    if (root) std::filesystem::create_directories(o.out);
+  comm.all_or_none("sweep: preparing the output folder", [&] {
+    if (root) prepare_output_dir(o.out, {"results.csv", "results.json"}, "sweep");
   });
   std::vector<lab::GridRun> runs;
   for (const auto& p : grid) runs.push_back(p.run);
@@ -179,7 +180,7 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
     }
     if (!o.quiet) {
       print_sweep_summary(grid, outcomes);
-      fmt::print("\nwrote {}/", o.out);
+      fmt::print("\nwrote {}/", quote_untrusted(o.out));
       for (std::size_t i = 0; i < files.size(); ++i) fmt::print("{}{}", i ? ", " : "", files[i]);
       fmt::print("\n");
     }
