@@ -7,7 +7,10 @@
 // 128 MiB work buffer and retrying forever when it cannot (under ulimit -v, every program linked
 // to it hung). So the lab does not link OpenBLAS: it loads the pthread build itself, before
 // main, with OPENBLAS_NUM_THREADS=1 set for the load alone (the environment is restored), so
-// that no OpenBLAS thread ever starts.
+// that no OpenBLAS thread ever starts. When OpenBLAS does not recognise the CPU (Debian 12's
+// 0.3.21 falls back to its SSE3 "Prescott" kernels on newer Xeons), the lab loads it again with
+// OPENBLAS_CORETYPE naming the kernels for the CPU's instructions (SkylakeX for AVX-512, Haswell
+// for AVX2 + FMA); an OPENBLAS_CORETYPE the user set is respected.
 //
 //   lab::blas().sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, ...);
 #pragma once
@@ -22,6 +25,8 @@ struct Blas {
   // OpenBLAS's pool of work buffers (exported by libopenblas, declared in its internal common.h).
   void* (*memory_alloc)(int procpos) = nullptr;
   void (*memory_free)(void* buffer) = nullptr;
+  // The kernels OpenBLAS runs ("SkylakeX", "Haswell", ...).
+  char* (*corename)() = nullptr;
 };
 
 // The loaded library. Throws std::runtime_error naming the file when it could not be loaded.
