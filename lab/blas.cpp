@@ -13,7 +13,8 @@ namespace {
 
 struct Loaded {
   Blas fns;
-  std::string error;  // empty when loaded
+  std::string coretype;  // the OPENBLAS_CORETYPE of the reload, or ""
+  std::string error;     // empty when loaded
 };
 
 template <class F>
@@ -84,6 +85,7 @@ Loaded load() {
     if (core != nullptr && ::dlclose(handle) == 0) {
       const ScopedEnv coretype("OPENBLAS_CORETYPE", core);
       handle = open_library();
+      l.coretype = core;
       dl_error = handle == nullptr ? ::dlerror() : nullptr;
     }
   }
@@ -119,6 +121,10 @@ const Blas& blas() {
   const Loaded& l = loaded();
   if (!l.error.empty()) throw std::runtime_error(l.error);
   return l.fns;
+}
+
+const std::string& blas_coretype_override() {
+  return loaded().coretype;
 }
 
 }  // namespace posemb::lab

@@ -17,6 +17,8 @@
 
 #include <cblas.h>
 
+#include <string>
+
 namespace posemb::lab {
 
 struct Blas {
@@ -31,5 +33,9 @@ struct Blas {
 
 // The loaded library. Throws std::runtime_error naming the file when it could not be loaded.
 const Blas& blas();
+
+// The OPENBLAS_CORETYPE the lab set to load OpenBLAS (it did not recognise the CPU), or "" when
+// OpenBLAS chose its kernels itself or the user set the variable.
+const std::string& blas_coretype_override();
 
 }  // namespace posemb::lab

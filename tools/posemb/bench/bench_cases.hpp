@@ -27,6 +27,12 @@ struct StandaloneResult {
   double tokens = 0;                   // tokens one call processes
   std::optional<double> peer_seconds;  // PyTorch, same model and thread count
   std::string peer_status;
+  std::string blas;  // the OpenBLAS kernels the lab runs ("SkylakeX", ...)
+  // When the lab chose OpenBLAS's kernels itself (OPENBLAS_CORETYPE, OpenBLAS did not recognise
+  // the CPU): the peer again with the same variable, for PyTorch's own use of OpenBLAS.
+  std::string peer_coretype;
+  std::optional<double> peer_coretype_seconds;
+  std::string peer_coretype_status;
 };
 
 // One AdamW training step of the demo model (lab/) against the same model in PyTorch.

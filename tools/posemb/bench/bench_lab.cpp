@@ -5,8 +5,10 @@
 // (bench/peers/torch_model.py under /usr/bin/python3, same thread count).
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "bench_cases.hpp"
+#include "lab/blas.hpp"
 #include "lab/encoding.hpp"
 #include "lab/trainer.hpp"
 
@@ -39,16 +41,30 @@ StandaloneResult train_step_demo(const BenchContext& ctx) {
     res.peer_status = "not measured (--no-peer)";
     return res;
   }
-  const bench::PeerResult peer =
-      bench::run_peer({ctx.python, ctx.peer_dir + "/torch_model.py", "--threads",
-                       std::to_string(ctx.threads), "--steps", std::to_string(reps)});
-  res.peer_status = peer.status;
-  if (peer.json) {
-    try {
-      res.peer_seconds = peer.json->at("step_seconds").get<double>();
-    } catch (const std::exception& e) {
-      res.peer_status = std::string("not measured (") + e.what() + ")";
+  res.blas = lab::blas().corename();
+  const std::vector<std::string> args{ctx.peer_dir + "/torch_model.py", "--threads",
+                                      std::to_string(ctx.threads), "--steps", std::to_string(reps)};
+  auto seconds_of = [](const bench::PeerResult& peer, std::string& status) {
+    status = peer.status;
+    std::optional<double> s;
+    if (peer.json) {
+      try {
+        s = peer.json->at("step_seconds").get<double>();
+      } catch (const std::exception& e) {
+        status = std::string("not measured (") + e.what() + ")";
+      }
     }
+    return s;
+  };
+  std::vector<std::string> argv{ctx.python};
+  argv.insert(argv.end(), args.begin(), args.end());
+  res.peer_seconds = seconds_of(bench::run_peer(argv), res.peer_status);
+  res.peer_coretype = lab::blas_coretype_override();
+  if (!res.peer_coretype.empty()) {
+    std::vector<std::string> with_env{"/usr/bin/env", "OPENBLAS_CORETYPE=" + res.peer_coretype,
+                                      ctx.python};
+    with_env.insert(with_env.end(), args.begin(), args.end());
+    res.peer_coretype_seconds = seconds_of(bench::run_peer(with_env), res.peer_coretype_status);
   }
   return res;
 }

@@ -231,17 +231,30 @@ void run_bench(const BenchOptions& o) {
     doc["train_step"] = {{"name", train.name},
                          {"shape", train.shape},
                          {"threads", threads.back()},
+                         {"openblas_kernels", train.blas},
                          {"seconds", train.seconds},
                          {"tokens_per_second", train.tokens / train.seconds},
                          {"pytorch_seconds", opt_json(train.peer_seconds)},
                          {"pytorch_status", train.peer_status}};
+    if (!train.peer_coretype.empty()) {
+      doc["train_step"]["pytorch_openblas_coretype"] = train.peer_coretype;
+      doc["train_step"]["pytorch_coretype_seconds"] = opt_json(train.peer_coretype_seconds);
+      doc["train_step"]["pytorch_coretype_status"] = train.peer_coretype_status;
+    }
     if (!o.json) {
-      fmt::print("{} ({}), {} threads: {:.3f} ms, {:.0f} tokens/s; PyTorch {}{}\n", train.name,
-                 train.shape, threads.back(), train.seconds * 1e3, train.tokens / train.seconds,
-                 train.peer_seconds
-                     ? fmt::format("{:.0f} tokens/s", train.tokens / *train.peer_seconds)
-                     : train.peer_status,
-                 train.peer_seconds ? " (" + ratio(train.peer_seconds, train.seconds) + ")" : "");
+      auto peer = [&](const std::optional<double>& s, const std::string& status) {
+        return s ? fmt::format("{:.0f} tokens/s ({})", train.tokens / *s, ratio(s, train.seconds))
+                 : status;
+      };
+      fmt::print("{} ({}), {} threads, OpenBLAS {}: {:.3f} ms, {:.0f} tokens/s; PyTorch {}\n",
+                 train.name, train.shape, threads.back(), train.blas, train.seconds * 1e3,
+                 train.tokens / train.seconds, peer(train.peer_seconds, train.peer_status));
+      if (!train.peer_coretype.empty()) {
+        fmt::print(
+            "  (OpenBLAS did not recognise this CPU: the lab loads it with "
+            "OPENBLAS_CORETYPE={}; PyTorch with the same: {})\n",
+            train.peer_coretype, peer(train.peer_coretype_seconds, train.peer_coretype_status));
+      }
     }
   }
   if (o.json) fmt::print("{}\n", doc.dump(2));
