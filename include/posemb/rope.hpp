@@ -31,7 +31,8 @@
 // given dL/dx' it writes dL/dx over the same memory. Forward and backward work in place on
 // any view, strided (column blocks of a fused buffer) or not.
 //
-// Accuracy: angles are formed in double, and in long double once they exceed 2^24, then cos and
+// Accuracy: angles are formed in double (cos and sin by posemb's own double precision kernel,
+// the same bits on every SIMD target), and in long double once they exceed 2^24, then cos and
 // sin are rounded to float. Every rotated value is within 3e-7 * (|a| + |b|) of the exact
 // rotation of its pair (a, b), at every position up to 2^31 (tested there against long double;
 // float32 angles are off by whole radians at such positions).

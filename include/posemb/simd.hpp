@@ -5,7 +5,8 @@
 //   "baseline"}
 //
 // One build runs on any x86-64 CPU. Each kernel (the embedding forward and backward, the
-// position-only add, the optimizers' updates, the initializers' fill) is compiled for several
+// position-only add, the optimizers' updates, the initializers' fill, the sine and cosine of the
+// sinusoidal encoding and the rotary embedding, the rotary rotation) is compiled for several
 // targets: the build's baseline (plain x86-64 unless the build says otherwise), SSE4, AVX2 and
 // AVX-512; the best one this CPU supports is chosen once per process (Google Highway's dynamic
 // dispatch). Every target computes the same operations in the same order, so results are

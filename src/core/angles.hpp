@@ -1,11 +1,13 @@
 // Internal (core): the angles of the computed encodings (sinusoidal, rotary), accurate at large
-// positions. The one place where posemb forms p * inverse_frequency and takes its sine and
-// cosine.
+// positions. The one place where posemb defines how p * inverse_frequency is formed and its sine
+// and cosine taken; sincos_kernels.hpp evaluates it for many angles at once.
 //
-// Below 2^24 radians the angle is formed and evaluated in double (its error is at most
-// angle * 2^-52, under 4e-9); from 2^24 on it is formed and reduced in long double (64-bit
-// mantissa), so that sin and cos stay within a few 1e-8 of the exact values for every position
-// up to 2^31 and beyond (a float32 angle would be off by whole radians there).
+// Below 2^24 radians the angle is formed in double (its error is at most angle * 2^-53, under
+// 2e-9) and its sine and cosine evaluated in double by posemb's own kernel (sincos_kernels.hpp,
+// within about 2^-53 of exact, the same bits on every SIMD target); from 2^24 on the angle is
+// formed and reduced in long double (64-bit mantissa, sin_cos_long_double below), so that sin
+// and cos stay within a few 1e-8 of the exact values for every position up to 2^31 and beyond
+// (a float32 angle would be off by whole radians there).
 #pragma once
 
 #include <cmath>
@@ -26,15 +28,10 @@ inline InverseFrequency inverse_frequency(double base, long double exponent) {
   return {v, static_cast<double>(v)};
 }
 
-// sin and cos of the angle position * inv.
-inline void sin_cos(std::size_t position, const InverseFrequency& inv, double& s, double& c) {
-  const double angle = static_cast<double>(position) * inv.d;
-  if (angle < kDoubleAngleLimit) {
-    s = std::sin(angle);
-    c = std::cos(angle);
-    return;
-  }
-  const long double a = static_cast<long double>(position) * inv.ld;
+// sin and cos of the angle position * inv_ld, formed and evaluated in long double: for angles
+// position * inv_d of 2^24 radians or more (or not a number).
+inline void sin_cos_long_double(std::size_t position, long double inv_ld, double& s, double& c) {
+  const long double a = static_cast<long double>(position) * inv_ld;
   s = static_cast<double>(std::sin(a));
   c = static_cast<double>(std::cos(a));
 }

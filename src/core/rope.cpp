@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,46 +12,20 @@
 #include "angles.hpp"
 #include "posemb/parallel.hpp"
 #include "resolve_positions.hpp"
+#include "rope_kernels.hpp"
+#include "sincos_kernels.hpp"
 
 namespace posemb {
 namespace {
-
-// Which columns of a row rotate: heads of head_dim columns, the first 2 * pairs of each.
-struct Geometry {
-  std::size_t heads;
-  std::size_t head_dim;
-  std::size_t pairs;
-  bool interleaved;
-};
-
-// Rotates every head of one row by the angles whose cos and sin are c[i], s[i] (i < pairs):
-// forward a' = a c - b s, b' = a s + b c; inverse (the transpose) a' = a c + b s, b' = b c - a s.
-template <bool Inverse>
-void rotate_row(float* row, const float* c, const float* s, const Geometry& g) {
-  const std::size_t step = g.interleaved ? 2 : 1;           // from pair i to pair i + 1
-  const std::size_t partner = g.interleaved ? 1 : g.pairs;  // from a to b within a pair
-  for (std::size_t h = 0; h < g.heads; ++h) {
-    float* x = row + h * g.head_dim;
-    for (std::size_t i = 0; i < g.pairs; ++i) {
-      float* pa = x + i * step;
-      float* pb = pa + partner;
-      const float a = *pa, b = *pb;
-      if constexpr (Inverse) {
-        *pa = a * c[i] + b * s[i];
-        *pb = b * c[i] - a * s[i];
-      } else {
-        *pa = a * c[i] - b * s[i];
-        *pb = a * s[i] + b * c[i];
-      }
-    }
-  }
-}
 
 std::string remedy_for_cache(std::size_t positions) {
   return "The position table here is a RopeCache of " + std::to_string(positions) +
          " positions: reserve() the rows named above, or rotate with the Rope itself, which "
          "computes any position";
 }
+
+// Pairs per call of the sine-cosine kernel (its results wait on the stack).
+constexpr std::size_t kAngleBlock = 64;
 
 constexpr std::size_t kMaxPosition =
     static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
@@ -83,7 +58,7 @@ Matrix<std::int64_t> prepare(const char* op, MatrixView<const float> x, std::siz
   return detail::resolve_positions(positions, batch, seq_len, limit, op, remedy);
 }
 
-Geometry geometry(const Rope& rope, std::size_t heads) {
+detail::RopeGeometry geometry(const Rope& rope, std::size_t heads) {
   return {heads, rope.head_dim(), rope.pairs(), rope.layout() == RopeLayout::interleaved};
 }
 
@@ -92,7 +67,8 @@ void rotate_cached(const char* op, MatrixView<float> x, std::size_t heads, std::
                    std::size_t seq_len, const PositionSource& positions, const RopeCache& cache) {
   const Matrix<std::int64_t> pos = prepare(op, x, heads, batch, seq_len, positions, cache.rope(),
                                            cache.positions(), remedy_for_cache(cache.positions()));
-  const Geometry g = geometry(cache.rope(), heads);
+  const detail::RopeGeometry g = geometry(cache.rope(), heads);
+  const detail::RotateRowFn rotate_row = detail::rotate_row(Inverse);  // may throw: before writing
   const MatrixView<const float> cs = cache.cos(), sn = cache.sin();
   const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(x.rows());
 #pragma omp parallel for schedule(static) if (worth_parallel(x.size()))
@@ -100,8 +76,7 @@ void rotate_cached(const char* op, MatrixView<float> x, std::size_t heads, std::
     const std::int64_t p = pos.data()[ri];
     if (p < 0) continue;  // a pad: no position, no rotation
     const auto up = static_cast<std::size_t>(p);
-    rotate_row<Inverse>(x.row(static_cast<std::size_t>(ri)).data(), cs.row(up).data(),
-                        sn.row(up).data(), g);
+    rotate_row(x.row(static_cast<std::size_t>(ri)).data(), cs.row(up).data(), sn.row(up).data(), g);
   }
 }
 
@@ -111,7 +86,10 @@ void rotate_direct(const char* op, MatrixView<float> x, std::size_t heads, std::
   const Matrix<std::int64_t> pos =
       prepare(op, x, heads, batch, seq_len, positions, rope, kMaxPosition,
               "The rotary embedding takes positions below 2^63 - 1");
-  const Geometry g = geometry(rope, heads);
+  const detail::RopeGeometry g = geometry(rope, heads);
+  // Both kernels chosen here, where an invalid POSEMB_SIMD can still throw (not in the region).
+  const detail::RotateRowFn rotate_row = detail::rotate_row(Inverse);
+  (void)detail::sin_cos_angles();
   const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(x.rows());
   // Each thread's cos and sin, allocated before the parallel region: an exception cannot leave
   // an OpenMP region (it would end the process), and x is untouched if the allocation fails.
@@ -128,7 +106,7 @@ void rotate_direct(const char* op, MatrixView<float> x, std::size_t heads, std::
       const std::int64_t p = pos.data()[ri];
       if (p < 0) continue;
       rope.angles(static_cast<std::size_t>(p), c, s);  // sizes right: does not throw
-      rotate_row<Inverse>(x.row(static_cast<std::size_t>(ri)).data(), c.data(), s.data(), g);
+      rotate_row(x.row(static_cast<std::size_t>(ri)).data(), c.data(), s.data(), g);
     }
   }
 }
@@ -172,12 +150,16 @@ void Rope::angles(std::size_t position, std::span<float> cos, std::span<float> s
                                 " values each, got " + std::to_string(cos.size()) + " and " +
                                 std::to_string(sin.size()));
   }
-  for (std::size_t i = 0; i < pairs(); ++i) {
-    double s;
-    double c;
-    detail::sin_cos(position, {inv_freq_ld_[i], inv_freq_d_[i]}, s, c);
-    cos[i] = static_cast<float>(c);
-    sin[i] = static_cast<float>(s);
+  const detail::SinCosAnglesFn sin_cos = detail::sin_cos_angles();
+  double s[kAngleBlock];
+  double c[kAngleBlock];
+  for (std::size_t i0 = 0; i0 < pairs(); i0 += kAngleBlock) {
+    const std::size_t n = std::min(kAngleBlock, pairs() - i0);
+    sin_cos(position, inv_freq_d_.data() + i0, inv_freq_ld_.data() + i0, n, s, c);
+    for (std::size_t k = 0; k < n; ++k) {
+      cos[i0 + k] = static_cast<float>(c[k]);
+      sin[i0 + k] = static_cast<float>(s[k]);
+    }
   }
 }
 
@@ -197,6 +179,7 @@ void RopeCache::reserve(std::size_t positions) {
   const std::ptrdiff_t first = static_cast<std::ptrdiff_t>(have);
   const std::ptrdiff_t last = static_cast<std::ptrdiff_t>(positions);
   const Rope& rope = rope_;
+  (void)detail::sin_cos_angles();  // may throw (POSEMB_SIMD): here, not in the parallel region
 #pragma omp parallel for schedule(static) if (worth_parallel((positions - have) * pairs))
   for (std::ptrdiff_t p = first; p < last; ++p) {
     const auto up = static_cast<std::size_t>(p);

@@ -1,5 +1,6 @@
 #include "posemb/sinusoidal.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -8,6 +9,7 @@
 
 #include "angles.hpp"
 #include "posemb/parallel.hpp"
+#include "sincos_kernels.hpp"
 
 namespace posemb {
 namespace {
@@ -38,13 +40,20 @@ void check_arguments(const char* op, std::size_t seq_len, std::size_t start,
 
 // Where frequency i's sine and cosine go in a row of `dim` columns, and the frequencies.
 struct Plan {
-  std::vector<detail::InverseFrequency> inv;  // one per sine
-  std::size_t cosines = 0;                    // the first `cosines` frequencies also have one
+  std::vector<double> inv_d;        // one per sine: base^(-exponent) rounded to double
+  std::vector<long double> inv_ld;  // the same in long double (for angles of 2^24 and more)
+  std::size_t cosines = 0;          // the first `cosines` frequencies also have one
   std::size_t dim = 0;
   bool interleaved = true;
 
+  std::size_t sines() const { return inv_d.size(); }
   std::size_t sin_col(std::size_t i) const { return interleaved ? 2 * i : i; }
-  std::size_t cos_col(std::size_t i) const { return interleaved ? 2 * i + 1 : inv.size() + i; }
+  std::size_t cos_col(std::size_t i) const { return interleaved ? 2 * i + 1 : sines() + i; }
+
+  void add(const detail::InverseFrequency& f) {
+    inv_d.push_back(f.d);
+    inv_ld.push_back(f.ld);
+  }
 };
 
 Plan make_plan(std::size_t dim, const SinusoidalOptions& options) {
@@ -56,7 +65,7 @@ Plan make_plan(std::size_t dim, const SinusoidalOptions& options) {
     const std::size_t sines = (dim + 1) / 2;
     for (std::size_t i = 0; i < sines; ++i) {
       const long double expo = static_cast<long double>(2 * i) / static_cast<long double>(dim);
-      plan.inv.push_back(detail::inverse_frequency(options.base, expo));
+      plan.add(detail::inverse_frequency(options.base, expo));
     }
     plan.cosines = dim / 2;
   } else {
@@ -64,31 +73,39 @@ Plan make_plan(std::size_t dim, const SinusoidalOptions& options) {
     const std::size_t h = dim / 2;
     const long double denom = h > 1 ? static_cast<long double>(h - 1) : 1.0L;
     for (std::size_t i = 0; i < h; ++i) {
-      plan.inv.push_back(
-          detail::inverse_frequency(options.base, static_cast<long double>(i) / denom));
+      plan.add(detail::inverse_frequency(options.base, static_cast<long double>(i) / denom));
     }
     plan.cosines = h;
   }
   return plan;
 }
 
+// Frequencies per call of the sine-cosine kernel (its results wait on the stack).
+constexpr std::size_t kBlock = 64;
+
 template <class T>
 void fill(MatrixView<T> out, std::size_t start, const SinusoidalOptions& options) {
   const Plan plan = make_plan(out.cols(), options);
-  const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(out.rows());
-#pragma omp parallel for schedule(static) if (worth_parallel(out.size()))
-  for (std::ptrdiff_t r = 0; r < rows; ++r) {
-    const std::size_t p = start + static_cast<std::size_t>(r);
-    T* row = out.row(static_cast<std::size_t>(r)).data();
-    if (plan.dim % 2 == 1 && plan.cosines == plan.inv.size()) row[plan.dim - 1] = T(0);
-    for (std::size_t i = 0; i < plan.inv.size(); ++i) {
-      double s;
-      double c;
-      detail::sin_cos(p, plan.inv[i], s, c);
-      row[plan.sin_col(i)] = static_cast<T>(s);
-      if (i < plan.cosines) row[plan.cos_col(i)] = static_cast<T>(c);
+  const detail::SinCosAnglesFn sin_cos = detail::sin_cos_angles();  // may throw: before writing
+  const std::size_t sines = plan.sines();
+  parallel_for(out.rows(), 16, out.size(), [&](std::size_t r0, std::size_t r1) {
+    double s[kBlock];
+    double c[kBlock];
+    for (std::size_t r = r0; r < r1; ++r) {
+      const std::size_t p = start + r;
+      T* row = out.row(r).data();
+      if (plan.dim % 2 == 1 && plan.cosines == sines) row[plan.dim - 1] = T(0);
+      for (std::size_t i0 = 0; i0 < sines; i0 += kBlock) {
+        const std::size_t n = std::min(kBlock, sines - i0);
+        sin_cos(p, plan.inv_d.data() + i0, plan.inv_ld.data() + i0, n, s, c);
+        for (std::size_t k = 0; k < n; ++k) {
+          const std::size_t i = i0 + k;
+          row[plan.sin_col(i)] = static_cast<T>(s[k]);
+          if (i < plan.cosines) row[plan.cos_col(i)] = static_cast<T>(c[k]);
+        }
+      }
     }
-  }
+  });
 }
 
 }  // namespace

@@ -8,13 +8,19 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "core/simd.hpp"
+#include "core/sincos_kernels.hpp"
 #include "embed_reference.hpp"
 #include "layer_fixtures.hpp"
+#include "posemb/rope.hpp"
 #include "posemb/simd.hpp"
+#include "posemb/sinusoidal.hpp"
+#include "rope_reference.hpp"
+#include "sincos_reference.hpp"
 
 namespace posemb {
 namespace {
@@ -250,6 +256,178 @@ TEST(SimdTargets, InitializerFillEqualsTheScalarFormulasOnEveryTarget) {
     }
   }
   detail::set_simd_target("");
+}
+
+// ---- The encodings: sine-cosine kernel, sinusoidal, rotary; against sincos_reference.hpp ----
+
+template <class T>
+Bytes bytes_of_vector(const std::vector<T>& v) {
+  const auto* p = reinterpret_cast<const unsigned char*>(v.data());
+  return Bytes(p, p + v.size() * sizeof(T));
+}
+
+TEST(SimdTargets, SinCosKernelEqualsTheScalarReferenceOnEveryTarget) {
+  // Every scale, near multiples of pi/2, 2^24 and past it, non-finite; every count 0..40 (tails).
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::vector<double> xs;
+  for (int e = -20; e < 26; ++e) {
+    for (int k = 0; k < 300; ++k) xs.push_back(std::ldexp(1.0 + unit(rng), e));
+  }
+  for (int k = 1; k < 3000; ++k) xs.push_back(k * 1.5707963267948966);
+  for (const double x :
+       {0.0, -0.0, -1.0, -1e6, 16777216.0, std::nextafter(16777216.0, 0.0),
+        std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+    xs.push_back(x);
+  }
+  std::vector<double> want_s(xs.size()), want_c(xs.size());
+  for (std::size_t i = 0; i < xs.size(); ++i) reference::sin_cos(xs[i], want_s[i], want_c[i]);
+  for (const std::string& target : simd_targets()) {
+    detail::set_simd_target(target);
+    for (std::size_t n = 0; n <= 40; ++n) {  // a prefix of n: all tail lengths
+      std::vector<double> s(n, -7.0), c(n, -7.0);
+      detail::sin_cos_values()(xs.data() + 1, n, s.data(), c.data());
+      EXPECT_EQ(bytes_of_vector(s),
+                bytes_of_vector(std::vector<double>(want_s.begin() + 1, want_s.begin() + 1 + n)))
+          << n << " on " << target;
+      EXPECT_EQ(bytes_of_vector(c),
+                bytes_of_vector(std::vector<double>(want_c.begin() + 1, want_c.begin() + 1 + n)))
+          << n << " on " << target;
+    }
+    std::vector<double> s(xs.size()), c(xs.size());
+    detail::sin_cos_values()(xs.data(), xs.size(), s.data(), c.data());
+    EXPECT_EQ(bytes_of_vector(s), bytes_of_vector(want_s)) << "sin on " << target;
+    EXPECT_EQ(bytes_of_vector(c), bytes_of_vector(want_c)) << "cos on " << target;
+  }
+  detail::set_simd_target("");
+}
+
+TEST(SimdTargets, SinusoidalEncodingEqualsTheScalarReferenceOnEveryTarget) {
+  // Odd and even widths, every tail; positions from 0, and across 2^24 radians (the long double
+  // path for the first frequencies); one table large enough for several threads.
+  struct Case {
+    std::size_t rows, dim, start;
+  };
+  const Case cases[] = {{5, 1, 0},        {9, 2, 0},     {7, 3, 3},   {6, 6, 100},
+                        {5, 7, 0},        {4, 14, 31},   {4, 15, 0},  {3, 30, 2000},
+                        {3, 66, 1},       {3, 130, 7},   {3, 131, 0}, {40, 16, 16777200},
+                        {3, 9, 1u << 31}, {520, 1030, 0}};
+  for (const Case& k : cases) {
+    for (const auto layout : {SinusoidalLayout::interleaved, SinusoidalLayout::concatenated}) {
+      for (const auto freq :
+           {SinusoidalFrequencies::vaswani, SinusoidalFrequencies::tensor2tensor}) {
+        const SinusoidalOptions o{.layout = layout, .frequencies = freq};
+        Matrix<float> want_f(k.rows, k.dim);
+        Matrix<double> want_d(k.rows, k.dim);
+        reference::sinusoidal(want_f.view(), k.start, o);
+        reference::sinusoidal(want_d.view(), k.start, o);
+        const std::string what = std::to_string(k.rows) + "x" + std::to_string(k.dim) + "+" +
+                                 std::to_string(k.start) + " layout " +
+                                 std::to_string(int(layout)) + " freq " + std::to_string(int(freq));
+        for (const std::string& target : simd_targets()) {
+          detail::set_simd_target(target);
+          EXPECT_EQ(bytes_of(sinusoidal_positional_encoding(k.rows, k.dim, k.start, o)),
+                    bytes_of(want_f))
+              << what << " on " << target;
+          Matrix<double> d(k.rows, k.dim);
+          sinusoidal_positional_encoding_into(d.view(), k.start, o);
+          EXPECT_EQ(bytes_of(d), bytes_of(want_d)) << what << " (double) on " << target;
+        }
+      }
+    }
+  }
+  detail::set_simd_target("");
+}
+
+TEST(SimdTargets, RopeAnglesCacheAndRotationEqualTheScalarReferenceOnEveryTarget) {
+  struct Case {
+    std::size_t H, D, R;  // R < D: unrotated tail columns
+  };
+  // pairs 1, 3, 7, 15, 33, 65 and partial rotations: every vector tail of every target.
+  const Case cases[] = {{3, 2, 2},     {2, 6, 6},  {3, 14, 14}, {2, 30, 30}, {2, 66, 66},
+                        {1, 130, 130}, {2, 14, 6}, {3, 66, 34}, {2, 130, 2}};
+  std::uint64_t seed = 40;
+  for (const Case& k : cases) {
+    for (const auto layout : {RopeLayout::interleaved, RopeLayout::half}) {
+      const Rope rope(k.D, layout, {.base = 10000.0, .rotary_dim = k.R});
+      const reference::RopeGeometry g{k.H, k.D, k.R, layout};
+      const std::string what = "H=" + std::to_string(k.H) + " D=" + std::to_string(k.D) +
+                               " R=" + std::to_string(k.R) + " layout " +
+                               std::to_string(int(layout));
+      // Rope::angles at positions near 0, 2^24 and 2^31; the cache's rows are the same values.
+      const std::size_t P = k.R / 2;
+      std::vector<float> wc, ws;
+      for (const std::size_t p :
+           {std::size_t{0}, std::size_t{1}, std::size_t{4095}, std::size_t{16777215},
+            std::size_t{16777217}, std::size_t{1} << 31}) {
+        reference::rope_angles(p, g, wc, ws);
+        expect_same_on_every_target(what + " angles", [&] {
+          std::vector<float> c(P), s(P);
+          rope.angles(p, c, s);
+          EXPECT_EQ(bytes_of_vector(c), bytes_of_vector(wc)) << what << " cos at " << p;
+          EXPECT_EQ(bytes_of_vector(s), bytes_of_vector(ws)) << what << " sin at " << p;
+          return bytes_of_vector(c);
+        });
+      }
+      const std::size_t maxT = 40;
+      Matrix<float> want_cos(maxT, P), want_sin(maxT, P);
+      for (std::size_t p = 0; p < maxT; ++p) {
+        reference::rope_angles(p, g, wc, ws);
+        for (std::size_t i = 0; i < P; ++i) want_cos(p, i) = wc[i], want_sin(p, i) = ws[i];
+      }
+      for (auto kind : testing::kAllSources) {
+        const std::size_t B = 3, T = 13;
+        const auto batch = testing::make_batch(kind, B, T, 9, maxT, ++seed);
+        const auto src = batch.source();
+        const auto pos = resolve_positions(src, B, T, maxT);
+        const std::vector<std::int64_t> pv(pos.data(), pos.data() + pos.size());
+        // x: a column block of a wider buffer (strided rows), as q in a fused qkv buffer.
+        const std::size_t C = k.H * k.D;
+        const Matrix<float> x0 = random_matrix(B * T, 2 * C + 1, ++seed);
+        Matrix<float> want_f = x0, want_b = x0;
+        reference::rope(MatrixView<float>(want_f.data() + 1, B * T, C, 2 * C + 1), pv, g, false);
+        reference::rope(MatrixView<float>(want_b.data() + 1, B * T, C, 2 * C + 1), pv, g, true);
+        for (const std::string& target : simd_targets()) {
+          detail::set_simd_target(target);
+          const RopeCache cache(rope, maxT);
+          EXPECT_EQ(bytes_of(cache.cos()), bytes_of(want_cos)) << what << " on " << target;
+          EXPECT_EQ(bytes_of(cache.sin()), bytes_of(want_sin)) << what << " on " << target;
+          const std::string name = what + " " + testing::source_name(kind) + " on " + target;
+          Matrix<float> f_direct = x0, f_cached = x0, b_direct = x0, b_cached = x0;
+          auto q = [&](Matrix<float>& m) {
+            return MatrixView<float>(m.data() + 1, B * T, C, 2 * C + 1);
+          };
+          rope_forward(q(f_direct), k.H, B, T, src, rope);
+          rope_forward(q(f_cached), k.H, B, T, src, cache);
+          rope_backward(q(b_direct), k.H, B, T, src, rope);
+          rope_backward(q(b_cached), k.H, B, T, src, cache);
+          EXPECT_EQ(bytes_of(f_direct), bytes_of(want_f)) << "forward direct " << name;
+          EXPECT_EQ(bytes_of(f_cached), bytes_of(want_f)) << "forward cached " << name;
+          EXPECT_EQ(bytes_of(b_direct), bytes_of(want_b)) << "backward direct " << name;
+          EXPECT_EQ(bytes_of(b_cached), bytes_of(want_b)) << "backward cached " << name;
+        }
+      }
+    }
+  }
+  detail::set_simd_target("");
+}
+
+// Large enough for several threads: B=2 T=600 H=4 D=130 (R=66, interleaved), direct and cached.
+TEST(SimdTargets, LargeRopeGivesTheSameBitsOnEveryTarget) {
+  const std::size_t B = 2, T = 600, H = 4, D = 130;
+  const Rope rope(D, RopeLayout::interleaved, {.base = 500000.0, .rotary_dim = 66});
+  const auto x0 = random_matrix(B * T, H * D, 11);
+  const auto src = PositionSource::contiguous(5);
+  expect_same_on_every_target("large rope", [&] {
+    const RopeCache cache(rope, T + 5);
+    Matrix<float> a = x0, b = x0;
+    rope_forward(a.view(), H, B, T, src, rope);
+    rope_backward(b.view(), H, B, T, src, cache);
+    Bytes all = bytes_of(a);
+    for (const Bytes& m : {bytes_of(b), bytes_of(cache.cos()), bytes_of(cache.sin())})
+      all.insert(all.end(), m.begin(), m.end());
+    return all;
+  });
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // The plain scalar reference of the rotary embedding, written from posemb/rope.hpp's
 // description: theta_i = base^(-2i/R) formed in long double, the angle p * theta_i in double
-// below 2^24 radians and in long double from there, cos and sin rounded to double then float,
-// then a' = a c - b s, b' = a s + b c (the inverse: a' = a c + b s, b' = b c - a s) on the pairs
-// of the layout. The same formula as the library, so the two agree bit for bit.
+// below 2^24 radians (its cos and sin by sincos_reference.hpp's scalar copy of posemb's kernel)
+// and in long double from there, cos and sin rounded to double then float, then
+// a' = a c - b s, b' = a s + b c (the inverse: a' = a c + b s, b' = b c - a s) on the pairs of
+// the layout. The same formulas as the library, so the two agree bit for bit.
 #pragma once
 
 #include <cmath>
@@ -12,6 +13,7 @@
 
 #include "posemb/matrix_view.hpp"
 #include "posemb/rope.hpp"
+#include "sincos_reference.hpp"
 
 namespace posemb::reference {
 
@@ -30,15 +32,10 @@ inline void rope_angles(std::size_t p, const RopeGeometry& g, std::vector<float>
     const long double theta =
         std::pow(static_cast<long double>(g.base),
                  -(static_cast<long double>(2 * i) / static_cast<long double>(g.rotary_dim)));
-    const double angle = static_cast<double>(p) * static_cast<double>(theta);
-    if (angle < 16777216.0) {
-      c[i] = static_cast<float>(std::cos(angle));
-      s[i] = static_cast<float>(std::sin(angle));
-    } else {
-      const long double a = static_cast<long double>(p) * theta;
-      c[i] = static_cast<float>(static_cast<double>(std::cos(a)));
-      s[i] = static_cast<float>(static_cast<double>(std::sin(a)));
-    }
+    double sd, cd;
+    angle_sin_cos(p, theta, sd, cd);
+    c[i] = static_cast<float>(cd);
+    s[i] = static_cast<float>(sd);
   }
 }
 

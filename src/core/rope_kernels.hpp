@@ -1,0 +1,27 @@
+// Internal (core): the rotary embedding's rotation of one row (rope.cpp), compiled for every SIMD
+// target (rope_simd.cpp). Each pair is rotated with exactly the float operations of the formulas
+// below, in this order and without fused multiply-add, in the vector lanes and the scalar tail
+// alike, so every target gives the same bits.
+#pragma once
+
+#include <cstddef>
+
+namespace posemb::detail {
+
+// Which columns of a row rotate: heads of head_dim columns, the first 2 * pairs of each; pair i
+// is (a, b) = (x[i], x[pairs + i]) (half) or (x[2i], x[2i + 1]) (interleaved).
+struct RopeGeometry {
+  std::size_t heads;
+  std::size_t head_dim;
+  std::size_t pairs;
+  bool interleaved;
+};
+
+// Rotates every head of `row` (heads * head_dim floats) in place by the angles whose cosines and
+// sines are c[i], s[i] (i < pairs):
+//   forward  a' = a * c - b * s,  b' = a * s + b * c
+//   inverse  a' = a * c + b * s,  b' = b * c - a * s   (the transpose)
+using RotateRowFn = void (*)(float* row, const float* c, const float* s, const RopeGeometry& g);
+RotateRowFn rotate_row(bool inverse);
+
+}  // namespace posemb::detail

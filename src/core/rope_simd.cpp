@@ -1,0 +1,94 @@
+// The rotary embedding's rotation (rope_kernels.hpp), compiled once per SIMD target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "core/rope_simd.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+// Re-included once per target (not guarded).
+#include <hwy/highway.h>
+
+#include <cstddef>
+
+#include "core/rope_kernels.hpp"
+#include "core/simd.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace posemb::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+template <bool Inverse>
+HWY_INLINE void RotateVec(VF a, VF b, VF c, VF s, VF& a_out, VF& b_out) {
+  if constexpr (Inverse) {
+    a_out = hn::Add(hn::Mul(a, c), hn::Mul(b, s));
+    b_out = hn::Sub(hn::Mul(b, c), hn::Mul(a, s));
+  } else {
+    a_out = hn::Sub(hn::Mul(a, c), hn::Mul(b, s));
+    b_out = hn::Add(hn::Mul(a, s), hn::Mul(b, c));
+  }
+}
+
+template <bool Inverse>
+HWY_INLINE void RotateScalar(float* pa, float* pb, float c, float s) {
+  const float a = *pa, b = *pb;
+  if constexpr (Inverse) {
+    *pa = a * c + b * s;
+    *pb = b * c - a * s;
+  } else {
+    *pa = a * c - b * s;
+    *pb = a * s + b * c;
+  }
+}
+
+template <bool Inverse>
+void RotateRowT(float* row, const float* c, const float* s, const RopeGeometry& g) {
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  const std::size_t P = g.pairs;
+  for (std::size_t h = 0; h < g.heads; ++h) {
+    float* HWY_RESTRICT x = row + h * g.head_dim;
+    std::size_t i = 0;
+    if (g.interleaved) {
+      for (; i + N <= P; i += N) {
+        VF a, b, na, nb;
+        hn::LoadInterleaved2(d, x + 2 * i, a, b);
+        RotateVec<Inverse>(a, b, hn::LoadU(d, c + i), hn::LoadU(d, s + i), na, nb);
+        hn::StoreInterleaved2(na, nb, d, x + 2 * i);
+      }
+      for (; i < P; ++i) RotateScalar<Inverse>(x + 2 * i, x + 2 * i + 1, c[i], s[i]);
+    } else {
+      for (; i + N <= P; i += N) {
+        VF na, nb;
+        RotateVec<Inverse>(hn::LoadU(d, x + i), hn::LoadU(d, x + P + i), hn::LoadU(d, c + i),
+                           hn::LoadU(d, s + i), na, nb);
+        hn::StoreU(na, d, x + i);
+        hn::StoreU(nb, d, x + P + i);
+      }
+      for (; i < P; ++i) RotateScalar<Inverse>(x + i, x + P + i, c[i], s[i]);
+    }
+  }
+}
+
+void RotateForward(float* row, const float* c, const float* s, const RopeGeometry& g) {
+  RotateRowT<false>(row, c, s, g);
+}
+
+void RotateInverse(float* row, const float* c, const float* s, const RopeGeometry& g) {
+  RotateRowT<true>(row, c, s, g);
+}
+
+}  // namespace posemb::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace posemb::detail {
+
+HWY_EXPORT(RotateForward);
+HWY_EXPORT(RotateInverse);
+
+RotateRowFn rotate_row(bool inverse) {
+  return inverse ? &POSEMB_DISPATCH(RotateInverse) : &POSEMB_DISPATCH(RotateForward);
+}
+
+}  // namespace posemb::detail
+#endif  // HWY_ONCE
