@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lab/blas.hpp"
+#include "lab/kernels_simd.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -150,20 +151,11 @@ void layernorm_forward(MatrixView<float> y, std::span<float> mean, std::span<flo
                        MatrixView<const float> b) {
   const std::size_t m = x.rows(), c = x.cols();
   const auto mi = static_cast<std::int64_t>(m);
+  const auto row = simd::layernorm_forward_row();
 #pragma omp parallel for schedule(static)
   for (std::int64_t ri = 0; ri < mi; ++ri) {
     const auto r = static_cast<std::size_t>(ri);
-    const float* xr = x.data() + r * x.row_stride();
-    float* yr = y.data() + r * y.row_stride();
-    float s = 0.0f;
-    for (std::size_t i = 0; i < c; ++i) s += xr[i];
-    const float mu = s / static_cast<float>(c);
-    float v = 0.0f;
-    for (std::size_t i = 0; i < c; ++i) v += (xr[i] - mu) * (xr[i] - mu);
-    const float rs = 1.0f / std::sqrt(v / static_cast<float>(c) + 1e-5f);
-    for (std::size_t i = 0; i < c; ++i) yr[i] = (xr[i] - mu) * rs * w(0, i) + b(0, i);
-    mean[r] = mu;
-    rstd[r] = rs;
+    row(y.row(r).data(), &mean[r], &rstd[r], x.row(r).data(), w.data(), b.data(), c);
   }
 }
 
@@ -174,40 +166,21 @@ void layernorm_backward(MatrixView<float> dx, MatrixView<float> dw, MatrixView<f
   const std::size_t m = x.rows(), c = x.cols();
   const auto mi = static_cast<std::int64_t>(m);
   // dx, row by row: dx += rstd * (dy w - mean(dy w) - xhat * mean(dy w xhat)).
+  const auto row = simd::layernorm_backward_row();
 #pragma omp parallel for schedule(static)
   for (std::int64_t ri = 0; ri < mi; ++ri) {
     const auto r = static_cast<std::size_t>(ri);
-    const float* xr = x.data() + r * x.row_stride();
-    const float* gr = dy.data() + r * dy.row_stride();
-    float* dr = dx.data() + r * dx.row_stride();
-    const float mu = mean[r], rs = rstd[r];
-    float s1 = 0.0f, s2 = 0.0f;
-    for (std::size_t i = 0; i < c; ++i) {
-      const float g = gr[i] * w(0, i);
-      s1 += g;
-      s2 += g * (xr[i] - mu) * rs;
-    }
-    s1 /= static_cast<float>(c);
-    s2 /= static_cast<float>(c);
-    for (std::size_t i = 0; i < c; ++i) {
-      const float g = gr[i] * w(0, i);
-      dr[i] += rs * (g - s1 - (xr[i] - mu) * rs * s2);
-    }
+    row(dx.row(r).data(), dy.row(r).data(), x.row(r).data(), mean[r], rstd[r], w.data(), c);
   }
   // dw, db: column sums over the rows in row order, one column range per task.
+  const auto columns = simd::layernorm_param_columns();
   const auto nt = static_cast<std::int64_t>(chunks(c, kTile));
 #pragma omp parallel for schedule(static)
   for (std::int64_t ti = 0; ti < nt; ++ti) {
     const std::size_t j0 = static_cast<std::size_t>(ti) * kTile, j1 = std::min(c, j0 + kTile);
     float aw[kTile] = {}, ab[kTile] = {};
-    for (std::size_t r = 0; r < m; ++r) {
-      const float* xr = x.data() + r * x.row_stride();
-      const float* gr = dy.data() + r * dy.row_stride();
-      for (std::size_t j = j0; j < j1; ++j) {
-        aw[j - j0] += gr[j] * (xr[j] - mean[r]) * rstd[r];
-        ab[j - j0] += gr[j];
-      }
-    }
+    columns(aw, ab, dy.data() + j0, dy.row_stride(), x.data() + j0, x.row_stride(), mean.data(),
+            rstd.data(), m, j1 - j0);
     for (std::size_t j = j0; j < j1; ++j) {
       dw(0, j) += aw[j - j0];
       db(0, j) += ab[j - j0];
@@ -215,31 +188,15 @@ void layernorm_backward(MatrixView<float> dx, MatrixView<float> dw, MatrixView<f
   }
 }
 
-namespace {
-constexpr float kGeluS = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kGeluA = 0.044715f;
-}  // namespace
-
-float fast_tanh(float u) {
-  return 1.0f - 2.0f / (std::exp(2.0f * u) + 1.0f);
-}
-
 void gelu_forward(MatrixView<float> y, MatrixView<float> th, MatrixView<const float> x) {
   const auto mi = static_cast<std::int64_t>(x.rows());
   const std::size_t c = x.cols();
   const bool keep = !th.empty();
+  const auto row = simd::gelu_forward_row();
 #pragma omp parallel for schedule(static)
   for (std::int64_t ri = 0; ri < mi; ++ri) {
     const auto r = static_cast<std::size_t>(ri);
-    const float* xr = x.row(r).data();
-    float* yr = y.row(r).data();
-    float* tr = keep ? th.row(r).data() : nullptr;
-    for (std::size_t i = 0; i < c; ++i) {
-      const float v = xr[i];
-      const float t = fast_tanh(kGeluS * (v + kGeluA * v * v * v));
-      if (keep) tr[i] = t;
-      yr[i] = 0.5f * v * (1.0f + t);
-    }
+    row(y.row(r).data(), keep ? th.row(r).data() : nullptr, x.row(r).data(), c);
   }
 }
 
@@ -247,30 +204,22 @@ void gelu_backward(MatrixView<float> dx, MatrixView<const float> dy, MatrixView<
                    MatrixView<const float> th) {
   const auto mi = static_cast<std::int64_t>(x.rows());
   const std::size_t c = x.cols();
+  const auto row = simd::gelu_backward_row();
 #pragma omp parallel for schedule(static)
   for (std::int64_t ri = 0; ri < mi; ++ri) {
     const auto r = static_cast<std::size_t>(ri);
-    const float* xr = x.row(r).data();
-    const float* gr = dy.row(r).data();
-    const float* tr = th.row(r).data();
-    float* dr = dx.row(r).data();
-    for (std::size_t i = 0; i < c; ++i) {
-      const float v = xr[i];
-      const float t = tr[i];
-      const float du = kGeluS * (1.0f + 3.0f * kGeluA * v * v);
-      dr[i] = gr[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
-    }
+    row(dx.row(r).data(), dy.row(r).data(), x.row(r).data(), th.row(r).data(), c);
   }
 }
 
 void add_into(MatrixView<float> x, MatrixView<const float> y) {
   const auto mi = static_cast<std::int64_t>(x.rows());
   const std::size_t c = x.cols();
+  const auto row = simd::add_row();
 #pragma omp parallel for schedule(static)
   for (std::int64_t ri = 0; ri < mi; ++ri) {
-    float* xr = x.row(static_cast<std::size_t>(ri)).data();
-    const float* yr = y.row(static_cast<std::size_t>(ri)).data();
-    for (std::size_t i = 0; i < c; ++i) xr[i] += yr[i];
+    const auto r = static_cast<std::size_t>(ri);
+    row(x.row(r).data(), y.row(r).data(), c);
   }
 }
 
@@ -284,6 +233,7 @@ double softmax_cross_entropy(MatrixView<float> dlogits, std::span<float> losses,
   }
   const float inv = count == 0 ? 0.0f : 1.0f / static_cast<float>(count);
   const auto mi = static_cast<std::int64_t>(m);
+  const auto row = simd::softmax_row();
 #pragma omp parallel for schedule(static)
   for (std::int64_t ri = 0; ri < mi; ++ri) {
     const auto r = static_cast<std::size_t>(ri);
@@ -294,18 +244,9 @@ double softmax_cross_entropy(MatrixView<float> dlogits, std::span<float> losses,
       continue;
     }
     const float* l = logits.row(r).data();
-    float mx = l[0];
-    for (std::size_t i = 1; i < v; ++i) mx = std::max(mx, l[i]);
-    float s = 0.0f;
-    for (std::size_t i = 0; i < v; ++i) {
-      d[i] = std::exp(l[i] - mx);
-      s += d[i];
-    }
     const auto tgt = static_cast<std::size_t>(targets[r]);
-    losses[r] = std::log(s) + mx - l[tgt];
-    const float is = 1.0f / s;
-    for (std::size_t i = 0; i < v; ++i) d[i] = d[i] * is * inv;
-    d[tgt] -= inv;
+    const simd::SoftmaxSums sums = row(d, l, v, tgt, inv);
+    losses[r] = std::log(sums.sum) + sums.max - l[tgt];
   }
   double total = 0.0;
   for (std::size_t r = 0; r < m; ++r) total += losses[r];

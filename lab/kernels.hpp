@@ -50,9 +50,6 @@ void gelu_forward(MatrixView<float> y, MatrixView<float> th, MatrixView<const fl
 // dx = dy * gelu'(x), written over (dx may alias dy). th: tanh(u) from the forward.
 void gelu_backward(MatrixView<float> dx, MatrixView<const float> dy, MatrixView<const float> x,
                    MatrixView<const float> th);
-// tanh(u) as 1 - 2 / (exp(2u) + 1): one expf instead of glibc's slower tanhf; within a few
-// units of 1e-7 absolute of tanh (exact at the saturated ends).
-float fast_tanh(float u);
 
 // x += y, element-wise (residual connection): added into.
 void add_into(MatrixView<float> x, MatrixView<const float> y);

@@ -38,6 +38,7 @@ LAYER_OF = {
     "random.hpp": "core",
     "parallel.hpp": "core",
     "simd.hpp": "core",
+    "simd_dispatch.hpp": "core",
     "memory.hpp": "core",
     "embedding.hpp": "nn",
     "layer.hpp": "nn",

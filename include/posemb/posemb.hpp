@@ -26,6 +26,7 @@
 #include "posemb/rope.hpp"
 #include "posemb/safetensors.hpp"
 #include "posemb/simd.hpp"
+#include "posemb/simd_dispatch.hpp"
 #include "posemb/sinusoidal.hpp"
 #include "posemb/tensor_file.hpp"
 #include "posemb/version.hpp"

@@ -6,11 +6,12 @@
 //
 // One build runs on any x86-64 CPU. Each kernel (the embedding forward and backward, the
 // position-only add, the optimizers' updates, the initializers' fill, the sine and cosine of the
-// sinusoidal encoding and the rotary embedding, the rotary rotation) is compiled for several
-// targets: the build's baseline (plain x86-64 unless the build says otherwise), SSE4, AVX2 and
-// AVX-512; the best one this CPU supports is chosen once per process (Google Highway's dynamic
-// dispatch). Every target computes the same operations in the same order, so results are
-// bitwise identical whichever target runs (the tests compare them).
+// sinusoidal encoding and the rotary embedding, the rotary rotation; and, through
+// posemb/simd_dispatch.hpp, the lab's LayerNorm, GELU, residual add, softmax cross-entropy and
+// attention kernels) is compiled for several targets: the build's baseline (plain x86-64 unless
+// the build says otherwise), SSE4, AVX2 and AVX-512; the best one this CPU supports is chosen once
+// per process (Google Highway's dynamic dispatch). Every target computes the same operations in the
+// same order, so results are bitwise identical whichever target runs (the tests compare them).
 //
 // The environment variable POSEMB_SIMD, read once when a kernel first runs, overrides the choice:
 //   POSEMB_SIMD=baseline   the build's baseline path (no dispatch)

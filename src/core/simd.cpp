@@ -12,6 +12,7 @@
 #include <string>
 
 #include "posemb/simd.hpp"
+#include "posemb/simd_dispatch.hpp"
 
 namespace posemb {
 namespace detail {
@@ -125,6 +126,10 @@ void set_simd_target(std::string_view name) {
 }
 
 }  // namespace detail
+
+std::size_t simd_dispatch_index() {
+  return detail::simd_table_index();
+}
 
 std::string simd_target() {
   return detail::resolve().name;

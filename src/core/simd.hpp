@@ -4,13 +4,17 @@
 // functions with HWY_EXPORT; POSEMB_DISPATCH(Fn) is the version of Fn for the target chosen for
 // this process (posemb/simd.hpp: the best the CPU runs, or the one POSEMB_SIMD names). Unlike
 // HWY_DYNAMIC_DISPATCH it does not consult Highway's process-wide state, so the tests can switch
-// targets with set_simd_target. docs/architecture.md ("a kernel") shows the whole pattern.
+// targets with set_simd_target. The macro lives in the public posemb/simd_dispatch.hpp, so that
+// clients (the lab) dispatch their own kernels through the same choice. docs/architecture.md
+// ("a kernel") shows the whole pattern.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "posemb/simd_dispatch.hpp"  // POSEMB_DISPATCH
 
 namespace posemb::detail {
 
@@ -24,12 +28,3 @@ std::size_t simd_table_index();
 void set_simd_target(std::string_view name);
 
 }  // namespace posemb::detail
-
-// The chosen target's version of a function exported with HWY_EXPORT in the same file. Use after
-// including hwy/highway.h, in the file's HWY_ONCE section.
-#if defined(HWY_TARGETS) && ((HWY_TARGETS & (HWY_TARGETS - 1)) == 0)
-#define POSEMB_DISPATCH(FUNC_NAME) HWY_STATIC_DISPATCH(FUNC_NAME)
-#else
-#define POSEMB_DISPATCH(FUNC_NAME) \
-  (*(HWY_DISPATCH_TABLE(FUNC_NAME)[::posemb::detail::simd_table_index()]))
-#endif

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -175,5 +176,157 @@ inline double cross_entropy(std::vector<double>& d, const std::vector<double>& l
   }
   return std::log(s) + mx - logits[y];
 }
+
+// The SIMD row kernels' exact float32 formulas (lab/kernels_simd.hpp), as plain scalar loops in
+// the same order: every target of the kernels must give these bits.
+namespace exact {
+
+// lab_exp: the same constants and operations as lab/kernels_simd.cpp.
+inline float exp(float x) {
+  constexpr float kLog2e = 1.44269504088896341f, kC1 = 0.693359375f, kC2 = -2.12194440e-4f;
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  x = x < -104.0f ? -104.0f : x;
+  x = 100.0f < x ? 100.0f : x;
+  const float t = x * kLog2e + kRound;
+  const float nf = t - kRound;
+  const std::int32_t n = std::bit_cast<std::int32_t>(t) - std::bit_cast<std::int32_t>(kRound);
+  const float r = (x - nf * kC1) - nf * kC2;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = (p * (r * r) + r) + 1.0f;
+  const std::int32_t a = n >> 1, b = n - a;
+  return (y * std::bit_cast<float>(static_cast<std::uint32_t>(a + 127) << 23)) *
+         std::bit_cast<float>(static_cast<std::uint32_t>(b + 127) << 23);
+}
+
+inline float tanh(float u) {
+  return 1.0f - 2.0f / (exact::exp(2.0f * u) + 1.0f);
+}
+
+// The fixed 16-partial sum of term(0..n): p[i % 16] += term(i) in order, then pairwise.
+template <class Term>
+float sum16(std::size_t n, Term term) {
+  float p[16] = {};
+  for (std::size_t i = 0; i < n; ++i) p[i % 16] = p[i % 16] + term(i);
+  for (std::size_t w = 8; w >= 1; w /= 2) {
+    for (std::size_t j = 0; j < w; ++j) p[j] = p[j] + p[j + w];
+  }
+  return p[0];
+}
+
+constexpr float kGeluS = 0.7978845608028654f, kGeluA = 0.044715f, kGelu3A = 3.0f * kGeluA;
+
+inline void gelu_forward(float* y, float* th, const float* x, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float t = exact::tanh(kGeluS * (v + ((kGeluA * v) * v) * v));
+    if (th != nullptr) th[i] = t;
+    y[i] = (0.5f * v) * (1.0f + t);
+  }
+}
+
+inline void gelu_backward(float* dx, const float* dy, const float* x, const float* th,
+                          std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = x[i], t = th[i];
+    const float du = kGeluS * (1.0f + (kGelu3A * v) * v);
+    dx[i] = dy[i] * (0.5f * (1.0f + t) + ((0.5f * v) * (1.0f - t * t)) * du);
+  }
+}
+
+inline void layernorm_forward(float* y, float& mean, float& rstd, const float* x, const float* w,
+                              const float* b, std::size_t c) {
+  const float fc = static_cast<float>(c);
+  const float mu = sum16(c, [&](std::size_t i) { return x[i]; }) / fc;
+  const float var = sum16(c, [&](std::size_t i) { return (x[i] - mu) * (x[i] - mu); }) / fc;
+  const float rs = 1.0f / std::sqrt(var + 1e-5f);
+  for (std::size_t i = 0; i < c; ++i) y[i] = ((x[i] - mu) * rs) * w[i] + b[i];
+  mean = mu;
+  rstd = rs;
+}
+
+// dx: added into.
+inline void layernorm_backward(float* dx, const float* dy, const float* x, float mu, float rs,
+                               const float* w, std::size_t c) {
+  const float fc = static_cast<float>(c);
+  const float s1 = sum16(c, [&](std::size_t i) { return dy[i] * w[i]; }) / fc;
+  const float s2 =
+      sum16(c, [&](std::size_t i) { return ((dy[i] * w[i]) * (x[i] - mu)) * rs; }) / fc;
+  for (std::size_t i = 0; i < c; ++i) {
+    dx[i] = dx[i] + rs * ((dy[i] * w[i] - s1) - ((x[i] - mu) * rs) * s2);
+  }
+}
+
+// d written over; returns the loss log(s) + max - l[target].
+inline float softmax_row(float* d, const float* l, std::size_t n, std::size_t target, float inv) {
+  float mx = l[0];
+  for (std::size_t i = 1; i < n; ++i) mx = std::max(mx, l[i]);
+  for (std::size_t i = 0; i < n; ++i) d[i] = exact::exp(l[i] - mx);
+  const float s = sum16(n, [&](std::size_t i) { return d[i]; });
+  const float is = 1.0f / s;
+  for (std::size_t i = 0; i < n; ++i) d[i] = (d[i] * is) * inv;
+  d[target] = d[target] - inv;
+  return std::log(s) + mx - l[target];
+}
+
+// One query row of attention for one head (lab/attention.cpp's layout).
+inline void attend_row(float* out, float* p, const float* q, const float* seq, std::size_t stride,
+                       std::size_t c, std::size_t hd, std::size_t t, float scale) {
+  float mx = -INFINITY;
+  for (std::size_t s = 0; s <= t; ++s) {
+    const float* k = seq + s * stride + c;
+    p[s] = sum16(hd, [&](std::size_t i) { return q[i] * k[i]; }) * scale;
+    mx = std::max(mx, p[s]);
+  }
+  for (std::size_t s = 0; s <= t; ++s) p[s] = exact::exp(p[s] - mx);
+  const float inv = 1.0f / sum16(t + 1, [&](std::size_t s) { return p[s]; });
+  for (std::size_t s = 0; s <= t; ++s) p[s] = p[s] * inv;
+  std::fill_n(out, hd, 0.0f);
+  for (std::size_t s = 0; s <= t; ++s) {
+    const float* v = seq + s * stride + 2 * c;
+    for (std::size_t i = 0; i < hd; ++i) out[i] = out[i] + p[s] * v[i];
+  }
+}
+
+// One head of one sequence of attention's backward: dqkv's head columns written over.
+inline void attention_backward_head(float* dqkv, std::size_t dstride, const float* dy,
+                                    std::size_t gstride, const float* qkv, std::size_t stride,
+                                    const float* probs, std::size_t T, std::size_t c,
+                                    std::size_t hd, float scale) {
+  for (std::size_t t = 0; t < T; ++t) {
+    for (std::size_t part = 0; part < 3; ++part)
+      std::fill_n(dqkv + t * dstride + part * c, hd, 0.0f);
+  }
+  std::vector<float> dp(T);
+  for (std::size_t t = 0; t < T; ++t) {
+    const float* p = probs + t * T;
+    const float* g = dy + t * gstride;
+    float dot = 0.0f;
+    for (std::size_t s = 0; s <= t; ++s) {
+      const float* v = qkv + s * stride + 2 * c;
+      dp[s] = sum16(hd, [&](std::size_t i) { return g[i] * v[i]; });
+      dot = dot + p[s] * dp[s];
+      float* dv = dqkv + s * dstride + 2 * c;
+      for (std::size_t i = 0; i < hd; ++i) dv[i] = dv[i] + p[s] * g[i];
+    }
+    const float* q = qkv + t * stride;
+    float* dq = dqkv + t * dstride;
+    for (std::size_t s = 0; s <= t; ++s) {
+      const float ds = (p[s] * (dp[s] - dot)) * scale;
+      const float* k = qkv + s * stride + c;
+      float* dk = dqkv + s * dstride + c;
+      for (std::size_t i = 0; i < hd; ++i) {
+        dq[i] = dq[i] + ds * k[i];
+        dk[i] = dk[i] + ds * q[i];
+      }
+    }
+  }
+}
+
+}  // namespace exact
 
 }  // namespace posemb::lab::reference

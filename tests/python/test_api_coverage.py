@@ -36,6 +36,7 @@ COVERAGE = {
     "optimizers.hpp": None,     # PyTorch users have torch.optim; numpy users update in place
     "random.hpp": None,         # reached through the initializers
     "parallel.hpp": None,       # a policy inside the kernels
+    "simd_dispatch.hpp": None,  # for C++ Highway kernels; Python picks the target with POSEMB_SIMD
     "atomic_file.hpp": None,    # reached through the file writers
 }
 

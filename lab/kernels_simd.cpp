@@ -1,0 +1,434 @@
+// The lab's row kernels (lab/kernels_simd.hpp), compiled once per SIMD target by Highway and run
+// on posemb's target through posemb/simd_dispatch.hpp. Every function does the operations its
+// header comment spells out, in that order, on every target; scalar tails repeat them lane by
+// lane, and row sums use the fixed 16-partial order (Sum16), so every target gives the same bits.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "lab/kernels_simd.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+// Re-included once per target (not guarded).
+#include <hwy/highway.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+#include "lab/kernels_simd.hpp"
+#include "posemb/simd_dispatch.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace posemb::lab::simd::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D = hn::ScalableTag<float>;
+using DI = hn::RebindToSigned<D>;
+using V = hn::Vec<D>;
+constexpr std::size_t N = hn::MaxLanes(D());
+static_assert(N <= 16 && 16 % N == 0, "the 16 partial sums must be whole vectors");
+constexpr std::size_t kVecs = 16 / N;  // vectors of partial sums
+
+// lab_exp (lab/kernels_simd.hpp). The constants: log2(e); c1 + c2 = ln 2 with c1 exact in 9
+// bits, so n c1 is exact; 1.5 * 2^23, whose addition rounds to an integer (ties to even) held in
+// the low mantissa bits; the clamp bounds, beyond which the result is 0 or +inf anyway.
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kC1 = 0.693359375f;
+constexpr float kC2 = -2.12194440e-4f;
+constexpr float kRound = 12582912.0f;
+constexpr float kExpLo = -104.0f, kExpHi = 100.0f;
+constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f, kP2 = 8.3334519073e-3f,
+                kP3 = 4.1665795894e-2f, kP4 = 1.6666665459e-1f, kP5 = 5.0000001201e-1f;
+
+HWY_INLINE V Exp(V x) {
+  const D d;
+  const DI di;
+  x = hn::IfThenElse(hn::Lt(x, hn::Set(d, kExpLo)), hn::Set(d, kExpLo), x);
+  x = hn::IfThenElse(hn::Lt(hn::Set(d, kExpHi), x), hn::Set(d, kExpHi), x);
+  const V t = hn::Add(hn::Mul(x, hn::Set(d, kLog2e)), hn::Set(d, kRound));
+  const V nf = hn::Sub(t, hn::Set(d, kRound));
+  const auto n = hn::Sub(hn::BitCast(di, t), hn::BitCast(di, hn::Set(d, kRound)));
+  const V r = hn::Sub(hn::Sub(x, hn::Mul(nf, hn::Set(d, kC1))), hn::Mul(nf, hn::Set(d, kC2)));
+  const V z = hn::Mul(r, r);
+  V p = hn::Set(d, kP0);
+  p = hn::Add(hn::Mul(p, r), hn::Set(d, kP1));
+  p = hn::Add(hn::Mul(p, r), hn::Set(d, kP2));
+  p = hn::Add(hn::Mul(p, r), hn::Set(d, kP3));
+  p = hn::Add(hn::Mul(p, r), hn::Set(d, kP4));
+  p = hn::Add(hn::Mul(p, r), hn::Set(d, kP5));
+  const V y = hn::Add(hn::Add(hn::Mul(p, z), r), hn::Set(d, 1.0f));
+  // 2^n as 2^a 2^b, a = floor(n / 2), both normal for n in [-150, 144]: one rounding at the end,
+  // into the subnormals when the result lies there.
+  const auto a = hn::ShiftRight<1>(n);
+  const auto b = hn::Sub(n, a);
+  const auto bias = hn::Set(di, 127);
+  const V sa = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(a, bias)));
+  const V sb = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(b, bias)));
+  return hn::Mul(hn::Mul(y, sa), sb);
+}
+
+// The same operations on one float (the scalar tails).
+HWY_INLINE float ExpScalar(float x) {
+  x = x < kExpLo ? kExpLo : x;
+  x = kExpHi < x ? kExpHi : x;
+  const float t = x * kLog2e + kRound;
+  const float nf = t - kRound;
+  const std::int32_t n = std::bit_cast<std::int32_t>(t) - std::bit_cast<std::int32_t>(kRound);
+  const float r = (x - nf * kC1) - nf * kC2;
+  const float z = r * r;
+  float p = kP0;
+  p = p * r + kP1;
+  p = p * r + kP2;
+  p = p * r + kP3;
+  p = p * r + kP4;
+  p = p * r + kP5;
+  const float y = (p * z + r) + 1.0f;
+  const std::int32_t a = n >> 1, b = n - a;
+  const float sa = std::bit_cast<float>(static_cast<std::uint32_t>(a + 127) << 23);
+  const float sb = std::bit_cast<float>(static_cast<std::uint32_t>(b + 127) << 23);
+  return (y * sa) * sb;
+}
+
+// tanh(u) = 1 - 2 / (exp(2u) + 1): +1 and -1 at the saturated ends (exp gives +inf or 0).
+HWY_INLINE V Tanh(V u) {
+  const D d;
+  const V e = Exp(hn::Mul(hn::Set(d, 2.0f), u));
+  return hn::Sub(hn::Set(d, 1.0f), hn::Div(hn::Set(d, 2.0f), hn::Add(e, hn::Set(d, 1.0f))));
+}
+HWY_INLINE float TanhScalar(float u) {
+  return 1.0f - 2.0f / (ExpScalar(2.0f * u) + 1.0f);
+}
+
+// The pairwise combination of the 16 partial sums (the last step of the fixed order).
+HWY_INLINE float Combine16(float* p) {
+  for (std::size_t w = 8; w >= 1; w /= 2) {
+    for (std::size_t j = 0; j < w; ++j) p[j] = p[j] + p[j + w];
+  }
+  return p[0];
+}
+
+// The sum of term(i), i < n, in the fixed 16-partial order: vterm(i) gives terms i..i+N-1 as a
+// vector, sterm(i) term i alone (the same operations).
+template <class VTerm, class STerm>
+HWY_INLINE float Sum16(std::size_t n, VTerm vterm, STerm sterm) {
+  const D d;
+  V acc[kVecs];
+  for (std::size_t k = 0; k < kVecs; ++k) acc[k] = hn::Zero(d);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (std::size_t k = 0; k < kVecs; ++k) acc[k] = hn::Add(acc[k], vterm(i + k * N));
+  }
+  alignas(64) float p[16];
+  for (std::size_t k = 0; k < kVecs; ++k) hn::Store(acc[k], d, p + k * N);
+  for (std::size_t j = 0; i + j < n; ++j) p[j] = p[j] + sterm(i + j);
+  return Combine16(p);
+}
+
+// The largest of x[0..n) (n >= 1); the order does not matter for a maximum.
+HWY_INLINE float MaxRow(const float* x, std::size_t n) {
+  const D d;
+  float mx = x[0];
+  std::size_t i = 0;
+  if (n >= N) {
+    V m = hn::LoadU(d, x);
+    for (i = N; i + N <= n; i += N) m = hn::Max(m, hn::LoadU(d, x + i));
+    mx = hn::GetLane(hn::MaxOfLanes(d, m));
+  }
+  for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  return mx;
+}
+
+// y[i] += a x[i].
+HWY_INLINE void AxpyRow(float* y, float a, const float* x, std::size_t n) {
+  const D d;
+  const V va = hn::Set(d, a);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    hn::StoreU(hn::Add(hn::LoadU(d, y + i), hn::Mul(va, hn::LoadU(d, x + i))), d, y + i);
+  }
+  for (; i < n; ++i) y[i] = y[i] + a * x[i];
+}
+
+// The 16-partial sum of a[i] b[i].
+HWY_INLINE float Dot16(const float* a, const float* b, std::size_t n) {
+  const D d;
+  return Sum16(
+      n, [&](std::size_t i) { return hn::Mul(hn::LoadU(d, a + i), hn::LoadU(d, b + i)); },
+      [&](std::size_t i) { return a[i] * b[i]; });
+}
+
+void ExpRow(float* y, const float* x, std::size_t n) {
+  const D d;
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(Exp(hn::LoadU(d, x + i)), d, y + i);
+  for (; i < n; ++i) y[i] = ExpScalar(x[i]);
+}
+
+constexpr float kGeluS = 0.7978845608028654f;  // sqrt(2 / pi)
+constexpr float kGeluA = 0.044715f;
+constexpr float kGelu3A = 3.0f * kGeluA;
+
+void GeluForwardRow(float* y, float* th, const float* x, std::size_t n) {
+  const D d;
+  const V s = hn::Set(d, kGeluS), a = hn::Set(d, kGeluA), half = hn::Set(d, 0.5f);
+  const V one = hn::Set(d, 1.0f);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const V v = hn::LoadU(d, x + i);
+    const V u = hn::Mul(s, hn::Add(v, hn::Mul(hn::Mul(hn::Mul(a, v), v), v)));
+    const V t = Tanh(u);
+    if (th != nullptr) hn::StoreU(t, d, th + i);
+    hn::StoreU(hn::Mul(hn::Mul(half, v), hn::Add(one, t)), d, y + i);
+  }
+  for (; i < n; ++i) {
+    const float v = x[i];
+    const float t = TanhScalar(kGeluS * (v + ((kGeluA * v) * v) * v));
+    if (th != nullptr) th[i] = t;
+    y[i] = (0.5f * v) * (1.0f + t);
+  }
+}
+
+void GeluBackwardRow(float* dx, const float* dy, const float* x, const float* th, std::size_t n) {
+  const D d;
+  const V s = hn::Set(d, kGeluS), a3 = hn::Set(d, kGelu3A), half = hn::Set(d, 0.5f);
+  const V one = hn::Set(d, 1.0f);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const V v = hn::LoadU(d, x + i), t = hn::LoadU(d, th + i);
+    const V du = hn::Mul(s, hn::Add(one, hn::Mul(hn::Mul(a3, v), v)));
+    const V left = hn::Mul(half, hn::Add(one, t));
+    const V right = hn::Mul(hn::Mul(hn::Mul(half, v), hn::Sub(one, hn::Mul(t, t))), du);
+    hn::StoreU(hn::Mul(hn::LoadU(d, dy + i), hn::Add(left, right)), d, dx + i);
+  }
+  for (; i < n; ++i) {
+    const float v = x[i], t = th[i];
+    const float du = kGeluS * (1.0f + (kGelu3A * v) * v);
+    dx[i] = dy[i] * (0.5f * (1.0f + t) + ((0.5f * v) * (1.0f - t * t)) * du);
+  }
+}
+
+void AddRow(float* x, const float* y, std::size_t n) {
+  const D d;
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    hn::StoreU(hn::Add(hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, x + i);
+  }
+  for (; i < n; ++i) x[i] = x[i] + y[i];
+}
+
+void LayerNormForwardRow(float* y, float* mean, float* rstd, const float* x, const float* w,
+                         const float* b, std::size_t c) {
+  const D d;
+  const float fc = static_cast<float>(c);
+  const float mu = Sum16(
+                       c, [&](std::size_t i) { return hn::LoadU(d, x + i); },
+                       [&](std::size_t i) { return x[i]; }) /
+                   fc;
+  const V vmu = hn::Set(d, mu);
+  const float var = Sum16(
+                        c,
+                        [&](std::size_t i) {
+                          const V e = hn::Sub(hn::LoadU(d, x + i), vmu);
+                          return hn::Mul(e, e);
+                        },
+                        [&](std::size_t i) { return (x[i] - mu) * (x[i] - mu); }) /
+                    fc;
+  const float rs = 1.0f / std::sqrt(var + 1e-5f);
+  const V vrs = hn::Set(d, rs);
+  std::size_t i = 0;
+  for (; i + N <= c; i += N) {
+    const V xh = hn::Mul(hn::Sub(hn::LoadU(d, x + i), vmu), vrs);
+    hn::StoreU(hn::Add(hn::Mul(xh, hn::LoadU(d, w + i)), hn::LoadU(d, b + i)), d, y + i);
+  }
+  for (; i < c; ++i) y[i] = ((x[i] - mu) * rs) * w[i] + b[i];
+  *mean = mu;
+  *rstd = rs;
+}
+
+void LayerNormBackwardRow(float* dx, const float* dy, const float* x, float mu, float rs,
+                          const float* w, std::size_t c) {
+  const D d;
+  const float fc = static_cast<float>(c);
+  const V vmu = hn::Set(d, mu), vrs = hn::Set(d, rs);
+  const float s1 =
+      Sum16(
+          c, [&](std::size_t i) { return hn::Mul(hn::LoadU(d, dy + i), hn::LoadU(d, w + i)); },
+          [&](std::size_t i) { return dy[i] * w[i]; }) /
+      fc;
+  const float s2 = Sum16(
+                       c,
+                       [&](std::size_t i) {
+                         const V g = hn::Mul(hn::LoadU(d, dy + i), hn::LoadU(d, w + i));
+                         return hn::Mul(hn::Mul(g, hn::Sub(hn::LoadU(d, x + i), vmu)), vrs);
+                       },
+                       [&](std::size_t i) { return ((dy[i] * w[i]) * (x[i] - mu)) * rs; }) /
+                   fc;
+  const V vs1 = hn::Set(d, s1), vs2 = hn::Set(d, s2);
+  std::size_t i = 0;
+  for (; i + N <= c; i += N) {
+    const V g = hn::Mul(hn::LoadU(d, dy + i), hn::LoadU(d, w + i));
+    const V xh = hn::Mul(hn::Sub(hn::LoadU(d, x + i), vmu), vrs);
+    const V t = hn::Mul(vrs, hn::Sub(hn::Sub(g, vs1), hn::Mul(xh, vs2)));
+    hn::StoreU(hn::Add(hn::LoadU(d, dx + i), t), d, dx + i);
+  }
+  for (; i < c; ++i) {
+    const float g = dy[i] * w[i];
+    dx[i] = dx[i] + rs * ((g - s1) - ((x[i] - mu) * rs) * s2);
+  }
+}
+
+void LayerNormParamColumns(float* aw, float* ab, const float* dy, std::size_t dy_stride,
+                           const float* x, std::size_t x_stride, const float* mean,
+                           const float* rstd, std::size_t rows, std::size_t n) {
+  const D d;
+  std::size_t j = 0;
+  for (; j + N <= n; j += N) {
+    V sw = hn::LoadU(d, aw + j), sb = hn::LoadU(d, ab + j);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const V g = hn::LoadU(d, dy + r * dy_stride + j);
+      const V e = hn::Sub(hn::LoadU(d, x + r * x_stride + j), hn::Set(d, mean[r]));
+      sw = hn::Add(sw, hn::Mul(hn::Mul(g, e), hn::Set(d, rstd[r])));
+      sb = hn::Add(sb, g);
+    }
+    hn::StoreU(sw, d, aw + j);
+    hn::StoreU(sb, d, ab + j);
+  }
+  for (; j < n; ++j) {
+    float sw = aw[j], sb = ab[j];
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float g = dy[r * dy_stride + j];
+      sw = sw + (g * (x[r * x_stride + j] - mean[r])) * rstd[r];
+      sb = sb + g;
+    }
+    aw[j] = sw;
+    ab[j] = sb;
+  }
+}
+
+SoftmaxSums SoftmaxRow(float* dl, const float* l, std::size_t n, std::size_t target, float inv) {
+  const D d;
+  const float mx = MaxRow(l, n);
+  const V vmx = hn::Set(d, mx);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(Exp(hn::Sub(hn::LoadU(d, l + i), vmx)), d, dl + i);
+  for (; i < n; ++i) dl[i] = ExpScalar(l[i] - mx);
+  const float s = Sum16(
+      n, [&](std::size_t k) { return hn::LoadU(d, dl + k); }, [&](std::size_t k) { return dl[k]; });
+  const float is = 1.0f / s;
+  const V vis = hn::Set(d, is), vinv = hn::Set(d, inv);
+  for (i = 0; i + N <= n; i += N) {
+    hn::StoreU(hn::Mul(hn::Mul(hn::LoadU(d, dl + i), vis), vinv), d, dl + i);
+  }
+  for (; i < n; ++i) dl[i] = (dl[i] * is) * inv;
+  dl[target] = dl[target] - inv;
+  return {s, mx};
+}
+
+void AttendRow(float* out, float* p, const float* q, const float* seq, std::size_t stride,
+               std::size_t c, std::size_t hd, std::size_t t, float scale) {
+  const D d;
+  const std::size_t n = t + 1;
+  for (std::size_t s = 0; s < n; ++s) p[s] = Dot16(q, seq + s * stride + c, hd) * scale;
+  const float mx = MaxRow(p, n);
+  const V vmx = hn::Set(d, mx);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(Exp(hn::Sub(hn::LoadU(d, p + i), vmx)), d, p + i);
+  for (; i < n; ++i) p[i] = ExpScalar(p[i] - mx);
+  const float sum = Sum16(
+      n, [&](std::size_t k) { return hn::LoadU(d, p + k); }, [&](std::size_t k) { return p[k]; });
+  const float inv = 1.0f / sum;
+  const V vinv = hn::Set(d, inv);
+  for (i = 0; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, p + i), vinv), d, p + i);
+  for (; i < n; ++i) p[i] = p[i] * inv;
+  for (i = 0; i < hd; ++i) out[i] = 0.0f;
+  for (std::size_t s = 0; s < n; ++s) AxpyRow(out, p[s], seq + s * stride + 2 * c, hd);
+}
+
+void AttentionBackwardHead(const AttentionHeadJob& j) {
+  const D d;
+  const std::size_t T = j.seq_len, c = j.c, hd = j.hd;
+  auto at = [&](std::size_t t, std::size_t part) { return j.qkv + t * j.qkv_stride + part * c; };
+  auto dat = [&](std::size_t t, std::size_t part) { return j.dqkv + t * j.dqkv_stride + part * c; };
+  for (std::size_t t = 0; t < T; ++t) {
+    for (std::size_t part = 0; part < 3; ++part) {
+      float* z = dat(t, part);
+      for (std::size_t i = 0; i < hd; ++i) z[i] = 0.0f;
+    }
+  }
+  for (std::size_t t = 0; t < T; ++t) {
+    const float* p = j.probs + t * T;
+    const float* g = j.dy + t * j.dy_stride;
+    float dot = 0.0f;
+    for (std::size_t s = 0; s <= t; ++s) {
+      const float dps = Dot16(g, at(s, 2), hd);
+      j.dp[s] = dps;
+      dot = dot + p[s] * dps;
+      AxpyRow(dat(s, 2), p[s], g, hd);
+    }
+    const float* q = at(t, 0);
+    float* dq = dat(t, 0);
+    for (std::size_t s = 0; s <= t; ++s) {
+      const float ds = (p[s] * (j.dp[s] - dot)) * j.scale;
+      const float* k = at(s, 1);
+      float* dk = dat(s, 1);
+      const V vds = hn::Set(d, ds);
+      std::size_t i = 0;
+      for (; i + N <= hd; i += N) {
+        hn::StoreU(hn::Add(hn::LoadU(d, dq + i), hn::Mul(vds, hn::LoadU(d, k + i))), d, dq + i);
+        hn::StoreU(hn::Add(hn::LoadU(d, dk + i), hn::Mul(vds, hn::LoadU(d, q + i))), d, dk + i);
+      }
+      for (; i < hd; ++i) {
+        dq[i] = dq[i] + ds * k[i];
+        dk[i] = dk[i] + ds * q[i];
+      }
+    }
+  }
+}
+
+}  // namespace posemb::lab::simd::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace posemb::lab::simd {
+
+HWY_EXPORT(ExpRow);
+HWY_EXPORT(GeluForwardRow);
+HWY_EXPORT(GeluBackwardRow);
+HWY_EXPORT(AddRow);
+HWY_EXPORT(LayerNormForwardRow);
+HWY_EXPORT(LayerNormBackwardRow);
+HWY_EXPORT(LayerNormParamColumns);
+HWY_EXPORT(SoftmaxRow);
+HWY_EXPORT(AttendRow);
+HWY_EXPORT(AttentionBackwardHead);
+
+ExpRowFn exp_row() {
+  return &POSEMB_DISPATCH(ExpRow);
+}
+GeluForwardRowFn gelu_forward_row() {
+  return &POSEMB_DISPATCH(GeluForwardRow);
+}
+GeluBackwardRowFn gelu_backward_row() {
+  return &POSEMB_DISPATCH(GeluBackwardRow);
+}
+AddRowFn add_row() {
+  return &POSEMB_DISPATCH(AddRow);
+}
+LayerNormForwardRowFn layernorm_forward_row() {
+  return &POSEMB_DISPATCH(LayerNormForwardRow);
+}
+LayerNormBackwardRowFn layernorm_backward_row() {
+  return &POSEMB_DISPATCH(LayerNormBackwardRow);
+}
+LayerNormParamColumnsFn layernorm_param_columns() {
+  return &POSEMB_DISPATCH(LayerNormParamColumns);
+}
+SoftmaxRowFn softmax_row() {
+  return &POSEMB_DISPATCH(SoftmaxRow);
+}
+AttendRowFn attend_row() {
+  return &POSEMB_DISPATCH(AttendRow);
+}
+AttentionBackwardHeadFn attention_backward_head() {
+  return &POSEMB_DISPATCH(AttentionBackwardHead);
+}
+
+}  // namespace posemb::lab::simd
+#endif  // HWY_ONCE
