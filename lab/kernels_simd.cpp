@@ -154,6 +154,79 @@ HWY_INLINE float Dot16(const float* a, const float* b, std::size_t n) {
       [&](std::size_t i) { return a[i] * b[i]; });
 }
 
+// out[s] = Dot16(a, k_s, hd) for s < n, computed for N keys at once from the keys' transpose:
+// kt holds k_s[i] at kt[i * ldk + s] (ldk a multiple of 16, columns n..ldk-1 padded). Lane s
+// does exactly Dot16's operations: partial j = 0 + a[j] k_s[j] + a[j + 16] k_s[j + 16] + ... in
+// order, the pairwise combination of the 16 partials last.
+HWY_INLINE void DotsAcross(float* out, const float* a, const float* kt, std::size_t ldk,
+                           std::size_t hd, std::size_t n) {
+  const D d;
+  for (std::size_t s0 = 0; s0 < n; s0 += N) {
+    V part[16];
+    for (std::size_t j = 0; j < 16; ++j) part[j] = hn::Zero(d);
+    std::size_t i = 0;
+    for (; i + 16 <= hd; i += 16) {
+      for (std::size_t j = 0; j < 16; ++j) {
+        part[j] =
+            hn::Add(part[j], hn::Mul(hn::Set(d, a[i + j]), hn::LoadU(d, kt + (i + j) * ldk + s0)));
+      }
+    }
+    for (std::size_t j = 0; i + j < hd; ++j) {
+      part[j] =
+          hn::Add(part[j], hn::Mul(hn::Set(d, a[i + j]), hn::LoadU(d, kt + (i + j) * ldk + s0)));
+    }
+    for (std::size_t w = 8; w >= 1; w /= 2) {
+      for (std::size_t j = 0; j < w; ++j) part[j] = hn::Add(part[j], part[j + w]);
+    }
+    if (s0 + N <= n) {
+      hn::StoreU(part[0], d, out + s0);
+    } else {
+      alignas(64) float tmp[N];
+      hn::Store(part[0], d, tmp);
+      for (std::size_t k = 0; s0 + k < n; ++k) out[s0 + k] = tmp[k];
+    }
+  }
+}
+
+// out[i] = out[i] + w[s] x_s[i] for s = 0..n-1 in order, x_s = x + s stride, i < hd (from 0
+// instead of out[i] when `from_zero`): AxpyRow's operations for each s, with the partial sums
+// held in registers across s instead of stored and reloaded for every s.
+HWY_INLINE void WeightedRows(float* out, const float* w, const float* x, std::size_t stride,
+                             std::size_t n, std::size_t hd, bool from_zero) {
+  const D d;
+  constexpr std::size_t kBlock = 4;  // vectors per pass
+  std::size_t i = 0;
+  while (i + N <= hd) {
+    const std::size_t m = std::min(kBlock, (hd - i) / N);
+    V acc[kBlock];
+    for (std::size_t k = 0; k < m; ++k)
+      acc[k] = from_zero ? hn::Zero(d) : hn::LoadU(d, out + i + k * N);
+    for (std::size_t s = 0; s < n; ++s) {
+      const V ws = hn::Set(d, w[s]);
+      const float* row = x + s * stride + i;
+      for (std::size_t k = 0; k < m; ++k)
+        acc[k] = hn::Add(acc[k], hn::Mul(ws, hn::LoadU(d, row + k * N)));
+    }
+    for (std::size_t k = 0; k < m; ++k) hn::StoreU(acc[k], d, out + i + k * N);
+    i += m * N;
+  }
+  for (; i < hd; ++i) {
+    float v = from_zero ? 0.0f : out[i];
+    for (std::size_t s = 0; s < n; ++s) v = v + w[s] * x[s * stride + i];
+    out[i] = v;
+  }
+}
+
+// kt[i * ldk + s] = x_s[i] for the T rows x_s = x + s stride, i < hd; columns T..ldk-1 zero.
+HWY_INLINE void Transpose(float* kt, std::size_t ldk, const float* x, std::size_t stride,
+                          std::size_t T, std::size_t hd) {
+  for (std::size_t i = 0; i < hd; ++i) {
+    float* row = kt + i * ldk;
+    for (std::size_t s = 0; s < T; ++s) row[s] = x[s * stride + i];
+    for (std::size_t s = T; s < ldk; ++s) row[s] = 0.0f;
+  }
+}
+
 void ExpRow(float* y, const float* x, std::size_t n) {
   const D d;
   std::size_t i = 0;
@@ -337,12 +410,36 @@ void AttendRow(float* out, float* p, const float* q, const float* seq, std::size
   const V vinv = hn::Set(d, inv);
   for (i = 0; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, p + i), vinv), d, p + i);
   for (; i < n; ++i) p[i] = p[i] * inv;
-  for (i = 0; i < hd; ++i) out[i] = 0.0f;
-  for (std::size_t s = 0; s < n; ++s) AxpyRow(out, p[s], seq + s * stride + 2 * c, hd);
+  WeightedRows(out, p, seq + 2 * c, stride, n, hd, true);
+}
+
+void AttendHead(const AttendHeadJob& j) {
+  const D d;
+  const std::size_t T = j.seq_len, c = j.c, hd = j.hd, ldk = ScratchColumns(T);
+  Transpose(j.kt, ldk, j.qkv + c, j.qkv_stride, T, hd);
+  for (std::size_t t = 0; t < T; ++t) {
+    float* p = j.probs + t * T;
+    const std::size_t n = t + 1;
+    DotsAcross(p, j.qkv + t * j.qkv_stride, j.kt, ldk, hd, n);
+    // From here on AttendRow's operations.
+    for (std::size_t s = 0; s < n; ++s) p[s] = p[s] * j.scale;
+    const float mx = MaxRow(p, n);
+    const V vmx = hn::Set(d, mx);
+    std::size_t i = 0;
+    for (; i + N <= n; i += N) hn::StoreU(Exp(hn::Sub(hn::LoadU(d, p + i), vmx)), d, p + i);
+    for (; i < n; ++i) p[i] = ExpScalar(p[i] - mx);
+    const float sum = Sum16(
+        n, [&](std::size_t k) { return hn::LoadU(d, p + k); }, [&](std::size_t k) { return p[k]; });
+    const float inv = 1.0f / sum;
+    const V vinv = hn::Set(d, inv);
+    for (i = 0; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, p + i), vinv), d, p + i);
+    for (; i < n; ++i) p[i] = p[i] * inv;
+    for (i = n; i < T; ++i) p[i] = 0.0f;
+    WeightedRows(j.y + t * j.y_stride, p, j.qkv + 2 * c, j.qkv_stride, n, hd, true);
+  }
 }
 
 void AttentionBackwardHead(const AttentionHeadJob& j) {
-  const D d;
   const std::size_t T = j.seq_len, c = j.c, hd = j.hd;
   auto at = [&](std::size_t t, std::size_t part) { return j.qkv + t * j.qkv_stride + part * c; };
   auto dat = [&](std::size_t t, std::size_t part) { return j.dqkv + t * j.dqkv_stride + part * c; };
@@ -352,33 +449,23 @@ void AttentionBackwardHead(const AttentionHeadJob& j) {
       for (std::size_t i = 0; i < hd; ++i) z[i] = 0.0f;
     }
   }
+  const std::size_t ldk = ScratchColumns(T);
+  Transpose(j.vt, ldk, j.qkv + 2 * c, j.qkv_stride, T, hd);
   for (std::size_t t = 0; t < T; ++t) {
     const float* p = j.probs + t * T;
     const float* g = j.dy + t * j.dy_stride;
+    DotsAcross(j.dp, g, j.vt, ldk, hd, t + 1);  // dp[s] = Dot16(g, v_s, hd)
     float dot = 0.0f;
     for (std::size_t s = 0; s <= t; ++s) {
-      const float dps = Dot16(g, at(s, 2), hd);
-      j.dp[s] = dps;
-      dot = dot + p[s] * dps;
+      dot = dot + p[s] * j.dp[s];
       AxpyRow(dat(s, 2), p[s], g, hd);
     }
+    // ds = (p[s] (dp[s] - dot)) scale, kept in dp; dq_t += ds k_s (s in order, in registers);
+    // dk_s += ds q_t.
+    for (std::size_t s = 0; s <= t; ++s) j.dp[s] = (p[s] * (j.dp[s] - dot)) * j.scale;
     const float* q = at(t, 0);
-    float* dq = dat(t, 0);
-    for (std::size_t s = 0; s <= t; ++s) {
-      const float ds = (p[s] * (j.dp[s] - dot)) * j.scale;
-      const float* k = at(s, 1);
-      float* dk = dat(s, 1);
-      const V vds = hn::Set(d, ds);
-      std::size_t i = 0;
-      for (; i + N <= hd; i += N) {
-        hn::StoreU(hn::Add(hn::LoadU(d, dq + i), hn::Mul(vds, hn::LoadU(d, k + i))), d, dq + i);
-        hn::StoreU(hn::Add(hn::LoadU(d, dk + i), hn::Mul(vds, hn::LoadU(d, q + i))), d, dk + i);
-      }
-      for (; i < hd; ++i) {
-        dq[i] = dq[i] + ds * k[i];
-        dk[i] = dk[i] + ds * q[i];
-      }
-    }
+    WeightedRows(dat(t, 0), j.dp, at(0, 1), j.qkv_stride, t + 1, hd, false);
+    for (std::size_t s = 0; s <= t; ++s) AxpyRow(dat(s, 1), j.dp[s], q, hd);
   }
 }
 
@@ -397,6 +484,7 @@ HWY_EXPORT(LayerNormBackwardRow);
 HWY_EXPORT(LayerNormParamColumns);
 HWY_EXPORT(SoftmaxRow);
 HWY_EXPORT(AttendRow);
+HWY_EXPORT(AttendHead);
 HWY_EXPORT(AttentionBackwardHead);
 
 ExpRowFn exp_row() {
@@ -425,6 +513,9 @@ SoftmaxRowFn softmax_row() {
 }
 AttendRowFn attend_row() {
   return &POSEMB_DISPATCH(AttendRow);
+}
+AttendHeadFn attend_head() {
+  return &POSEMB_DISPATCH(AttendHead);
 }
 AttentionBackwardHeadFn attention_backward_head() {
   return &POSEMB_DISPATCH(AttentionBackwardHead);

@@ -79,6 +79,30 @@ using AttendRowFn = void (*)(float* out, float* p, const float* q, const float* 
                              float scale);
 AttendRowFn attend_row();
 
+// The columns of the transposed keys (or values) a head kernel keeps in its scratch: T rounded
+// up to a multiple of 16 (the widest vector). Scratch: hd * ScratchColumns(T) floats.
+constexpr std::size_t ScratchColumns(std::size_t T) {
+  return (T + 15) / 16 * 16;
+}
+
+// One head of one sequence of causal attention (lab/attention.cpp): for every t, AttendRow's
+// operations (the dot products computed for several keys at once from the keys' transpose, the
+// same operations per key), y row t (hd columns at y + t y_stride) and probs row t (T floats,
+// zeros after t) written over. Rows t of the sequence start at qkv with qkv_stride; the head's
+// q, k, v at +0, +c, +2c. kt: scratch of hd * ScratchColumns(T) floats.
+struct AttendHeadJob {
+  float* y;
+  std::size_t y_stride;
+  float* probs;  // (T, T)
+  const float* qkv;
+  std::size_t qkv_stride;
+  float* kt;
+  std::size_t seq_len, c, hd;
+  float scale;
+};
+using AttendHeadFn = void (*)(const AttendHeadJob& job);
+AttendHeadFn attend_head();
+
 // One head of one sequence of attention's backward (lab/attention.cpp), dqkv's head columns
 // written over: rows t of the sequence start at qkv, dqkv and dy with their strides; the head's
 // q, k, v at +0, +c, +2c (dy at +0); P: (T, T) weights; dp: T floats of scratch. For each t:
@@ -93,6 +117,7 @@ struct AttentionHeadJob {
   const float* qkv;
   std::size_t qkv_stride;
   const float* probs;  // (T, T)
+  float* vt;           // scratch: hd * ScratchColumns(T) floats (the values' transpose)
   std::size_t seq_len, c, hd;
   float scale;
 };

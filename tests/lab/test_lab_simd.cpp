@@ -240,8 +240,25 @@ TEST(LabSimd, AttentionRowsEqualTheReferenceOnEveryTarget) {
         }
         return bytes_of(o, p);
       });
+      // The whole head at once: the same bytes as the reference's rows.
+      expect_on_every_target("attend_head" + at, bytes_of(out, P), [&] {
+        std::vector<float> o(T * hd), p(T * T, -1.0f), kt(hd * simd::ScratchColumns(T), -1.0f);
+        simd::AttendHeadJob job{};
+        job.y = o.data();
+        job.y_stride = hd;
+        job.probs = p.data();
+        job.qkv = qkv.data() + h * hd;
+        job.qkv_stride = stride;
+        job.kt = kt.data();
+        job.seq_len = T;
+        job.c = c;
+        job.hd = hd;
+        job.scale = scale;
+        simd::attend_head()(job);
+        return bytes_of(o, p);
+      });
       expect_on_every_target("attention backward" + at, bytes_of(dq), [&] {
-        std::vector<float> d(T * stride, 0.0f), dp(T);
+        std::vector<float> d(T * stride, 0.0f), dp(T), vt(hd * simd::ScratchColumns(T), -1.0f);
         simd::AttentionHeadJob job{};
         job.dqkv = d.data() + h * hd;
         job.dqkv_stride = stride;
@@ -251,6 +268,7 @@ TEST(LabSimd, AttentionRowsEqualTheReferenceOnEveryTarget) {
         job.qkv = qkv.data() + h * hd;
         job.qkv_stride = stride;
         job.probs = P.data();
+        job.vt = vt.data();
         job.seq_len = T;
         job.c = c;
         job.hd = hd;
