@@ -20,8 +20,8 @@ namespace posemb::lab {
 namespace {
 
 // Fixed work units: results never depend on how many threads share them.
-constexpr std::size_t kRowChunk = 256; // rows per sgemm call in the row-parallel products
-constexpr std::size_t kTile = 32;      // dW tiles (kTile x kTile) in the weight gradients
+constexpr std::size_t kRowChunk = 256;  // rows per sgemm call in the row-parallel products
+constexpr std::size_t kTile = 32;       // dW tiles (kTile x kTile) in the weight gradients
 
 std::size_t chunks(std::size_t n, std::size_t chunk) {
   return (n + chunk - 1) / chunk;
