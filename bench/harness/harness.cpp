@@ -17,6 +17,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "posemb/memory.hpp"
 #include "posemb/parallel.hpp"
 
 extern char** environ;
@@ -124,6 +125,9 @@ Variant copy_variant(int threads, double& bytes) {
     char* src = static_cast<char*>(::operator new (kBytes, std::align_val_t{64}));
     char* dst = static_cast<char*>(::operator new (kBytes, std::align_val_t{64}));
     Buffers() {
+      // The same pages as the kernels' Matrix buffers get (posemb/memory.hpp).
+      advise_huge_pages(src, kBytes);
+      advise_huge_pages(dst, kBytes);
       std::memset(src, 1, kBytes);
       std::memset(dst, 0, kBytes);
     }

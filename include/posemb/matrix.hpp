@@ -150,7 +150,9 @@ class Matrix {
   static T* allocate(std::size_t n) {
     if (n == 0) return nullptr;
     check_allocation("Matrix", n * sizeof(T));
-    return static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{alignment}));
+    T* p = static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{alignment}));
+    if (n * sizeof(T) >= (std::size_t{4} << 20)) advise_huge_pages(p, n * sizeof(T));
+    return p;
   }
 
   std::unique_ptr<T[], aligned_delete> data_;

@@ -40,6 +40,13 @@ void set_memory_limit(std::size_t bytes) noexcept;
 // Throws MemoryLimitExceeded naming `operation` when `bytes` exceeds the budget.
 void check_allocation(std::string_view operation, std::size_t bytes);
 
+// Asks the kernel to back [p, p + bytes) with transparent huge pages (2 MiB) where it can: large
+// tables are read at random rows, and with 4 KiB pages nearly every row costs a TLB miss and a
+// page walk. Matrix calls it for allocations of 4 MiB and more, before their first touch. Only
+// the whole 2 MiB pages inside the range are advised; a no-op where the system has no
+// transparent huge pages or they are switched off, and never an error.
+void advise_huge_pages(void* p, std::size_t bytes) noexcept;
+
 // a * b, or SIZE_MAX when the product overflows (estimates saturate; the check then refuses).
 constexpr std::size_t saturating_mul(std::size_t a, std::size_t b) noexcept {
   if (a != 0 && b > static_cast<std::size_t>(-1) / a) return static_cast<std::size_t>(-1);

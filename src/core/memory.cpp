@@ -1,8 +1,10 @@
 #include "posemb/memory.hpp"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 
 namespace posemb {
@@ -56,6 +58,22 @@ void set_memory_limit(std::size_t bytes) noexcept {
 void check_allocation(std::string_view operation, std::size_t bytes) {
   const std::size_t limit = memory_limit();
   if (bytes > limit) throw MemoryLimitExceeded(operation, bytes, limit);
+}
+
+void advise_huge_pages(void* p, std::size_t bytes) noexcept {
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  if (p == nullptr || bytes < kHuge || begin > UINTPTR_MAX - bytes) return;
+  const std::uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1);
+  const std::uintptr_t last = (begin + bytes) & ~(kHuge - 1);
+#ifdef MADV_HUGEPAGE
+  if (last > first) {
+    (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  }
+#else
+  (void)first;
+  (void)last;
+#endif
 }
 
 }  // namespace posemb

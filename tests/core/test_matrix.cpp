@@ -3,12 +3,16 @@
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <limits>
+#include <sstream>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "posemb/matrix.hpp"
 #include "posemb/matrix_view.hpp"
+#include "posemb/memory.hpp"
 
 namespace posemb {
 namespace {
@@ -205,6 +209,54 @@ TYPED_TEST(MatrixTyped, MatrixRejectsOverflowingShapes) {
   const std::size_t huge = std::numeric_limits<std::size_t>::max() / 2;
   EXPECT_THROW((Matrix<T>(huge, 3)), std::length_error);
   EXPECT_THROW((Matrix<T>(std::numeric_limits<std::size_t>::max(), 2)), std::length_error);
+}
+
+// Whether this system's transparent huge pages can be asked for (mode "always" or "madvise").
+bool huge_pages_available() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(f, mode);
+  return !mode.empty() && mode.find("[never]") == std::string::npos;
+}
+
+// The VmFlags of the mapping holding address p (/proc/self/smaps), or "" if not found.
+std::string vm_flags_at(const void* p) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  std::ifstream f("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(f, line)) {
+    unsigned long lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = a >= lo && a < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line + " ";
+    }
+  }
+  return "";
+}
+
+// Large matrices ask for transparent huge pages (random rows of a table then rarely miss the
+// TLB); small ones do not (their pages may share a mapping with unrelated memory).
+TEST(Matrix, LargeMatricesAskForHugePages) {
+  if (!huge_pages_available()) GTEST_SKIP() << "transparent huge pages are switched off here";
+  Matrix<float> big(2048, 2048);  // 16 MiB
+  const std::string flags = vm_flags_at(big.data() + big.size() / 2);
+  ASSERT_FALSE(flags.empty());
+  EXPECT_NE(flags.find(" hg "), std::string::npos) << flags;
+  EXPECT_EQ(big(1000, 1000), 0.0f);
+}
+
+TEST(Matrix, AdviseHugePagesAcceptsAnyRange) {
+  advise_huge_pages(nullptr, 1 << 30);
+  std::vector<char> small(100);
+  advise_huge_pages(small.data(), small.size());
+  advise_huge_pages(small.data(), 0);
+  // A range whose end would overflow the address space: nothing happens.
+  advise_huge_pages(reinterpret_cast<void*>(std::uintptr_t{0} - 4096), std::size_t{1} << 30);
+  EXPECT_EQ(small[0], 0);
 }
 
 }  // namespace
