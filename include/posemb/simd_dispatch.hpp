@@ -16,8 +16,9 @@
 // and posemb's always run the same instruction set. posemb's lab (lab/kernels_simd.cpp) is such
 // a client. Compile such a file for at least posemb's targets (Highway's default list with
 // HWY_DISABLED_TARGETS=HWY_SSSE3, as posemb's src/CMakeLists.txt does): the index may name any
-// of them, and a table without that target's function holds a null pointer there. This header
-// includes nothing from Highway: a program that does not use the macro needs no Highway at all.
+// of them, and a call through a table that lacks posemb's target throws std::logic_error naming
+// the target (it never calls a null pointer). This header includes nothing from Highway: a
+// program that does not use the macro needs no Highway at all.
 #pragma once
 
 #include <cstddef>
@@ -29,6 +30,20 @@ namespace posemb {
 // build and CPU run (like posemb::simd_target()). Cheap after the first call (an atomic load).
 std::size_t simd_dispatch_index();
 
+namespace detail {
+
+// Throws std::logic_error: a kernel's dispatch table has no function at `index` (its file was not
+// compiled for posemb's target).
+[[noreturn]] void throw_missing_simd_target(std::size_t index);
+
+// table[index], checked: what POSEMB_DISPATCH calls through.
+template <class Fn>
+Fn checked_dispatch(Fn const* table, std::size_t index) {
+  if (table[index] == nullptr) throw_missing_simd_target(index);
+  return table[index];
+}
+
+}  // namespace detail
 }  // namespace posemb
 
 // POSEMB_DISPATCH(Fn): the version of Fn, exported with HWY_EXPORT in the same file, for posemb's
@@ -37,6 +52,7 @@ std::size_t simd_dispatch_index();
 #if defined(HWY_TARGETS) && ((HWY_TARGETS & (HWY_TARGETS - 1)) == 0)
 #define POSEMB_DISPATCH(FUNC_NAME) HWY_STATIC_DISPATCH(FUNC_NAME)
 #else
-#define POSEMB_DISPATCH(FUNC_NAME) \
-  (*(HWY_DISPATCH_TABLE(FUNC_NAME)[::posemb::simd_dispatch_index()]))
+#define POSEMB_DISPATCH(FUNC_NAME)                                    \
+  (*::posemb::detail::checked_dispatch(HWY_DISPATCH_TABLE(FUNC_NAME), \
+                                       ::posemb::simd_dispatch_index()))
 #endif

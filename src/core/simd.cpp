@@ -108,6 +108,13 @@ std::size_t simd_table_index() {
   return table_index(resolve().bit);
 }
 
+void throw_missing_simd_target(std::size_t index) {
+  throw std::logic_error("POSEMB_DISPATCH: the kernel has no version for posemb's SIMD target " +
+                         simd_target() + " (dispatch index " + std::to_string(index) +
+                         "): compile its file for posemb's targets (Highway's default list with "
+                         "HWY_DISABLED_TARGETS=HWY_SSSE3), or set POSEMB_SIMD to a target it has");
+}
+
 void set_simd_target(std::string_view name) {
   Choice& c = choice();
   if (name.empty()) {

@@ -54,6 +54,26 @@ TEST(SimdTargets, ListsTheTargetsBestFirstWithTheBaselineLast) {
   EXPECT_THROW(detail::set_simd_target("avx9000"), std::invalid_argument);
 }
 
+int plus_one(int x) {
+  return x + 1;
+}
+
+// A dispatch table without posemb's target (a client's kernel file compiled for fewer targets):
+// POSEMB_DISPATCH throws instead of calling a null pointer.
+TEST(SimdTargets, DispatchThroughATableWithoutTheTargetThrows) {
+  using Fn = int (*)(int);
+  const Fn table[3] = {&plus_one, nullptr, &plus_one};
+  EXPECT_EQ(detail::checked_dispatch(table, 0)(41), 42);
+  EXPECT_EQ(detail::checked_dispatch(table, 2)(1), 2);
+  try {
+    (void)detail::checked_dispatch(table, 1);
+    FAIL() << "no exception";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no version for posemb's SIMD target"), std::string::npos)
+        << e.what();
+  }
+}
+
 // The variable is read when the choice is (re)made; set_simd_target("") forgets the choice.
 TEST(SimdTargets, PosembSimdPicksTheTargetAndABadValueThrowsBeforeAnythingIsWritten) {
   const char* saved = std::getenv("POSEMB_SIMD");
