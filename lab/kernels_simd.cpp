@@ -394,11 +394,10 @@ SoftmaxSums SoftmaxRow(float* dl, const float* l, std::size_t n, std::size_t tar
   return {s, mx};
 }
 
-void AttendRow(float* out, float* p, const float* q, const float* seq, std::size_t stride,
-               std::size_t c, std::size_t hd, std::size_t t, float scale) {
+// p[s] = lab_exp(p[s] - max p) for s < n, then p[s] *= 1 / (their 16-partial sum): attention's
+// softmax over one query's scores.
+HWY_INLINE void SoftmaxInPlace(float* p, std::size_t n) {
   const D d;
-  const std::size_t n = t + 1;
-  for (std::size_t s = 0; s < n; ++s) p[s] = Dot16(q, seq + s * stride + c, hd) * scale;
   const float mx = MaxRow(p, n);
   const V vmx = hn::Set(d, mx);
   std::size_t i = 0;
@@ -410,11 +409,17 @@ void AttendRow(float* out, float* p, const float* q, const float* seq, std::size
   const V vinv = hn::Set(d, inv);
   for (i = 0; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, p + i), vinv), d, p + i);
   for (; i < n; ++i) p[i] = p[i] * inv;
+}
+
+void AttendRow(float* out, float* p, const float* q, const float* seq, std::size_t stride,
+               std::size_t c, std::size_t hd, std::size_t t, float scale) {
+  const std::size_t n = t + 1;
+  for (std::size_t s = 0; s < n; ++s) p[s] = Dot16(q, seq + s * stride + c, hd) * scale;
+  SoftmaxInPlace(p, n);
   WeightedRows(out, p, seq + 2 * c, stride, n, hd, true);
 }
 
 void AttendHead(const AttendHeadJob& j) {
-  const D d;
   const std::size_t T = j.seq_len, c = j.c, hd = j.hd, ldk = ScratchColumns(T);
   Transpose(j.kt, ldk, j.qkv + c, j.qkv_stride, T, hd);
   for (std::size_t t = 0; t < T; ++t) {
@@ -423,18 +428,8 @@ void AttendHead(const AttendHeadJob& j) {
     DotsAcross(p, j.qkv + t * j.qkv_stride, j.kt, ldk, hd, n);
     // From here on AttendRow's operations.
     for (std::size_t s = 0; s < n; ++s) p[s] = p[s] * j.scale;
-    const float mx = MaxRow(p, n);
-    const V vmx = hn::Set(d, mx);
-    std::size_t i = 0;
-    for (; i + N <= n; i += N) hn::StoreU(Exp(hn::Sub(hn::LoadU(d, p + i), vmx)), d, p + i);
-    for (; i < n; ++i) p[i] = ExpScalar(p[i] - mx);
-    const float sum = Sum16(
-        n, [&](std::size_t k) { return hn::LoadU(d, p + k); }, [&](std::size_t k) { return p[k]; });
-    const float inv = 1.0f / sum;
-    const V vinv = hn::Set(d, inv);
-    for (i = 0; i + N <= n; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, p + i), vinv), d, p + i);
-    for (; i < n; ++i) p[i] = p[i] * inv;
-    for (i = n; i < T; ++i) p[i] = 0.0f;
+    SoftmaxInPlace(p, n);
+    for (std::size_t s = n; s < T; ++s) p[s] = 0.0f;
     WeightedRows(j.y + t * j.y_stride, p, j.qkv + 2 * c, j.qkv_stride, n, hd, true);
   }
 }

@@ -59,10 +59,10 @@ HWY_INLINE void SinCosVec(DD d, VD x, VD& sin_x, VD& cos_x) {
   cos_x = hn::Xor(hn::IfThenElse(swap, sin_r, cos_r), cos_sign);
 }
 
-// One vector of angles x = position * inv (lanes at or past 2^24, or not a number: from
-// position * inv_ld in long double), its results stored to s and c.
-HWY_INLINE void AnglesVec(DD d, std::size_t position, VD x, const long double* inv_ld, double* s,
-                          double* c) {
+// sin x and cos x of one vector stored to s and c; lanes at or past 2^24 (or not a number) are
+// redone by slow(j, x_j, s_j, c_j) instead.
+template <class Slow>
+HWY_INLINE void StoreSinCos(DD d, VD x, double* s, double* c, Slow slow) {
   VD sv, cv;
   SinCosVec(d, x, sv, cv);
   hn::StoreU(sv, d, s);
@@ -72,10 +72,17 @@ HWY_INLINE void AnglesVec(DD d, std::size_t position, VD x, const long double* i
   HWY_ALIGN double xs[hn::MaxLanes(d)];
   hn::Store(x, d, xs);
   for (std::size_t j = 0; j < hn::Lanes(d); ++j) {
-    if (!(std::fabs(xs[j]) < kDoubleAngleLimit)) {
-      sin_cos_long_double(position, inv_ld[j], s[j], c[j]);
-    }
+    if (!(std::fabs(xs[j]) < kDoubleAngleLimit)) slow(j, xs[j], s[j], c[j]);
   }
+}
+
+// One vector of angles x = position * inv (the slow lanes from position * inv_ld in long
+// double), its results stored to s and c.
+HWY_INLINE void AnglesVec(DD d, std::size_t position, VD x, const long double* inv_ld, double* s,
+                          double* c) {
+  StoreSinCos(d, x, s, c, [&](std::size_t j, double, double& sj, double& cj) {
+    sin_cos_long_double(position, inv_ld[j], sj, cj);
+  });
 }
 
 void SinCosAngles(std::size_t position, const double* inv_d, const long double* inv_ld,
@@ -102,20 +109,10 @@ void SinCosAngles(std::size_t position, const double* inv_d, const long double* 
 
 // One vector of values x, results stored to s and c.
 HWY_INLINE void ValuesVec(DD d, VD x, double* s, double* c) {
-  VD sv, cv;
-  SinCosVec(d, x, sv, cv);
-  hn::StoreU(sv, d, s);
-  hn::StoreU(cv, d, c);
-  const auto fast = hn::Lt(hn::Abs(x), hn::Set(d, kDoubleAngleLimit));
-  if (HWY_LIKELY(hn::AllTrue(d, fast))) return;
-  HWY_ALIGN double xs[hn::MaxLanes(d)];
-  hn::Store(x, d, xs);
-  for (std::size_t j = 0; j < hn::Lanes(d); ++j) {
-    if (!(std::fabs(xs[j]) < kDoubleAngleLimit)) {
-      s[j] = static_cast<double>(std::sin(static_cast<long double>(xs[j])));
-      c[j] = static_cast<double>(std::cos(static_cast<long double>(xs[j])));
-    }
-  }
+  StoreSinCos(d, x, s, c, [](std::size_t, double xj, double& sj, double& cj) {
+    sj = static_cast<double>(std::sin(static_cast<long double>(xj)));
+    cj = static_cast<double>(std::cos(static_cast<long double>(xj)));
+  });
 }
 
 void SinCosValues(const double* x, std::size_t n, double* s, double* c) {

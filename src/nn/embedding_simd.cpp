@@ -204,10 +204,14 @@ void forward_tasks_typed(const ForwardJob& j, std::size_t begin, std::size_t end
           // The token row kAhead rows on in this task, to prefetch while this one is written.
           const E* next = nullptr;
           if (j.prefetch) {
-            const std::size_t nbs = b1 - b0;
-            const std::size_t li = (t - t0) * nbs + (b - b0) + kAhead<E>;
-            if (li < (t1 - t0) * nbs) {
-              const std::size_t nb = b0 + li % nbs, nt = t0 + li / nbs;
+            std::size_t nb = b, nt = t;  // kAhead steps on in the task's (t, b) order
+            for (std::size_t k = 0; k < kAhead<E>; ++k) {
+              if (++nb == b1) {
+                nb = b0;
+                ++nt;
+              }
+            }
+            if (nt < t1) {
               next = wte + static_cast<std::size_t>(j.tokens[nb * j.T + nt]) * j.wte.stride;
             }
           }
