@@ -179,7 +179,7 @@ HWY_INLINE void add_into_both(float* HWY_RESTRICT x, float* HWY_RESTRICT y,
 // ---- Forward ------------------------------------------------------------------------------
 
 // How many rows ahead of the one being written the forward prefetches a token row (2, 3 and 4
-// measured alike for float and 16-bit tables; 1 is slower).
+// measured alike for float and 16-bit tables).
 constexpr std::size_t kForwardAhead = 3;
 
 template <class E>
