@@ -6,9 +6,14 @@
 //   auto stats = h.run_interleaved(vs, 20);                    // median and min per variant
 //   posemb::bench::PeerResult torch = posemb::bench::run_peer({"/usr/bin/python3", script});
 //
-// The protocol: before every timed repetition of every variant the caches are flushed by
-// reading a buffer larger than the last-level cache (at least 256 MiB; reading leaves clean
-// lines, so no write-back of the flush lands in the next timing); the variants are interleaved
+// The protocol: every timed repetition of every variant is preceded by one untimed run of the
+// same variant and then a flush of the caches, by reading a buffer larger than the last-level
+// cache (at least 256 MiB; reading leaves clean lines, so no write-back of the flush lands in
+// the next timing). The untimed run makes each timing independent of the variant before it: the
+// flush evicts the data but not all the state a kernel's speed depends on (most likely the
+// address translations of its tables: a forward run right after another forward on the same
+// table, gathering other rows, measured 1.36-1.63x faster than after one on another table).
+// The variants are interleaved
 // (repetition 1 of every variant, then repetition 2, ...), so that a change in the machine's load
 // affects every variant alike; the result is the median. Ratios between variants of one run are
 // the figures to trust on a shared machine, together with the load average.
@@ -41,7 +46,7 @@ class Harness {
   // Evicts the caches: reads the whole flush buffer on the calling thread.
   void flush() const;
   std::size_t flush_bytes() const noexcept { return flush_bytes_; }
-  // Seconds of one call of v.run after setting its thread count and flushing.
+  // Seconds of one call of v.run after setting its thread count, one untimed call and a flush.
   double time_once(const Variant& v) const;
   // `warmup` untimed calls of each variant, then `repetitions` rounds that time every variant
   // once (flushing before each); returns the statistics of each variant, in order.

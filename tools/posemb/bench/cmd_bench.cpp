@@ -1,8 +1,9 @@
 // `posemb bench [--threads 1,2] [--reps N] [--json]`: the embedding kernels against llm.c's
 // encoder loop (serial and OpenMP, -O3 -march=native), PyTorch (same thread count) and the
 // copy bandwidth of the same run, with the harness's protocol (bench/harness/harness.hpp:
-// caches flushed before every timed repetition, cases interleaved, medians); then the demo
-// model's training step against PyTorch. Prints the SIMD target and the load average.
+// an untimed run and a cache flush before every timed repetition, cases interleaved, medians);
+// then the demo model's training step against PyTorch. Prints the SIMD target and the load
+// average.
 #include <fmt/core.h>
 #include <fmt/format.h>
 #include <omp.h>
@@ -169,8 +170,8 @@ void run_bench(const BenchOptions& o) {
 
   if (!o.json) {
     fmt::print(
-        "posemb bench: SIMD target {} (this CPU: {}); threads {}; {} of {} repetitions, caches "
-        "flushed ({} MiB read) before each\n",
+        "posemb bench: SIMD target {} (this CPU: {}); threads {}; {} of {} repetitions, each "
+        "after an untimed run and a cache flush ({} MiB read)\n",
         simd_target(), fmt::format("{}", fmt::join(simd_targets(), ", ")),
         fmt::format("{}", fmt::join(threads, ",")), o.min ? "fastest" : "median", o.repetitions,
         harness.flush_bytes() >> 20);
@@ -268,7 +269,8 @@ void register_bench_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "bench",
       "Measure the embedding kernels against llm.c's encoder loop, PyTorch and the copy "
-      "bandwidth of the same run (caches flushed before every repetition, cases interleaved), "
+      "bandwidth of the same run (an untimed run and a cache flush before every repetition, "
+      "cases interleaved), "
       "and the demo model's training step against PyTorch");
   sub->add_flag("--json", opts->json, "Print one JSON document instead of the table");
   sub->add_option("--reps", opts->repetitions, "Timed repetitions per case (median reported)")
