@@ -109,11 +109,7 @@ double Harness::time_once(const Variant& v) const {
 }
 
 std::vector<Harness::Stats> Harness::run_interleaved(const std::vector<Variant>& variants,
-                                                     int repetitions, int warmup) const {
-  for (const Variant& v : variants) {
-    set_threads(v.threads);
-    for (int i = 0; i < warmup; ++i) v.run();
-  }
+                                                     int repetitions) const {
   std::vector<std::vector<double>> seconds(variants.size());
   for (int r = 0; r < std::max(1, repetitions); ++r) {
     for (std::size_t i = 0; i < variants.size(); ++i) seconds[i].push_back(time_once(variants[i]));

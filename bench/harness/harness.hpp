@@ -48,13 +48,12 @@ class Harness {
   std::size_t flush_bytes() const noexcept { return flush_bytes_; }
   // Seconds of one call of v.run after setting its thread count, one untimed call and a flush.
   double time_once(const Variant& v) const;
-  // `warmup` untimed calls of each variant, then `repetitions` rounds that time every variant
-  // once (flushing before each); returns the statistics of each variant, in order.
+  // `repetitions` rounds that time every variant once (time_once: each timing after an untimed
+  // call and a flush); returns the statistics of each variant, in order.
   struct Stats {
     double median = 0, min = 0;  // seconds
   };
-  std::vector<Stats> run_interleaved(const std::vector<Variant>& variants, int repetitions,
-                                     int warmup = 2) const;
+  std::vector<Stats> run_interleaved(const std::vector<Variant>& variants, int repetitions) const;
 
  private:
   float* flush_ = nullptr;

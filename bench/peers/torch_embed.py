@@ -72,11 +72,6 @@ def main():
         runs = {f"embed_forward/{tag}": (None, forward_only),
                 f"embed_backward/{tag}": (prepare_backward, backward_only),
                 f"embed_forward_backward/{tag}": (None, forward_backward)}
-        for _, (prep, fn) in runs.items():  # warm-up
-            for _ in range(2):
-                if prep:
-                    prep()
-                fn()
         times = {k: [] for k in runs}
         for _ in range(a.reps):
             for k, (prep, fn) in runs.items():

@@ -67,7 +67,7 @@ StandaloneResult train_step_demo(const BenchContext& ctx) {
   };
   std::vector<double> ours, peer, peer_ct;
   for (int round = 0; round < kRounds; ++round) {
-    ours.push_back(ctx.harness->run_interleaved({steps}, per_round, 1).front().median / kSteps);
+    ours.push_back(ctx.harness->run_interleaved({steps}, per_round).front().median / kSteps);
     if (!ctx.run_peers) continue;
     std::vector<std::string> argv{ctx.python};
     argv.insert(argv.end(), args.begin(), args.end());
