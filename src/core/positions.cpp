@@ -29,6 +29,13 @@ void check_shape(const char* op, const char* what, std::size_t rows, std::size_t
   }
 }
 
+void check_nonempty(const char* op, std::size_t batch, std::size_t seq_len) {
+  if (batch == 0 || seq_len == 0) {
+    throw std::invalid_argument(std::string(op) + ": empty batch " + shape(batch, seq_len) +
+                                " (B, T); B and T must both be at least 1");
+  }
+}
+
 // Element (b, t) of a mask as an integer. A bool mask is read as its byte, so that a byte other
 // than 0 and 1 (not a valid bool) is reported instead of being undefined behaviour.
 template <class T>
@@ -160,23 +167,29 @@ Matrix<std::int64_t> resolve_positions(const PositionSource& src, std::size_t ba
   return detail::resolve_positions(src, batch, seq_len, max_seq_len, operation, {});
 }
 
+void detail::check_contiguous_positions(std::size_t start, std::size_t batch, std::size_t seq_len,
+                                        std::size_t max_seq_len, const char* op,
+                                        std::string_view remedy) {
+  check_nonempty(op, batch, seq_len);
+  if (start > max_seq_len || seq_len > max_seq_len - start) {
+    // The first token without a row: index max_seq_len - start (0 when start is past it).
+    const std::size_t t = start >= max_seq_len ? 0 : max_seq_len - start;
+    throw SequenceTooLong(op, seq_len, start, max_seq_len,
+                          where(0, t) + ", the first token without a row", remedy);
+  }
+}
+
 Matrix<std::int64_t> detail::resolve_positions(const PositionSource& src, std::size_t batch,
                                                std::size_t seq_len, std::size_t max_seq_len,
                                                const char* op, std::string_view remedy) {
-  if (batch == 0 || seq_len == 0) {
-    throw std::invalid_argument(std::string(op) + ": empty batch " + shape(batch, seq_len) +
-                                " (B, T); B and T must both be at least 1");
+  check_nonempty(op, batch, seq_len);
+  if (src.kind() == PositionSource::Kind::contiguous) {
+    check_contiguous_positions(src.start(), batch, seq_len, max_seq_len, op, remedy);
   }
   Matrix<std::int64_t> pos(batch, seq_len);
   switch (src.kind()) {
     case PositionSource::Kind::contiguous: {
       const std::size_t start = src.start();
-      if (start > max_seq_len || seq_len > max_seq_len - start) {
-        // The first token without a row: index max_seq_len - start (0 when start is past it).
-        const std::size_t t = start >= max_seq_len ? 0 : max_seq_len - start;
-        throw SequenceTooLong(op, seq_len, start, max_seq_len,
-                              where(0, t) + ", the first token without a row", remedy);
-      }
       for (std::size_t b = 0; b < batch; ++b) {
         for (std::size_t t = 0; t < seq_len; ++t) {
           pos(b, t) = static_cast<std::int64_t>(start + t);

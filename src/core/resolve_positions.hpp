@@ -17,4 +17,10 @@ Matrix<std::int64_t> resolve_positions(const PositionSource& src, std::size_t ba
                                        std::size_t seq_len, std::size_t max_seq_len,
                                        const char* operation, std::string_view remedy);
 
+// The checks resolve_positions makes of PositionSource::contiguous(start), without building the
+// array: a non-empty batch whose positions start .. start + seq_len - 1 all have a row.
+void check_contiguous_positions(std::size_t start, std::size_t batch, std::size_t seq_len,
+                                std::size_t max_seq_len, const char* operation,
+                                std::string_view remedy);
+
 }  // namespace posemb::detail

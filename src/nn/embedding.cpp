@@ -1,5 +1,6 @@
 #include "posemb/embedding.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
@@ -45,6 +46,13 @@ void check_batch(const char* op, std::size_t batch, std::size_t seq_len, std::si
 
 void check_token_ids(const char* op, MatrixView<const TokenId> tokens, std::size_t vocab) {
   for (std::size_t b = 0; b < tokens.rows(); ++b) {
+    // One pass without branches first (it vectorizes). Read as unsigned, a negative id is at
+    // least 2^31, so one comparison with min(vocab, 2^31) finds every id outside [0, vocab).
+    const auto limit =
+        static_cast<std::uint32_t>(std::min<std::size_t>(vocab, std::size_t{1} << 31));
+    unsigned bad = 0;
+    for (const TokenId id : tokens.row(b)) bad |= static_cast<std::uint32_t>(id) >= limit ? 1u : 0u;
+    if (bad == 0) continue;
     for (std::size_t t = 0; t < tokens.cols(); ++t) {
       const TokenId id = tokens(b, t);
       if (id < 0 || static_cast<std::size_t>(id) >= vocab) {
@@ -58,18 +66,6 @@ void check_token_ids(const char* op, MatrixView<const TokenId> tokens, std::size
   }
 }
 
-// The positions of a batch, resolved and checked (every argument has been checked before).
-struct Resolved {
-  Matrix<std::int64_t> pos;
-  bool contiguous;
-  detail::BatchPositions view() const { return {pos.data(), contiguous}; }
-};
-Resolved resolve(const char* op, const PositionSource& positions, std::size_t batch,
-                 std::size_t seq_len, std::size_t max_seq_len) {
-  return {resolve_positions(positions, batch, seq_len, max_seq_len, op),
-          positions.kind() == PositionSource::Kind::contiguous};
-}
-
 template <class E>
 void embed_forward_impl(MatrixView<float> out, MatrixView<const TokenId> tokens,
                         const PositionSource& positions, MatrixView<const E> wte,
@@ -80,7 +76,7 @@ void embed_forward_impl(MatrixView<float> out, MatrixView<const TokenId> tokens,
   expect_shape(op, "wpe", wpe.rows(), wpe.cols(), wpe.rows(), C);
   expect_shape(op, "out", out.rows(), out.cols(), B * T, C);
   check_token_ids(op, tokens, wte.rows());
-  const Resolved pos = resolve(op, positions, B, T, wpe.rows());
+  const detail::KernelPositions pos(positions, B, T, wpe.rows(), op);
   detail::embed_rows_forward(out, tokens, B, T, detail::table_ref(wte), detail::table_ref(wpe),
                              pos.view());
 }
@@ -102,7 +98,7 @@ void add_positions_forward_impl(MatrixView<float> x, std::size_t batch, std::siz
   constexpr const char* op = "add_positions_forward";
   check_batch(op, batch, seq_len, wpe.cols());
   expect_shape(op, "x", x.rows(), x.cols(), batch * seq_len, wpe.cols());
-  const Resolved pos = resolve(op, positions, batch, seq_len, wpe.rows());
+  const detail::KernelPositions pos(positions, batch, seq_len, wpe.rows(), op);
   detail::embed_rows_forward(x, {}, batch, seq_len, {}, detail::table_ref(wpe), pos.view());
 }
 
@@ -132,7 +128,7 @@ void embed_backward(MatrixView<float> dwte, MatrixView<float> dwpe, MatrixView<c
   expect_shape(op, "dwpe", dwpe.rows(), dwpe.cols(), dwpe.rows(), C);
   expect_shape(op, "dout", dout.rows(), dout.cols(), B * T, C);
   check_token_ids(op, tokens, dwte.rows());
-  const Resolved pos = resolve(op, positions, B, T, dwpe.rows());
+  const detail::KernelPositions pos(positions, B, T, dwpe.rows(), op);
   detail::embed_rows_backward(dwte, dwpe, dout, tokens, B, T, pos.view());
 }
 
@@ -177,7 +173,7 @@ void add_positions_backward(MatrixView<float> dwpe, MatrixView<const float> dx, 
   constexpr const char* op = "add_positions_backward";
   check_batch(op, batch, seq_len, dwpe.cols());
   expect_shape(op, "dx", dx.rows(), dx.cols(), batch * seq_len, dwpe.cols());
-  const Resolved pos = resolve(op, positions, batch, seq_len, dwpe.rows());
+  const detail::KernelPositions pos(positions, batch, seq_len, dwpe.rows(), op);
   detail::embed_rows_backward({}, dwpe, dx, {}, batch, seq_len, pos.view());
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/resolve_positions.hpp"
 #include "posemb/parallel.hpp"
 
 namespace posemb::detail {
@@ -100,11 +101,22 @@ void plan_rows(std::size_t n_rows, std::size_t table_rows, Target target, float*
 
 }  // namespace
 
+KernelPositions::KernelPositions(const PositionSource& src, std::size_t batch, std::size_t seq_len,
+                                 std::size_t max_seq_len, const char* operation) {
+  if (src.kind() == PositionSource::Kind::contiguous) {
+    check_contiguous_positions(src.start(), batch, seq_len, max_seq_len, operation, {});
+    view_ = {nullptr, true, src.start()};
+  } else {
+    ids_ = resolve_positions(src, batch, seq_len, max_seq_len, operation, {});
+    view_ = {ids_.data(), false, 0};
+  }
+}
+
 void embed_rows_forward(MatrixView<float> out, MatrixView<const TokenId> tokens, std::size_t batch,
                         std::size_t seq_len, TableRef wte, TableRef wpe, BatchPositions positions) {
   const std::size_t C = out.cols();
   const std::size_t n_rows = batch * seq_len;
-  assert(out.rows() == n_rows && (positions.pos != nullptr || wpe.empty()));
+  assert(out.rows() == n_rows && (positions.pos != nullptr || positions.contiguous || wpe.empty()));
   assert(wte.empty() || wpe.empty() || wte.type == wpe.type);
   if (wte.empty() && wpe.empty()) return;
   // Tasks: a block of positions t by a block of batch rows b, about kTaskBytes of output. Inside
@@ -124,7 +136,7 @@ void embed_rows_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
   job.wpe = wpe;
   std::vector<TokenId> token_copy;
   job.tokens = flat_tokens(tokens, token_copy);
-  job.pos = positions.pos;
+  job.positions = positions;
   job.B = batch;
   job.T = seq_len;
   job.C = C;
@@ -144,7 +156,8 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
                          std::size_t batch, std::size_t seq_len, BatchPositions positions) {
   const std::size_t C = dout.cols();
   const std::size_t n_rows = batch * seq_len;
-  assert(dout.rows() == n_rows && (positions.pos != nullptr || dwpe.empty()));
+  assert(dout.rows() == n_rows &&
+         (positions.pos != nullptr || positions.contiguous || dwpe.empty()));
   const bool with_tokens = !dwte.empty();
   const bool with_positions = !dwpe.empty();
   if (!with_tokens && !with_positions) return;
@@ -161,7 +174,8 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   job.tokens = flat_tokens(tokens, token_copy);
   job.dwpe = with_positions ? dwpe.data() : nullptr;
   job.dwpe_stride = dwpe.row_stride();
-  job.pos = positions.pos;
+  job.positions = positions;
+  job.positions.contiguous = with_positions && positions.contiguous;
   job.prefetch = (with_tokens ? dwte.rows() : 0) * C * sizeof(float) >= kLargeTableBytes ||
                  (with_positions ? dwpe.rows() : 0) * C * sizeof(float) >= kLargeTableBytes;
   // On one thread the serial loop itself is the order to keep, and needs no plan.
@@ -185,7 +199,6 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
         dwpe.row_stride(), 2, direct, buckets, order);
   }
 
-  job.contiguous = contiguous;
   job.direct = direct.data();
   // Row tasks: with contiguous positions a task is a block of positions over the whole batch
   // (each position row sums its batch rows in order); otherwise a block of rows n.

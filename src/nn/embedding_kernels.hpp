@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "posemb/half.hpp"
+#include "posemb/matrix.hpp"
 #include "posemb/matrix_view.hpp"
 #include "posemb/positions.hpp"
 
@@ -36,17 +37,39 @@ inline TableRef table_ref(MatrixView<const float16> m) {
   return {m.empty() ? nullptr : m.data(), m.rows(), m.row_stride(), TableType::f16};
 }
 
-// The batch's positions: pos (B*T, row-major, -1 for "no position"), and whether they are
-// start + t for every token (PositionSource::contiguous), which the backward sums without
-// buckets. pos is read only with a position table: {} for the token-only kernels.
+// The batch's positions, read only with a position table ({} for the token-only kernels):
+// either start + t for every token (PositionSource::contiguous, which the backward sums without
+// buckets; pos is null), or pos (B*T, row-major, -1 for "no position").
 struct BatchPositions {
   const std::int64_t* pos = nullptr;
   bool contiguous = false;
+  std::size_t start = 0;  // contiguous only
+
+  // The position row of token n = b*T + t (-1: none).
+  std::int64_t at(std::size_t n, std::size_t t) const {
+    return contiguous ? static_cast<std::int64_t>(start + t) : pos[n];
+  }
+};
+
+// A batch's positions resolved and checked as posemb::resolve_positions checks them, for the
+// kernels: contiguous positions are their start alone (no array of B*T ids to build and read).
+class KernelPositions {
+ public:
+  KernelPositions(const PositionSource& src, std::size_t batch, std::size_t seq_len,
+                  std::size_t max_seq_len, const char* operation);
+  KernelPositions(const KernelPositions&) = delete;  // view() points into ids_
+  KernelPositions& operator=(const KernelPositions&) = delete;
+  BatchPositions view() const { return view_; }
+
+ private:
+  Matrix<std::int64_t> ids_;
+  BatchPositions view_;
 };
 
 // n = b*T + t:
 //   with wte: out[n, :] = wte[tokens[b,t], :] + (wpe and pos[n] >= 0 ? wpe[pos[n], :] : 0)
 //   without:  out[n, :] += wpe[pos[n], :] where pos[n] >= 0 (the position-only add)
+// (pos[n] standing for start + t with contiguous positions, here and below).
 // Tables wte and wpe have the same element type. Tokens are read only with wte.
 void embed_rows_forward(MatrixView<float> out,             // (B*T, C), written over / added into
                         MatrixView<const TokenId> tokens,  // (B, T), or empty without wte
@@ -73,8 +96,8 @@ struct ForwardJob {
   float* out;
   std::size_t out_stride;
   TableRef wte, wpe;
-  const TokenId* tokens;    // (B*T), contiguous
-  const std::int64_t* pos;  // (B*T)
+  const TokenId* tokens;  // (B*T), contiguous
+  BatchPositions positions;
   std::size_t B, T, C;
   std::size_t t_per_task, b_per_task, b_tasks;  // task k: t block k / b_tasks, b block k % b_tasks
   bool stream;                                  // write out with streaming (non-temporal) stores
@@ -99,9 +122,9 @@ struct BackwardJob {
   const TokenId* tokens;  // (B*T), contiguous
   float* dwpe;            // or null
   std::size_t dwpe_stride;
-  const std::int64_t* pos;  // (B*T)
-  bool prefetch;            // prefetch the next gradient rows (tables larger than the caches)
-  bool contiguous;          // row task: positions t of all b (else: rows n)
+  BatchPositions positions;  // with dwpe; when contiguous, a row task covers positions t of all
+                             // b (else: rows n)
+  bool prefetch;             // prefetch the next gradient rows (tables larger than the caches)
   // Per row n: bit 0, its token row is used once (added in the row task); bit 1, its position
   // row is used once (non-contiguous positions only).
   const std::uint8_t* direct;
@@ -116,7 +139,7 @@ using BackwardTaskFn = void (*)(const BackwardJob& job, std::size_t task_begin,
                                 std::size_t task_end);
 BackwardTaskFn backward_tasks();  // the chosen target's version
 // The whole backward as the serial loop, in order (for work that stays on one thread; uses the
-// job's gradients, dout, tokens and pos only).
+// job's gradients, dout, tokens and positions only).
 using BackwardSerialFn = void (*)(const BackwardJob& job);
 BackwardSerialFn backward_serial();  // the chosen target's version
 

@@ -205,7 +205,7 @@ void forward_tasks_typed(const ForwardJob& j, std::size_t begin, std::size_t end
         const std::size_t n = b * j.T + t;
         float* o = j.out + n * j.out_stride;
         // pos is read only with a position table (the token-only forward passes none).
-        const std::int64_t q = wpe != nullptr ? j.pos[n] : -1;
+        const std::int64_t q = wpe != nullptr ? j.positions.at(n, t) : -1;
         const E* p = q >= 0 ? wpe + static_cast<std::size_t>(q) * j.wpe.stride : nullptr;
         if (wte != nullptr) {
           const auto tok = static_cast<std::size_t>(j.tokens[n]);
@@ -255,9 +255,10 @@ void BackwardSerial(const BackwardJob& j) {
     if (j.dwte == nullptr) return nullptr;
     return j.dwte + static_cast<std::size_t>(j.tokens[n]) * j.dwte_stride;
   };
-  auto position_row = [&](std::size_t n) -> float* {
-    if (j.dwpe == nullptr || j.pos[n] < 0) return nullptr;
-    return j.dwpe + static_cast<std::size_t>(j.pos[n]) * j.dwpe_stride;
+  auto position_row = [&](std::size_t n, std::size_t t) -> float* {  // n = b*T + t
+    if (j.dwpe == nullptr) return nullptr;
+    const std::int64_t q = j.positions.at(n, t);
+    return q >= 0 ? j.dwpe + static_cast<std::size_t>(q) * j.dwpe_stride : nullptr;
   };
   // The first line of the token row kAhead rows on, so that its address translation (a TLB
   // miss, a page walk) overlaps the rows in between.
@@ -266,11 +267,13 @@ void BackwardSerial(const BackwardJob& j) {
     for (std::size_t n = 1; n < kAhead && n < n_rows; ++n) prefetch(token_row(n), 0);
   }
   float* te = token_row(0);
-  float* pe = position_row(0);
+  float* pe = position_row(0, 0);
+  std::size_t t = 0;  // n = b*T + t
   for (std::size_t n = 0; n < n_rows; ++n) {
+    const std::size_t next_t = t + 1 < j.T ? t + 1 : 0;
     if (j.prefetch && j.dwte != nullptr && n + kAhead < n_rows) prefetch(token_row(n + kAhead), 0);
     float* next_te = n + 1 < n_rows ? token_row(n + 1) : nullptr;
-    float* next_pe = n + 1 < n_rows ? position_row(n + 1) : nullptr;
+    float* next_pe = n + 1 < n_rows ? position_row(n + 1, next_t) : nullptr;
     const float* d = j.dout + n * j.dout_stride;
     const float* p = j.prefetch ? next_te : nullptr;
     const float* q = j.prefetch ? next_pe : nullptr;
@@ -281,6 +284,7 @@ void BackwardSerial(const BackwardJob& j) {
     }
     te = next_te;
     pe = next_pe;
+    t = next_t;
   }
 }
 
@@ -291,7 +295,7 @@ void BackwardTasks(const BackwardJob& j, std::size_t begin, std::size_t end) {
     const std::size_t c1 = c0 + j.cols_per_task < j.C ? c0 + j.cols_per_task : j.C;
     if (task < j.row_tasks) {
       const std::size_t r0 = task * j.rows_per_task;
-      if (j.contiguous) {
+      if (j.positions.contiguous) {
         // Positions r0.. of every batch row: dwpe[pos] sums over b in order, without buckets.
         const std::size_t t1 = r0 + j.rows_per_task < j.T ? r0 + j.rows_per_task : j.T;
         if (j.prefetch && j.dwte != nullptr) {  // as in the forward: overlap the page walks
@@ -305,7 +309,7 @@ void BackwardTasks(const BackwardJob& j, std::size_t begin, std::size_t end) {
           }
         }
         for (std::size_t t = r0; t < t1; ++t) {
-          float* dp = j.dwpe + static_cast<std::size_t>(j.pos[t]) * j.dwpe_stride;
+          float* dp = j.dwpe + (j.positions.start + t) * j.dwpe_stride;
           for (std::size_t b = 0; b < j.B; ++b) {
             const std::size_t n = b * j.T + t;
             const float* d = j.dout + n * j.dout_stride;
@@ -338,7 +342,9 @@ void BackwardTasks(const BackwardJob& j, std::size_t begin, std::size_t end) {
           if ((direct & 1u) != 0) {
             te = j.dwte + static_cast<std::size_t>(j.tokens[n]) * j.dwte_stride;
           }
-          if ((direct & 2u) != 0) pe = j.dwpe + static_cast<std::size_t>(j.pos[n]) * j.dwpe_stride;
+          if ((direct & 2u) != 0) {
+            pe = j.dwpe + static_cast<std::size_t>(j.positions.pos[n]) * j.dwpe_stride;
+          }
           if (te != nullptr && pe != nullptr) {
             add_into_both(te, pe, d, c0, c1);
           } else {

@@ -75,20 +75,18 @@ void LearnedPositionalEmbedding::forward_add(MatrixView<float> x, std::size_t ba
                                              std::size_t seq_len,
                                              const PositionSource& positions) const {
   constexpr const char* op = "LearnedPositionalEmbedding::forward_add";
-  const Matrix<std::int64_t> pos = resolve_positions(positions, batch, seq_len, max_seq_len(), op);
+  const detail::KernelPositions pos(positions, batch, seq_len, max_seq_len(), op);
   check_activation(op, x, batch, seq_len, embed_dim());
-  const detail::BatchPositions bp{pos.data(), positions.kind() == PositionSource::Kind::contiguous};
-  detail::embed_rows_forward(x, {}, batch, seq_len, {}, detail::table_ref(table_), bp);
+  detail::embed_rows_forward(x, {}, batch, seq_len, {}, detail::table_ref(table_), pos.view());
 }
 
 void LearnedPositionalEmbedding::backward_add(MatrixView<const float> dx, std::size_t batch,
                                               std::size_t seq_len,
                                               const PositionSource& positions) {
   constexpr const char* op = "LearnedPositionalEmbedding::backward_add";
-  const Matrix<std::int64_t> pos = resolve_positions(positions, batch, seq_len, max_seq_len(), op);
+  const detail::KernelPositions pos(positions, batch, seq_len, max_seq_len(), op);
   check_activation(op, dx, batch, seq_len, embed_dim());
-  const detail::BatchPositions bp{pos.data(), positions.kind() == PositionSource::Kind::contiguous};
-  detail::embed_rows_backward({}, grad_.view(), dx, {}, batch, seq_len, bp);
+  detail::embed_rows_backward({}, grad_.view(), dx, {}, batch, seq_len, pos.view());
 }
 
 bool LearnedPositionalEmbedding::grad_row_nonzero(std::size_t r) const noexcept {
