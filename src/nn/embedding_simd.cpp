@@ -248,8 +248,11 @@ void ForwardTasks(const ForwardJob& job, std::size_t begin, std::size_t end) {
 // ---- Backward -----------------------------------------------------------------------------
 
 // The serial loop itself, for work that stays on one thread: for n = b*T + t in order,
-// dwte[tokens[n]] += dout[n] and dwpe[pos[n]] += dout[n], reading dout[n] once.
-void BackwardSerial(const BackwardJob& j) {
+// dwte[tokens[n]] += dout[n] and dwpe[pos[n]] += dout[n], reading dout[n] once. kPrefetch is
+// j.prefetch (without it the row loop has no prefetch tests left: rows of 64 floats are 4
+// vectors, where every instruction per row shows).
+template <bool kPrefetch>
+void backward_serial(const BackwardJob& j) {
   const std::size_t n_rows = j.B * j.T;
   auto token_row = [&](std::size_t n) -> float* {
     if (j.dwte == nullptr) return nullptr;
@@ -263,7 +266,7 @@ void BackwardSerial(const BackwardJob& j) {
   // The first line of the token row kAhead rows on, so that its address translation (a TLB
   // miss, a page walk) overlaps the rows in between.
   constexpr std::size_t kAhead = 8;
-  if (j.prefetch && j.dwte != nullptr) {
+  if (kPrefetch && j.dwte != nullptr) {
     for (std::size_t n = 1; n < kAhead && n < n_rows; ++n) prefetch(token_row(n), 0);
   }
   float* te = token_row(0);
@@ -271,12 +274,12 @@ void BackwardSerial(const BackwardJob& j) {
   std::size_t t = 0;  // n = b*T + t
   for (std::size_t n = 0; n < n_rows; ++n) {
     const std::size_t next_t = t + 1 < j.T ? t + 1 : 0;
-    if (j.prefetch && j.dwte != nullptr && n + kAhead < n_rows) prefetch(token_row(n + kAhead), 0);
+    if (kPrefetch && j.dwte != nullptr && n + kAhead < n_rows) prefetch(token_row(n + kAhead), 0);
     float* next_te = n + 1 < n_rows ? token_row(n + 1) : nullptr;
     float* next_pe = n + 1 < n_rows ? position_row(n + 1, next_t) : nullptr;
     const float* d = j.dout + n * j.dout_stride;
-    const float* p = j.prefetch ? next_te : nullptr;
-    const float* q = j.prefetch ? next_pe : nullptr;
+    const float* p = kPrefetch ? next_te : nullptr;
+    const float* q = kPrefetch ? next_pe : nullptr;
     if (te != nullptr && pe != nullptr) {
       add_into_both(te, pe, d, 0, j.C, p, q);
     } else if (te != nullptr || pe != nullptr) {
@@ -285,6 +288,14 @@ void BackwardSerial(const BackwardJob& j) {
     te = next_te;
     pe = next_pe;
     t = next_t;
+  }
+}
+
+void BackwardSerial(const BackwardJob& j) {
+  if (j.prefetch) {
+    backward_serial<true>(j);
+  } else {
+    backward_serial<false>(j);
   }
 }
 
