@@ -45,7 +45,7 @@ namespace {
 // tokens, contiguous positions 0..T-1.
 struct Problem {
   Shape s;
-  Matrix<float> wte, wpe, out, dout, dwte, dwpe;
+  Matrix<float> wte, wpe, out, dout, dwte, dwpe, x;  // x: activations the positions are added to
   Matrix<bfloat16> wte_bf, wpe_bf;
   Matrix<float16> wte_h, wpe_h;
   Matrix<TokenId> tokens;
@@ -59,6 +59,7 @@ struct Problem {
         dout(sh.B * sh.T, sh.C),
         dwte(sh.V, sh.C),
         dwpe(sh.T, sh.C),
+        x(sh.B * sh.T, sh.C),
         wte_bf(sh.V, sh.C),
         wpe_bf(sh.T, sh.C),
         wte_h(sh.V, sh.C),
@@ -67,6 +68,7 @@ struct Problem {
     initialize_table(wte.view(), {InitKind::normal, 0.02, 1});
     initialize_table(wpe.view(), {InitKind::normal, 0.01, 2});
     initialize_table(dout.view(), {InitKind::normal, 1.0, 3});
+    initialize_table(x.view(), {InitKind::normal, 1.0, 5});
     for (std::size_t i = 0; i < wte.size(); ++i) {
       wte_bf.data()[i] = bfloat16(wte.data()[i]);
       wte_h.data()[i] = float16(wte.data()[i]);
@@ -88,6 +90,10 @@ struct Problem {
     return rows(s.B * s.T, 4) + rows(distinct_tokens + s.T, table_element_bytes);
   }
   double backward_bytes() const { return rows(s.B * s.T, 4) + 2 * rows(distinct_tokens + s.T, 4); }
+  // The position-only add reads and writes x and reads the T position rows; its backward reads
+  // dx and reads and writes the T gradient rows.
+  double add_forward_bytes() const { return 2 * rows(s.B * s.T, 4) + rows(s.T, 4); }
+  double add_backward_bytes() const { return rows(s.B * s.T, 4) + 2 * rows(s.T, 4); }
 
   void forward() { embed_forward(out.view(), tokens, PositionSource::contiguous(), wte, wpe); }
   void forward_bf16() {
@@ -98,6 +104,12 @@ struct Problem {
   }
   void backward() {
     embed_backward(dwte.view(), dwpe.view(), dout, tokens, PositionSource::contiguous());
+  }
+  void add_forward() {
+    add_positions_forward(x.view(), s.B, s.T, PositionSource::contiguous(), wpe);
+  }
+  void add_backward() {
+    add_positions_backward(dwpe.view(), dout, s.B, s.T, PositionSource::contiguous());
   }
   int i(std::size_t v) const { return static_cast<int>(v); }
   void llmc_forward() {
@@ -111,6 +123,15 @@ struct Problem {
   void llmc_backward() {
     posemb_llmc_encoder_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), i(s.B),
                                  i(s.T), i(s.C));
+  }
+  void llmc_add_forward() {
+    posemb_llmc_add_positions_forward(x.data(), wpe.data(), i(s.B), i(s.T), i(s.C));
+  }
+  void llmc_add_forward_omp() {
+    posemb_llmc_add_positions_forward_omp(x.data(), wpe.data(), i(s.B), i(s.T), i(s.C));
+  }
+  void llmc_add_backward() {
+    posemb_llmc_add_positions_backward(dwpe.data(), dout.data(), i(s.B), i(s.T), i(s.C));
   }
 };
 
@@ -126,6 +147,7 @@ std::vector<Case> embedding_cases(const std::vector<int>& threads, bool with_llm
   for (const Shape& s : {kGpt2Shape, kSmallShape}) {
     auto p = std::make_shared<Problem>(s);
     const double fwd = p->forward_bytes(4), bwd = p->backward_bytes();
+    const double afwd = p->add_forward_bytes(), abwd = p->add_backward_bytes();
     auto add = [&](const char* op, Impl impl, int t, double bytes, std::function<void()> run) {
       cases.push_back({op, s.tag, s.describe(), impl, t, bytes, std::move(run)});
     };
@@ -136,6 +158,8 @@ std::vector<Case> embedding_cases(const std::vector<int>& threads, bool with_llm
         p->llmc_forward();
         p->llmc_backward();
       });
+      add("add_positions_forward", Impl::llmc, 1, afwd, [p] { p->llmc_add_forward(); });
+      add("add_positions_backward", Impl::llmc, 1, abwd, [p] { p->llmc_add_backward(); });
     }
     for (int t : threads) {
       if (with_llmc) add("embed_forward", Impl::llmc_omp, t, fwd, [p] { p->llmc_forward_omp(); });
@@ -147,6 +171,11 @@ std::vector<Case> embedding_cases(const std::vector<int>& threads, bool with_llm
       });
       add("embed_forward_bf16", Impl::posemb, t, p->forward_bytes(2), [p] { p->forward_bf16(); });
       add("embed_forward_f16", Impl::posemb, t, p->forward_bytes(2), [p] { p->forward_f16(); });
+      if (with_llmc) {
+        add("add_positions_forward", Impl::llmc_omp, t, afwd, [p] { p->llmc_add_forward_omp(); });
+      }
+      add("add_positions_forward", Impl::posemb, t, afwd, [p] { p->add_forward(); });
+      add("add_positions_backward", Impl::posemb, t, abwd, [p] { p->add_backward(); });
     }
   }
   return cases;

@@ -4,8 +4,10 @@
 //
 //   for (const auto& c : posemb::bench::embedding_cases({1, 2}, peers)) ... c.variant() ...
 //
-// Implementations: posemb's kernels (float, and bfloat16 / float16 tables for the forward), the
-// llm.c encoder loop (serial, and the forward with OpenMP; bench/peers/llmc_encoder.hpp) and a
+// Implementations: posemb's kernels (float, and bfloat16 / float16 tables for the forward; the
+// position-only add and its backward), the llm.c encoder loop (serial, and the forward with
+// OpenMP; for the position-only add, the same loops without the token term;
+// bench/peers/llmc_encoder.hpp) and a
 // streaming copy of 2 x 256 MiB (the machine's bandwidth in the same run).
 #pragma once
 
@@ -30,7 +32,8 @@ const char* impl_name(Impl impl);  // "posemb", "llm.c", "llm.c omp", "copy"
 
 struct Case {
   std::string op;     // embed_forward, embed_backward, embed_forward_backward,
-                      // embed_forward_bf16, embed_forward_f16, copy
+                      // embed_forward_bf16, embed_forward_f16, add_positions_forward,
+                      // add_positions_backward, copy
   std::string shape;  // Shape::tag ("" for copy)
   std::string shape_text;
   Impl impl = Impl::posemb;

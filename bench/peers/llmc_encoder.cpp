@@ -45,4 +45,36 @@ void posemb_llmc_encoder_backward(float* dwte, float* dwpe, const float* dout, c
   }
 }
 
+// The position-only add: the encoder loop without its token term.
+void posemb_llmc_add_positions_forward(float* x, const float* wpe, int B, int T, int C) {
+  for (int b = 0; b < B; b++) {
+    for (int t = 0; t < T; t++) {
+      float* x_bt = x + b * T * C + t * C;
+      const float* wpe_t = wpe + t * C;
+      for (int i = 0; i < C; i++) x_bt[i] += wpe_t[i];
+    }
+  }
+}
+
+void posemb_llmc_add_positions_forward_omp(float* x, const float* wpe, int B, int T, int C) {
+#pragma omp parallel for collapse(2)
+  for (int b = 0; b < B; b++) {
+    for (int t = 0; t < T; t++) {
+      float* x_bt = x + b * T * C + t * C;
+      const float* wpe_t = wpe + t * C;
+      for (int i = 0; i < C; i++) x_bt[i] += wpe_t[i];
+    }
+  }
+}
+
+void posemb_llmc_add_positions_backward(float* dwpe, const float* dx, int B, int T, int C) {
+  for (int b = 0; b < B; b++) {
+    for (int t = 0; t < T; t++) {
+      const float* dx_bt = dx + b * T * C + t * C;
+      float* dwpe_t = dwpe + t * C;
+      for (int i = 0; i < C; i++) dwpe_t[i] += dx_bt[i];
+    }
+  }
+}
+
 }  // extern "C"

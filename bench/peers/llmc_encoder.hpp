@@ -22,6 +22,11 @@ void posemb_llmc_encoder_forward_omp(float* out, const int* inp, const float* wt
 // dwte[inp[b,t], :] += dout[b,t,:]; dwpe[t, :] += dout[b,t,:], for b, for t (added into).
 void posemb_llmc_encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp,
                                   int B, int T, int C);
+// The position-only add (the same loops without the token term): x[b,t,:] += wpe[t,:] (serial,
+// and with `#pragma omp parallel for collapse(2)`), and dwpe[t,:] += dx[b,t,:] for b, for t.
+void posemb_llmc_add_positions_forward(float* x, const float* wpe, int B, int T, int C);
+void posemb_llmc_add_positions_forward_omp(float* x, const float* wpe, int B, int T, int C);
+void posemb_llmc_add_positions_backward(float* dwpe, const float* dx, int B, int T, int C);
 }
 
 namespace posemb::bench {

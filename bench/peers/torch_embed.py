@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """PyTorch peer for posemb's embedding benchmarks: GPT-2's input layer (token + position
-embedding) forward, backward, and forward + backward, at the shapes posemb measures, with the
+embedding) forward, backward, and forward + backward, and the position-only add (activations +=
+position rows, in place) and its backward, at the shapes posemb measures, with the
 protocol of bench/harness/harness.hpp: before every timed call one untimed call and a cache
 flush (a buffer of twice the last-level cache, at least 256 MiB, read), the cases interleaved,
 the median reported.
@@ -69,9 +70,20 @@ def main():
         def prepare_backward():
             out["y"] = wte(idx) + wpe(pos)
 
+        x = torch.randn(B, T, C, generator=g)
+
+        def add_forward():
+            with torch.no_grad():
+                x.add_(wpe(pos))
+
+        def prepare_add_backward():
+            out["y"] = x + wpe(pos)  # x needs no gradient: only wpe's
+
         runs = {f"embed_forward/{tag}": (None, forward_only),
                 f"embed_backward/{tag}": (prepare_backward, backward_only),
-                f"embed_forward_backward/{tag}": (None, forward_backward)}
+                f"embed_forward_backward/{tag}": (None, forward_backward),
+                f"add_positions_forward/{tag}": (None, add_forward),
+                f"add_positions_backward/{tag}": (prepare_add_backward, backward_only)}
         times = {k: [] for k in runs}
         for _ in range(a.reps):
             for k, (prep, fn) in runs.items():
