@@ -86,6 +86,43 @@ TEST(EmbedForward, WorksOnStridedViews) {
   EXPECT_EQ(bytes_of(MatrixView<const float>(out)), bytes_of(ref));
 }
 
+// Large enough for the task path (on one thread too, with contiguous positions): strided token,
+// dout and gradient views, contiguous positions from an offset and the same positions given as
+// explicit ids (which take the serial loop on one thread), against the reference.
+TEST(EmbedBackward, LargeStridedViewsEqualTheReferenceOnOneAndTwoThreads) {
+  const std::size_t B = 8, T = 256, C = 160, V = 300, maxT = 300, start = 7;  // > 2^18 elements
+  const auto token_store = testing::random_tokens(B, T + 3, V, 11);
+  const MatrixView<const TokenId> tokens(token_store.data(), B, T, T + 3);
+  const auto dout_store = random_matrix(B * T, C + 4, 12);
+  const MatrixView<const float> dout(dout_store.data() + 1, B * T, C, C + 4);
+  Matrix<std::int64_t> ids(B, T);
+  for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t t = 0; t < T; ++t) ids(b, t) = static_cast<std::int64_t>(start + t);
+  }
+  const auto wte_start = random_matrix(V, C + 5, 13), wpe_start = random_matrix(maxT, C + 9, 14);
+  auto rte = wte_start, rpe = wpe_start, rpos = wpe_start;
+  reference::embed_backward(MatrixView<float>(rte.data(), V, C, C + 5),
+                            MatrixView<float>(rpe.data() + 2, maxT, C, C + 9), dout, tokens,
+                            ids.data());
+  reference::add_positions_backward(MatrixView<float>(rpos.data() + 2, maxT, C, C + 9), dout,
+                                    ids.data());
+  const PositionSource sources[] = {PositionSource::contiguous(start),
+                                    PositionSource::explicit_ids(ids)};
+  for (const PositionSource& src : sources) {
+    for (int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      auto dwte = wte_start, dwpe = wpe_start, dpos = wpe_start;
+      embed_backward(MatrixView<float>(dwte.data(), V, C, C + 5),
+                     MatrixView<float>(dwpe.data() + 2, maxT, C, C + 9), dout, tokens, src);
+      add_positions_backward(MatrixView<float>(dpos.data() + 2, maxT, C, C + 9), dout, B, T, src);
+      EXPECT_EQ(bytes_of(dwte), bytes_of(rte)) << "threads " << threads;
+      EXPECT_EQ(bytes_of(dwpe), bytes_of(rpe)) << "threads " << threads;
+      EXPECT_EQ(bytes_of(dpos), bytes_of(rpos)) << "threads " << threads;
+    }
+  }
+  omp_set_num_threads(2);
+}
+
 TEST(EmbedBackward, EqualsTheReferenceSummationOrderBitForBit) {
   std::uint64_t seed = 100;
   for (const Shape& s : kShapes) {
