@@ -182,9 +182,10 @@ void detail::check_contiguous_positions(std::size_t start, std::size_t batch, st
 Matrix<std::int64_t> detail::resolve_positions(const PositionSource& src, std::size_t batch,
                                                std::size_t seq_len, std::size_t max_seq_len,
                                                const char* op, std::string_view remedy) {
-  check_nonempty(op, batch, seq_len);
   if (src.kind() == PositionSource::Kind::contiguous) {
     check_contiguous_positions(src.start(), batch, seq_len, max_seq_len, op, remedy);
+  } else {
+    check_nonempty(op, batch, seq_len);
   }
   Matrix<std::int64_t> pos(batch, seq_len);
   switch (src.kind()) {

@@ -45,11 +45,11 @@ void check_batch(const char* op, std::size_t batch, std::size_t seq_len, std::si
 }
 
 void check_token_ids(const char* op, MatrixView<const TokenId> tokens, std::size_t vocab) {
+  // Each row gets one pass without branches first (it vectorizes). Read as unsigned, a negative
+  // id is at least 2^31, so one comparison with min(vocab, 2^31) finds every id outside
+  // [0, vocab).
+  const auto limit = static_cast<std::uint32_t>(std::min<std::size_t>(vocab, std::size_t{1} << 31));
   for (std::size_t b = 0; b < tokens.rows(); ++b) {
-    // One pass without branches first (it vectorizes). Read as unsigned, a negative id is at
-    // least 2^31, so one comparison with min(vocab, 2^31) finds every id outside [0, vocab).
-    const auto limit =
-        static_cast<std::uint32_t>(std::min<std::size_t>(vocab, std::size_t{1} << 31));
     unsigned bad = 0;
     for (const TokenId id : tokens.row(b)) bad |= static_cast<std::uint32_t>(id) >= limit ? 1u : 0u;
     if (bad == 0) continue;

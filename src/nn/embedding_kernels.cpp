@@ -174,8 +174,9 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   job.tokens = flat_tokens(tokens, token_copy);
   job.dwpe = with_positions ? dwpe.data() : nullptr;
   job.dwpe_stride = dwpe.row_stride();
+  const bool contiguous = with_positions && positions.contiguous;
   job.positions = positions;
-  job.positions.contiguous = with_positions && positions.contiguous;
+  job.positions.contiguous = contiguous;
   job.prefetch = (with_tokens ? dwte.rows() : 0) * C * sizeof(float) >= kLargeTableBytes ||
                  (with_positions ? dwpe.rows() : 0) * C * sizeof(float) >= kLargeTableBytes;
   // Small work, and work on one thread with other than contiguous positions, runs the serial
@@ -184,7 +185,7 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   // while the row is in L1, where the serial loop goes through the position table once per batch
   // row (measured at 1 thread on the GPT-2 shape: the position-only backward 1.3x faster, the
   // full backward about 5%).
-  if (!worth_parallel(n_rows * C) || (parallel_threads() == 1 && !job.positions.contiguous)) {
+  if (!worth_parallel(n_rows * C) || (parallel_threads() == 1 && !contiguous)) {
     backward_serial()(job);
     return;
   }
@@ -197,7 +198,6 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
         n_rows, dwte.rows(), [&](std::size_t n) -> std::int64_t { return job.tokens[n]; },
         dwte.data(), dwte.row_stride(), 1, direct, buckets, order);
   }
-  const bool contiguous = with_positions && positions.contiguous;
   if (with_positions && !contiguous) {
     plan_rows(
         n_rows, dwpe.rows(), [&](std::size_t n) { return positions.pos[n]; }, dwpe.data(),
