@@ -250,44 +250,61 @@ void ForwardTasks(const ForwardJob& job, std::size_t begin, std::size_t end) {
 // The serial loop itself, for work that stays on one thread: for n = b*T + t in order,
 // dwte[tokens[n]] += dout[n] and dwpe[pos[n]] += dout[n], reading dout[n] once. kPrefetch is
 // j.prefetch (without it the row loop has no prefetch tests left: rows of 64 floats are 4
-// vectors, where every instruction per row shows).
+// vectors, where every instruction per row shows). The job's fields are copied into locals
+// first: read through `j` they were loaded again for every row.
 template <bool kPrefetch>
 void backward_serial(const BackwardJob& j) {
-  const std::size_t n_rows = j.B * j.T;
-  auto token_row = [&](std::size_t n) -> float* {
-    if (j.dwte == nullptr) return nullptr;
-    return j.dwte + static_cast<std::size_t>(j.tokens[n]) * j.dwte_stride;
+  const std::size_t B = j.B, T = j.T, C = j.C, n_rows = B * T;
+  const TokenId* const tokens = j.tokens;
+  float* const dwte = j.dwte;
+  float* const dwpe = j.dwpe;
+  const std::size_t dwte_stride = j.dwte_stride, dwpe_stride = j.dwpe_stride;
+  const std::size_t dout_stride = j.dout_stride;
+  const BatchPositions positions = j.positions;
+  auto token_row = [=](std::size_t n) -> float* {
+    return dwte == nullptr ? nullptr : dwte + static_cast<std::size_t>(tokens[n]) * dwte_stride;
   };
-  auto position_row = [&](std::size_t n, std::size_t t) -> float* {  // n = b*T + t
-    if (j.dwpe == nullptr) return nullptr;
-    const std::int64_t q = j.positions.at(n, t);
-    return q >= 0 ? j.dwpe + static_cast<std::size_t>(q) * j.dwpe_stride : nullptr;
+  auto position_row = [=](std::size_t n, std::size_t t) -> float* {  // n = b*T + t
+    if (dwpe == nullptr) return nullptr;
+    const std::int64_t q = positions.at(n, t);
+    return q >= 0 ? dwpe + static_cast<std::size_t>(q) * dwpe_stride : nullptr;
   };
   // The first line of the token row kAhead rows on, so that its address translation (a TLB
   // miss, a page walk) overlaps the rows in between.
   constexpr std::size_t kAhead = 8;
-  if (kPrefetch && j.dwte != nullptr) {
+  if (kPrefetch && dwte != nullptr) {
     for (std::size_t n = 1; n < kAhead && n < n_rows; ++n) prefetch(token_row(n), 0);
   }
-  float* te = token_row(0);
-  float* pe = position_row(0, 0);
-  std::size_t t = 0;  // n = b*T + t
-  for (std::size_t n = 0; n < n_rows; ++n) {
-    const std::size_t next_t = t + 1 < j.T ? t + 1 : 0;
-    if (kPrefetch && j.dwte != nullptr && n + kAhead < n_rows) prefetch(token_row(n + kAhead), 0);
-    float* next_te = n + 1 < n_rows ? token_row(n + 1) : nullptr;
-    float* next_pe = n + 1 < n_rows ? position_row(n + 1, next_t) : nullptr;
-    const float* d = j.dout + n * j.dout_stride;
-    const float* p = kPrefetch ? next_te : nullptr;
-    const float* q = kPrefetch ? next_pe : nullptr;
-    if (te != nullptr && pe != nullptr) {
-      add_into_both(te, pe, d, 0, j.C, p, q);
-    } else if (te != nullptr || pe != nullptr) {
-      add_into_both(te != nullptr ? te : pe, nullptr, d, 0, j.C, p, q);
+  const float* d = j.dout;
+  if (dwte == nullptr && positions.contiguous) {  // the position-only backward: llm.c's loop
+    for (std::size_t b = 0; b < B; ++b) {
+      float* pe = dwpe + positions.start * dwpe_stride;
+      for (std::size_t t = 0; t < T; ++t, d += dout_stride, pe += dwpe_stride) {
+        add_into(pe, d, 0, C);
+      }
     }
-    te = next_te;
-    pe = next_pe;
-    t = next_t;
+    return;
+  }
+  std::size_t n = 0;
+  for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t t = 0; t < T; ++t, ++n, d += dout_stride) {
+      float* te = token_row(n);
+      float* pe = position_row(n, t);
+      const float* p = nullptr;  // the next row's token and position rows, to prefetch
+      const float* q = nullptr;
+      if constexpr (kPrefetch) {
+        if (dwte != nullptr && n + kAhead < n_rows) prefetch(token_row(n + kAhead), 0);
+        if (n + 1 < n_rows) {
+          p = token_row(n + 1);
+          q = position_row(n + 1, t + 1 < T ? t + 1 : 0);
+        }
+      }
+      if (te != nullptr && pe != nullptr) {
+        add_into_both(te, pe, d, 0, C, p, q);
+      } else if (te != nullptr || pe != nullptr) {
+        add_into_both(te != nullptr ? te : pe, nullptr, d, 0, C, p, q);
+      }
+    }
   }
 }
 

@@ -86,11 +86,9 @@ TEST(EmbedForward, WorksOnStridedViews) {
   EXPECT_EQ(bytes_of(MatrixView<const float>(out)), bytes_of(ref));
 }
 
-// Large enough for the task path (on one thread too, with contiguous positions): strided token,
-// dout and gradient views, contiguous positions from an offset and the same positions given as
-// explicit ids (which take the serial loop on one thread), against the reference.
-TEST(EmbedBackward, LargeStridedViewsEqualTheReferenceOnOneAndTwoThreads) {
-  const std::size_t B = 8, T = 256, C = 160, V = 300, maxT = 300, start = 7;  // > 2^18 elements
+// The strided backward check of the test below, for one shape.
+void check_strided_backward(const Shape& s) {
+  const std::size_t B = s.B, T = s.T, C = s.C, V = s.V, maxT = s.maxT, start = 7;
   const auto token_store = testing::random_tokens(B, T + 3, V, 11);
   const MatrixView<const TokenId> tokens(token_store.data(), B, T, T + 3);
   const auto dout_store = random_matrix(B * T, C + 4, 12);
@@ -115,12 +113,22 @@ TEST(EmbedBackward, LargeStridedViewsEqualTheReferenceOnOneAndTwoThreads) {
       embed_backward(MatrixView<float>(dwte.data(), V, C, C + 5),
                      MatrixView<float>(dwpe.data() + 2, maxT, C, C + 9), dout, tokens, src);
       add_positions_backward(MatrixView<float>(dpos.data() + 2, maxT, C, C + 9), dout, B, T, src);
-      EXPECT_EQ(bytes_of(dwte), bytes_of(rte)) << "threads " << threads;
-      EXPECT_EQ(bytes_of(dwpe), bytes_of(rpe)) << "threads " << threads;
-      EXPECT_EQ(bytes_of(dpos), bytes_of(rpos)) << "threads " << threads;
+      EXPECT_EQ(bytes_of(dwte), bytes_of(rte)) << "B=" << B << " threads " << threads;
+      EXPECT_EQ(bytes_of(dwpe), bytes_of(rpe)) << "B=" << B << " threads " << threads;
+      EXPECT_EQ(bytes_of(dpos), bytes_of(rpos)) << "B=" << B << " threads " << threads;
     }
   }
   omp_set_num_threads(2);
+}
+
+// Strided token, dout and gradient views, contiguous positions from an offset and the same
+// positions given as explicit ids, against the reference. The large shape takes the task path
+// (on one thread too, with contiguous positions; explicit ids take the serial loop on one
+// thread); the small one the serial loop (and its position-only loop) on any thread count.
+TEST(EmbedBackward, StridedViewsEqualTheReferenceOnOneAndTwoThreads) {
+  const Shape large{8, 256, 160, 300, 300};  // > 2^18 elements
+  const Shape small{3, 20, 24, 30, 40};
+  for (const Shape& s : {large, small}) check_strided_backward(s);
 }
 
 TEST(EmbedBackward, EqualsTheReferenceSummationOrderBitForBit) {
