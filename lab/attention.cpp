@@ -19,7 +19,7 @@ struct HeadScratch {
   std::size_t per_thread;
   std::vector<float> buf;
   HeadScratch(std::size_t hd, std::size_t T)
-      : per_thread(hd * simd::ScratchColumns(T)),
+      : per_thread((hd + 8) * simd::ScratchColumns(T)),  // AttendHead's (the backward's is less)
         buf(per_thread * static_cast<std::size_t>(std::max(1, omp_get_max_threads()))) {}
   float* mine() { return buf.data() + per_thread * static_cast<std::size_t>(omp_get_thread_num()); }
 };

@@ -419,18 +419,103 @@ void AttendRow(float* out, float* p, const float* q, const float* seq, std::size
   WeightedRows(out, p, seq + 2 * c, stride, n, hd, true);
 }
 
+// Rows of scores AttendHead works on at a time: each step below runs over all of them before the
+// next, so that the long dependency chains of different rows (the exponential's polynomial, the
+// sums, the weighted rows) overlap instead of running one row after another.
+constexpr std::size_t kHeadRows = 8;
+
+// WeightedRows(out_r, w_r, x, stride, n0 + r, hd, true) for the m <= kHeadRows rows r, out_r =
+// out + r out_stride and w_r = w + r ldw: the same operations for each row, the rows' partial
+// sums kept in registers side by side, so that their chains of additions run at once.
+HWY_INLINE void WeightedRowsBlock(float* out, std::size_t out_stride, const float* w,
+                                  std::size_t ldw, const float* x, std::size_t stride,
+                                  std::size_t n0, std::size_t m, std::size_t hd) {
+  const D d;
+  const std::size_t n_end = n0 + m - 1;  // the last row's terms
+  std::size_t i = 0;
+  for (; i + N <= hd; i += N) {
+    V acc[kHeadRows];
+    for (std::size_t r = 0; r < kHeadRows; ++r) acc[r] = hn::Zero(d);
+    for (std::size_t s = 0; s < n_end; ++s) {
+      const V xs = hn::LoadU(d, x + s * stride + i);
+      for (std::size_t r = 0; r < kHeadRows; ++r) {
+        if (r < m && s < n0 + r) acc[r] = hn::Add(acc[r], hn::Mul(hn::Set(d, w[r * ldw + s]), xs));
+      }
+    }
+    for (std::size_t r = 0; r < m; ++r) hn::StoreU(acc[r], d, out + r * out_stride + i);
+  }
+  for (; i < hd; ++i) {
+    for (std::size_t r = 0; r < m; ++r) {
+      float v = 0.0f;
+      for (std::size_t s = 0; s < n0 + r; ++s) v = v + w[r * ldw + s] * x[s * stride + i];
+      out[r * out_stride + i] = v;
+    }
+  }
+}
+
 void AttendHead(const AttendHeadJob& j) {
+  const D d;
   const std::size_t T = j.seq_len, c = j.c, hd = j.hd, ldk = ScratchColumns(T);
   Transpose(j.kt, ldk, j.qkv + c, j.qkv_stride, T, hd);
-  for (std::size_t t = 0; t < T; ++t) {
-    float* p = j.probs + t * T;
-    const std::size_t n = t + 1;
-    DotsAcross(p, j.qkv + t * j.qkv_stride, j.kt, ldk, hd, n);
-    // From here on AttendRow's operations.
-    for (std::size_t s = 0; s < n; ++s) p[s] = p[s] * j.scale;
-    SoftmaxInPlace(p, n);
-    for (std::size_t s = n; s < T; ++s) p[s] = 0.0f;
-    WeightedRows(j.y + t * j.y_stride, p, j.qkv + 2 * c, j.qkv_stride, n, hd, true);
+  float* const rows = j.kt + hd * ldk;  // kHeadRows rows of ldk floats
+  const V vscale = hn::Set(d, j.scale), ninf = hn::Set(d, -HUGE_VALF);
+  for (std::size_t t0 = 0; t0 < T; t0 += kHeadRows) {
+    const std::size_t m = std::min(kHeadRows, T - t0);
+    // Row r is query t0 + r over keys s < n = t0 + r + 1, padded to nv (a multiple of N, at
+    // most ldk) so that every step is whole vectors: AttendRow's operations on s < n (the dot
+    // products as DotsAcross computes them, p[s] *= scale, then SoftmaxInPlace's), the padding
+    // lanes set to -inf for the maximum and to 0 after the exponential: they add +0 to the 16
+    // partial sums of non-negative terms, which leaves them as they are.
+    auto n_of = [&](std::size_t r) { return t0 + r + 1; };
+    auto nv_of = [&](std::size_t r) { return (n_of(r) + N - 1) / N * N; };
+    V mx[kHeadRows];
+    for (std::size_t r = 0; r < m; ++r) {
+      float* row = rows + r * ldk;
+      const std::size_t n = n_of(r), nv = nv_of(r);
+      DotsAcross(row, j.qkv + (t0 + r) * j.qkv_stride, j.kt, ldk, hd, nv);
+      V mr = ninf;
+      for (std::size_t s = 0; s < nv; s += N) {
+        V x = hn::Mul(hn::LoadU(d, row + s), vscale);
+        if (s + N > n) x = hn::IfThenElse(hn::FirstN(d, n - s), x, ninf);
+        hn::StoreU(x, d, row + s);
+        mr = hn::Max(mr, x);
+      }
+      mx[r] = hn::Set(d, hn::GetLane(hn::MaxOfLanes(d, mr)));
+    }
+    for (std::size_t r = 0; r < m; ++r) {
+      float* row = rows + r * ldk;
+      const std::size_t n = n_of(r), nv = nv_of(r);
+      for (std::size_t s = 0; s + N <= n; s += N) {
+        hn::StoreU(Exp(hn::Sub(hn::LoadU(d, row + s), mx[r])), d, row + s);
+      }
+      if (const std::size_t s = n / N * N; s < nv) {
+        // The padding lanes' exponential of 0 (not of -inf, whose result, exp(-104) before
+        // clamping, is subnormal and slow to compute) is then replaced by 0.
+        const auto live = hn::FirstN(d, n - s);
+        const V x = hn::IfThenElseZero(live, hn::Sub(hn::LoadU(d, row + s), mx[r]));
+        hn::StoreU(hn::IfThenElseZero(live, Exp(x)), d, row + s);
+      }
+    }
+    float inv[kHeadRows];
+    for (std::size_t r = 0; r < m; ++r) {
+      const float* row = rows + r * ldk;
+      inv[r] = 1.0f / Sum16(
+                          nv_of(r), [&](std::size_t k) { return hn::LoadU(d, row + k); },
+                          [&](std::size_t k) { return row[k]; });
+    }
+    for (std::size_t r = 0; r < m; ++r) {
+      float* row = rows + r * ldk;
+      const std::size_t n = n_of(r), nv = nv_of(r);
+      const V vinv = hn::Set(d, inv[r]);
+      for (std::size_t s = 0; s < nv; s += N) {
+        hn::StoreU(hn::Mul(hn::LoadU(d, row + s), vinv), d, row + s);
+      }
+      float* p = j.probs + (t0 + r) * T;
+      for (std::size_t s = 0; s < n; ++s) p[s] = row[s];
+      for (std::size_t s = n; s < T; ++s) p[s] = 0.0f;
+    }
+    WeightedRowsBlock(j.y + t0 * j.y_stride, j.y_stride, rows, ldk, j.qkv + 2 * c, j.qkv_stride,
+                      t0 + 1, m, hd);
   }
 }
 

@@ -80,7 +80,8 @@ using AttendRowFn = void (*)(float* out, float* p, const float* q, const float* 
 AttendRowFn attend_row();
 
 // The columns of the transposed keys (or values) a head kernel keeps in its scratch: T rounded
-// up to a multiple of 16 (the widest vector). Scratch: hd * ScratchColumns(T) floats.
+// up to a multiple of 16 (the widest vector). Scratch: hd * ScratchColumns(T) floats (the
+// forward's AttendHead eight rows more: (hd + 8) * ScratchColumns(T)).
 constexpr std::size_t ScratchColumns(std::size_t T) {
   return (T + 15) / 16 * 16;
 }
@@ -89,7 +90,8 @@ constexpr std::size_t ScratchColumns(std::size_t T) {
 // operations (the dot products computed for several keys at once from the keys' transpose, the
 // same operations per key), y row t (hd columns at y + t y_stride) and probs row t (T floats,
 // zeros after t) written over. Rows t of the sequence start at qkv with qkv_stride; the head's
-// q, k, v at +0, +c, +2c. kt: scratch of hd * ScratchColumns(T) floats.
+// q, k, v at +0, +c, +2c. kt: scratch of (hd + 8) * ScratchColumns(T) floats (the keys'
+// transpose, then eight rows of scores padded to whole vectors).
 struct AttendHeadJob {
   float* y;
   std::size_t y_stride;

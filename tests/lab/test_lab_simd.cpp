@@ -242,7 +242,8 @@ TEST(LabSimd, AttentionRowsEqualTheReferenceOnEveryTarget) {
       });
       // The whole head at once: the same bytes as the reference's rows.
       expect_on_every_target("attend_head" + at, bytes_of(out, P), [&] {
-        std::vector<float> o(T * hd), p(T * T, -1.0f), kt(hd * simd::ScratchColumns(T), -1.0f);
+        std::vector<float> o(T * hd), p(T * T, -1.0f),
+            kt((hd + 8) * simd::ScratchColumns(T), -1.0f);
         simd::AttendHeadJob job{};
         job.y = o.data();
         job.y_stride = hd;
