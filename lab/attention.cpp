@@ -19,7 +19,7 @@ struct HeadScratch {
   std::size_t per_thread;
   std::vector<float> buf;
   HeadScratch(std::size_t hd, std::size_t T)
-      : per_thread((hd + 8) * simd::ScratchColumns(T)),  // AttendHead's (the backward's is less)
+      : per_thread(simd::HeadScratchFloats(hd, T)),
         buf(per_thread * static_cast<std::size_t>(std::max(1, omp_get_max_threads()))) {}
   float* mine() { return buf.data() + per_thread * static_cast<std::size_t>(omp_get_thread_num()); }
 };
@@ -53,13 +53,11 @@ void attention_forward(MatrixView<float> y, std::span<float> probs, MatrixView<c
   }
 }
 
-void attention_backward(MatrixView<float> dqkv, std::span<float> scratch,
-                        MatrixView<const float> dy, std::span<const float> probs,
-                        MatrixView<const float> qkv, std::size_t batch, std::size_t seq_len,
-                        std::size_t heads) {
+void attention_backward(MatrixView<float> dqkv, MatrixView<const float> dy,
+                        std::span<const float> probs, MatrixView<const float> qkv,
+                        std::size_t batch, std::size_t seq_len, std::size_t heads) {
   const std::size_t c = dy.cols(), hd = c / heads, T = seq_len;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  assert(scratch.size() >= batch * heads * T);
   const auto head = simd::attention_backward_head();
   HeadScratch transposes(hd, T);
   const auto tasks = static_cast<std::int64_t>(batch * heads);
@@ -71,7 +69,6 @@ void attention_backward(MatrixView<float> dqkv, std::span<float> scratch,
     simd::AttentionHeadJob job{};
     job.dqkv = dqkv.data() + b * T * dqkv.row_stride() + h * hd;
     job.dqkv_stride = dqkv.row_stride();
-    job.dp = scratch.data() + static_cast<std::size_t>(task) * T;
     job.dy = dy.data() + b * T * dy.row_stride() + h * hd;
     job.dy_stride = dy.row_stride();
     job.qkv = qkv.data() + b * T * qkv.row_stride() + h * hd;

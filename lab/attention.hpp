@@ -6,7 +6,7 @@
 // 1/sqrt(hd); token t attends to tokens 0..t of its own sequence.
 //
 //   lab::attention_forward(y, probs, qkv, B, T, H);            // y (B*T, C), probs (B*H*T*T)
-//   lab::attention_backward(dqkv, scratch, dy, probs, qkv, B, T, H);
+//   lab::attention_backward(dqkv, dy, probs, qkv, B, T, H);
 #pragma once
 
 #include <cstddef>
@@ -21,11 +21,10 @@ namespace posemb::lab {
 // diagonal), kept for the backward.
 void attention_forward(MatrixView<float> y, std::span<float> probs, MatrixView<const float> qkv,
                        std::size_t batch, std::size_t seq_len, std::size_t heads);
-// dqkv (B*T, 3C): written over. scratch: at least B*H*T floats.
-void attention_backward(MatrixView<float> dqkv, std::span<float> scratch,
-                        MatrixView<const float> dy, std::span<const float> probs,
-                        MatrixView<const float> qkv, std::size_t batch, std::size_t seq_len,
-                        std::size_t heads);
+// dqkv (B*T, 3C): written over.
+void attention_backward(MatrixView<float> dqkv, MatrixView<const float> dy,
+                        std::span<const float> probs, MatrixView<const float> qkv,
+                        std::size_t batch, std::size_t seq_len, std::size_t heads);
 // One decoding step: the query of token t of every sequence attends to tokens 0..t, read from
 // the cache qkv (B*T_cap, 3C) whose rows b*T_cap + s, s <= t, are filled. y (B, C): written over.
 // scratch: at least B*H*(t+1) floats.

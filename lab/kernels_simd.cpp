@@ -419,23 +419,20 @@ void AttendRow(float* out, float* p, const float* q, const float* seq, std::size
   WeightedRows(out, p, seq + 2 * c, stride, n, hd, true);
 }
 
-// Rows of scores AttendHead works on at a time: each step below runs over all of them before the
-// next, so that the long dependency chains of different rows (the exponential's polynomial, the
-// sums, the weighted rows) overlap instead of running one row after another.
-constexpr std::size_t kHeadRows = 8;
-
-// WeightedRows(out_r, w_r, x, stride, n0 + r, hd, true) for the m <= kHeadRows rows r, out_r =
-// out + r out_stride and w_r = w + r ldw: the same operations for each row, the rows' partial
-// sums kept in registers side by side, so that their chains of additions run at once.
+// WeightedRows(out_r, w_r, x, stride, n0 + r, hd, from_zero) for the m <= kHeadRows rows r,
+// out_r = out + r out_stride and w_r = w + r ldw: the same operations for each row, the rows'
+// partial sums kept in registers side by side, so that their chains of additions run at once.
 HWY_INLINE void WeightedRowsBlock(float* out, std::size_t out_stride, const float* w,
                                   std::size_t ldw, const float* x, std::size_t stride,
-                                  std::size_t n0, std::size_t m, std::size_t hd) {
+                                  std::size_t n0, std::size_t m, std::size_t hd, bool from_zero) {
   const D d;
   const std::size_t n_end = n0 + m - 1;  // the last row's terms
   std::size_t i = 0;
   for (; i + N <= hd; i += N) {
     V acc[kHeadRows];
-    for (std::size_t r = 0; r < kHeadRows; ++r) acc[r] = hn::Zero(d);
+    for (std::size_t r = 0; r < kHeadRows; ++r) {
+      acc[r] = from_zero || r >= m ? hn::Zero(d) : hn::LoadU(d, out + r * out_stride + i);
+    }
     for (std::size_t s = 0; s < n_end; ++s) {
       const V xs = hn::LoadU(d, x + s * stride + i);
       for (std::size_t r = 0; r < kHeadRows; ++r) {
@@ -446,7 +443,7 @@ HWY_INLINE void WeightedRowsBlock(float* out, std::size_t out_stride, const floa
   }
   for (; i < hd; ++i) {
     for (std::size_t r = 0; r < m; ++r) {
-      float v = 0.0f;
+      float v = from_zero ? 0.0f : out[r * out_stride + i];
       for (std::size_t s = 0; s < n0 + r; ++s) v = v + w[r * ldw + s] * x[s * stride + i];
       out[r * out_stride + i] = v;
     }
@@ -515,11 +512,40 @@ void AttendHead(const AttendHeadJob& j) {
       for (std::size_t s = n; s < T; ++s) p[s] = 0.0f;
     }
     WeightedRowsBlock(j.y + t0 * j.y_stride, j.y_stride, rows, ldk, j.qkv + 2 * c, j.qkv_stride,
-                      t0 + 1, m, hd);
+                      t0 + 1, m, hd, true);
+  }
+}
+
+// y_s[i] = y_s[i] + a_r[s] x_r[i] for every row s < n0 + m - 1 and, for each s, the rows r < m
+// with s < n0 + r in ascending r (AxpyRow's operations in the order of the rows), y_s = y + s
+// y_stride, a_r = a + r lda, x_r = x + r x_stride, i < hd: y_s is loaded and stored once for
+// the whole block.
+HWY_INLINE void AxpyRowsBlock(float* y, std::size_t y_stride, const float* a, std::size_t lda,
+                              const float* x, std::size_t x_stride, std::size_t n0, std::size_t m,
+                              std::size_t hd) {
+  const D d;
+  const std::size_t n_end = n0 + m - 1;
+  for (std::size_t s = 0; s < n_end; ++s) {
+    float* ys = y + s * y_stride;
+    const std::size_t r0 = s < n0 ? 0 : s - n0 + 1;  // the rows with s < n0 + r
+    std::size_t i = 0;
+    for (; i + N <= hd; i += N) {
+      V acc = hn::LoadU(d, ys + i);
+      for (std::size_t r = r0; r < m; ++r) {
+        acc = hn::Add(acc, hn::Mul(hn::Set(d, a[r * lda + s]), hn::LoadU(d, x + r * x_stride + i)));
+      }
+      hn::StoreU(acc, d, ys + i);
+    }
+    for (; i < hd; ++i) {
+      float v = ys[i];
+      for (std::size_t r = r0; r < m; ++r) v = v + a[r * lda + s] * x[r * x_stride + i];
+      ys[i] = v;
+    }
   }
 }
 
 void AttentionBackwardHead(const AttentionHeadJob& j) {
+  const D d;
   const std::size_t T = j.seq_len, c = j.c, hd = j.hd;
   auto at = [&](std::size_t t, std::size_t part) { return j.qkv + t * j.qkv_stride + part * c; };
   auto dat = [&](std::size_t t, std::size_t part) { return j.dqkv + t * j.dqkv_stride + part * c; };
@@ -531,21 +557,41 @@ void AttentionBackwardHead(const AttentionHeadJob& j) {
   }
   const std::size_t ldk = ScratchColumns(T);
   Transpose(j.vt, ldk, j.qkv + 2 * c, j.qkv_stride, T, hd);
-  for (std::size_t t = 0; t < T; ++t) {
-    const float* p = j.probs + t * T;
-    const float* g = j.dy + t * j.dy_stride;
-    DotsAcross(j.dp, g, j.vt, ldk, hd, t + 1);  // dp[s] = Dot16(g, v_s, hd)
-    float dot = 0.0f;
-    for (std::size_t s = 0; s <= t; ++s) {
-      dot = dot + p[s] * j.dp[s];
-      AxpyRow(dat(s, 2), p[s], g, hd);
+  float* const rows = j.vt + hd * ldk;  // kHeadRows rows of ldk floats: dp, then ds
+  // Blocks of kHeadRows query rows t = t0 + r (n = t + 1 terms each), each step over the whole
+  // block, in the order that keeps every sum's order: for each row, dp[s] = Dot16(g, v_s) (as
+  // DotsAcross computes it), dot += p[s] dp[s] in ascending s; every dv_s and dk_s adds the rows'
+  // contributions in ascending t; dq_t is WeightedRows' sum over s.
+  for (std::size_t t0 = 0; t0 < T; t0 += kHeadRows) {
+    const std::size_t m = std::min(kHeadRows, T - t0);
+    const float* p = j.probs + t0 * T;  // row r at p + r T
+    for (std::size_t r = 0; r < m; ++r) {
+      DotsAcross(rows + r * ldk, j.dy + (t0 + r) * j.dy_stride, j.vt, ldk, hd, t0 + r + 1);
     }
-    // ds = (p[s] (dp[s] - dot)) scale, kept in dp; dq_t += ds k_s (s in order, in registers);
-    // dk_s += ds q_t.
-    for (std::size_t s = 0; s <= t; ++s) j.dp[s] = (p[s] * (j.dp[s] - dot)) * j.scale;
-    const float* q = at(t, 0);
-    WeightedRows(dat(t, 0), j.dp, at(0, 1), j.qkv_stride, t + 1, hd, false);
-    for (std::size_t s = 0; s <= t; ++s) AxpyRow(dat(s, 1), j.dp[s], q, hd);
+    float dot[kHeadRows] = {};
+    for (std::size_t s = 0; s < t0 + m; ++s) {
+      for (std::size_t r = 0; r < kHeadRows; ++r) {
+        if (r < m && s <= t0 + r) dot[r] = dot[r] + p[r * T + s] * rows[r * ldk + s];
+      }
+    }
+    AxpyRowsBlock(dat(0, 2), j.dqkv_stride, p, T, j.dy + t0 * j.dy_stride, j.dy_stride, t0 + 1, m,
+                  hd);
+    // ds = (p[s] (dp[s] - dot)) scale, kept in the dp rows.
+    for (std::size_t r = 0; r < m; ++r) {
+      float* ds = rows + r * ldk;
+      const float* pr = p + r * T;
+      const std::size_t n = t0 + r + 1;
+      const V vdot = hn::Set(d, dot[r]), vscale = hn::Set(d, j.scale);
+      std::size_t s = 0;
+      for (; s + N <= n; s += N) {
+        const V v = hn::Mul(hn::LoadU(d, pr + s), hn::Sub(hn::LoadU(d, ds + s), vdot));
+        hn::StoreU(hn::Mul(v, vscale), d, ds + s);
+      }
+      for (; s < n; ++s) ds[s] = (pr[s] * (ds[s] - dot[r])) * j.scale;
+    }
+    WeightedRowsBlock(dat(t0, 0), j.dqkv_stride, rows, ldk, at(0, 1), j.qkv_stride, t0 + 1, m, hd,
+                      false);
+    AxpyRowsBlock(dat(0, 1), j.dqkv_stride, rows, ldk, at(t0, 0), j.qkv_stride, t0 + 1, m, hd);
   }
 }
 

@@ -80,18 +80,23 @@ using AttendRowFn = void (*)(float* out, float* p, const float* q, const float* 
 AttendRowFn attend_row();
 
 // The columns of the transposed keys (or values) a head kernel keeps in its scratch: T rounded
-// up to a multiple of 16 (the widest vector). Scratch: hd * ScratchColumns(T) floats (the
-// forward's AttendHead eight rows more: (hd + 8) * ScratchColumns(T)).
+// up to a multiple of 16 (the widest vector).
 constexpr std::size_t ScratchColumns(std::size_t T) {
   return (T + 15) / 16 * 16;
+}
+// The query rows a head kernel works on at a time (each step over all of them, so that their
+// dependency chains overlap).
+constexpr std::size_t kHeadRows = 8;
+// A head kernel's scratch: the transpose (hd rows), then kHeadRows rows of scores.
+constexpr std::size_t HeadScratchFloats(std::size_t hd, std::size_t T) {
+  return (hd + kHeadRows) * ScratchColumns(T);
 }
 
 // One head of one sequence of causal attention (lab/attention.cpp): for every t, AttendRow's
 // operations (the dot products computed for several keys at once from the keys' transpose, the
 // same operations per key), y row t (hd columns at y + t y_stride) and probs row t (T floats,
 // zeros after t) written over. Rows t of the sequence start at qkv with qkv_stride; the head's
-// q, k, v at +0, +c, +2c. kt: scratch of (hd + 8) * ScratchColumns(T) floats (the keys'
-// transpose, then eight rows of scores padded to whole vectors).
+// q, k, v at +0, +c, +2c. kt: HeadScratchFloats(hd, T) floats of scratch.
 struct AttendHeadJob {
   float* y;
   std::size_t y_stride;
@@ -107,19 +112,19 @@ AttendHeadFn attend_head();
 
 // One head of one sequence of attention's backward (lab/attention.cpp), dqkv's head columns
 // written over: rows t of the sequence start at qkv, dqkv and dy with their strides; the head's
-// q, k, v at +0, +c, +2c (dy at +0); P: (T, T) weights; dp: T floats of scratch. For each t:
-// dp[s] = dot(g, v_s), dot += p[s] dp[s] (s in order), dv_s += p[s] g; then for each s:
-// ds = ((p[s] (dp[s] - dot)) scale), dq_t += ds k_s, dk_s += ds q_t.
+// q, k, v at +0, +c, +2c (dy at +0); P: (T, T) weights. For each t: dp[s] = dot(g, v_s),
+// dot += p[s] dp[s] (s in order), dv_s += p[s] g; then for each s: ds = ((p[s] (dp[s] - dot))
+// scale), dq_t += ds k_s, dk_s += ds q_t. Every dv_s and dk_s adds its contributions in
+// ascending t.
 struct AttentionHeadJob {
   float* dqkv;
   std::size_t dqkv_stride;
-  float* dp;
   const float* dy;
   std::size_t dy_stride;
   const float* qkv;
   std::size_t qkv_stride;
   const float* probs;  // (T, T)
-  float* vt;           // scratch: hd * ScratchColumns(T) floats (the values' transpose)
+  float* vt;           // HeadScratchFloats(hd, T) floats of scratch
   std::size_t seq_len, c, hd;
   float scale;
 };

@@ -90,7 +90,6 @@ Activations::Activations(const ModelConfig& cfg, std::size_t mb, std::size_t ms)
   dfc = Matrix<float>(n, F);
   dlogits = Matrix<float>(n, V);
   losses.resize(n);
-  att_scratch.resize(mb * cfg.n_heads * ms);
   tokens = Matrix<TokenId>(mb, ms);
   positions = Matrix<std::int64_t>(mb, ms);
   targets.resize(n);
@@ -313,7 +312,7 @@ void Model::backward(Activations& a, Gradients* into) {
     auto datt = head_rows(a.datt, n);
     auto dqkv = head_rows(a.dqkv, n);
     linear_backward(datt, G(pb.o_w), G(pb.o_b), dres, chead(blk.att, n), P.value(pb.o_w));
-    attention_backward(dqkv, a.att_scratch, datt, blk.probs, chead(blk.qkv, n), B, T, H);
+    attention_backward(dqkv, datt, blk.probs, chead(blk.qkv, n), B, T, H);
     enc_->rotate_qk_backward(dqkv, pos_flat, H);
     linear_backward(dtmp, G(pb.qkv_w), G(pb.qkv_b), dqkv, chead(blk.ln1, n), P.value(pb.qkv_w));
     layernorm_backward(dres, G(pb.ln1_w), G(pb.ln1_b), dtmp, x_in, blk.ln1_mean, blk.ln1_rstd,

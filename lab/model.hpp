@@ -49,7 +49,7 @@ struct Activations {
   Matrix<float> lnf, logits;                           // (BT, C), (BT, V)
   std::vector<float> lnf_mean, lnf_rstd;               // (BT)
   Matrix<float> dres, dtmp, datt, dqkv, dfc, dlogits;  // backward scratch
-  std::vector<float> losses, att_scratch;
+  std::vector<float> losses;
   Matrix<TokenId> tokens;             // (B, T) copy of the last batch
   Matrix<std::int64_t> positions;     // (B, T)
   std::vector<std::int32_t> targets;  // (B*T)

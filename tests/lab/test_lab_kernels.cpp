@@ -341,9 +341,9 @@ TEST(LabKernels, AttentionForwardBackwardAndStepMatchReference) {
   const std::size_t B = 3, T = 11, H = 2, hd = 6, C = H * hd;
   const auto qkv = random_matrix(B * T, 3 * C, 40, 1.5f), dy = random_matrix(B * T, C, 41);
   Matrix<float> y(B * T, C), dqkv(B * T, 3 * C);
-  std::vector<float> probs(B * H * T * T), scratch(B * H * T);
+  std::vector<float> probs(B * H * T * T);
   attention_forward(y, probs, qkv, B, T, H);
-  attention_backward(dqkv, scratch, dy, probs, qkv, B, T, H);
+  attention_backward(dqkv, dy, probs, qkv, B, T, H);
   ref::Grid want, wantd;
   std::vector<double> rprobs;
   ref::attention(want, rprobs, grid(qkv), B, T, H);
@@ -423,9 +423,9 @@ TEST(LabKernels, AttentionForwardBackwardAndStepMatchReference) {
   expect_same_bits_on_1_and_2_threads(
       [&] {
         Matrix<float> yy(B * T, C), dd(B * T, 3 * C);
-        std::vector<float> pp(B * H * T * T), ss(B * H * T);
+        std::vector<float> pp(B * H * T * T);
         attention_forward(yy, pp, qkv, B, T, H);
-        attention_backward(dd, ss, dy, pp, qkv, B, T, H);
+        attention_backward(dd, dy, pp, qkv, B, T, H);
         auto out = flat(yy);
         for (float v : dd.flat()) out.push_back(v);
         return out;

@@ -242,8 +242,7 @@ TEST(LabSimd, AttentionRowsEqualTheReferenceOnEveryTarget) {
       });
       // The whole head at once: the same bytes as the reference's rows.
       expect_on_every_target("attend_head" + at, bytes_of(out, P), [&] {
-        std::vector<float> o(T * hd), p(T * T, -1.0f),
-            kt((hd + 8) * simd::ScratchColumns(T), -1.0f);
+        std::vector<float> o(T * hd), p(T * T, -1.0f), kt(simd::HeadScratchFloats(hd, T), -1.0f);
         simd::AttendHeadJob job{};
         job.y = o.data();
         job.y_stride = hd;
@@ -259,11 +258,10 @@ TEST(LabSimd, AttentionRowsEqualTheReferenceOnEveryTarget) {
         return bytes_of(o, p);
       });
       expect_on_every_target("attention backward" + at, bytes_of(dq), [&] {
-        std::vector<float> d(T * stride, 0.0f), dp(T), vt(hd * simd::ScratchColumns(T), -1.0f);
+        std::vector<float> d(T * stride, 0.0f), vt(simd::HeadScratchFloats(hd, T), -1.0f);
         simd::AttentionHeadJob job{};
         job.dqkv = d.data() + h * hd;
         job.dqkv_stride = stride;
-        job.dp = dp.data();
         job.dy = dy.data() + h * hd;
         job.dy_stride = c;
         job.qkv = qkv.data() + h * hd;
@@ -306,9 +304,9 @@ TEST(LabSimd, LabKernelsGiveTheSameBytesOnEveryTarget) {
     gelu_backward(gx, dy, x, th);
     add_into(gx, x);
     Matrix<float> ya(M, C), dqkv(M, 3 * C), dl(M, V);
-    std::vector<float> probs(B * H * T * T), scratch(B * H * T), losses(M);
+    std::vector<float> probs(B * H * T * T), losses(M);
     attention_forward(ya, probs, qkv, B, T, H);
-    attention_backward(dqkv, scratch, dy, probs, qkv, B, T, H);
+    attention_backward(dqkv, dy, probs, qkv, B, T, H);
     const std::vector<double> mean_loss = {softmax_cross_entropy(dl, losses, logits, targets)};
     Bytes out;
     for (const auto* m : {&y, &dx, &dw, &db, &g, &th, &gx, &ya, &dqkv, &dl}) {
