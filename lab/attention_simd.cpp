@@ -113,8 +113,8 @@ void AttendHead(const AttendHeadJob& j) {
         hn::StoreU(Exp(hn::Sub(hn::LoadU(d, row + s), mx[r])), d, row + s);
       }
       if (const std::size_t s = n / N * N; s < nv) {
-        // The padding lanes' exponential of 0 (not of -inf, whose result, exp(-104) before
-        // clamping, is subnormal and slow to compute) is then replaced by 0.
+        // The padding lanes take the exponential of 0, then 0: -inf would be clamped to -104,
+        // whose exponential is subnormal and slow to compute.
         const auto live = hn::FirstN(d, n - s);
         const V x = hn::IfThenElseZero(live, hn::Sub(hn::LoadU(d, row + s), mx[r]));
         hn::StoreU(hn::IfThenElseZero(live, Exp(x)), d, row + s);
