@@ -50,9 +50,9 @@ std::size_t Activations::bytes(const ModelConfig& cfg, std::size_t mb, std::size
   const std::size_t block =
       sum_of({mul_of({n, 8 * C + 3 * F + 4, f}), mul_of({mb, cfg.n_heads, ms, ms, f})});
   // x0, lnf, dres, dtmp, datt (C), dqkv (3C), dfc (F), logits, dlogits (V), 3 row statistics,
-  // the attention scratch (B*H*T), tokens, positions and targets.
+  // tokens, positions and targets.
   const std::size_t rest =
-      sum_of({mul_of({n, 8 * C + F + 2 * V + 3, f}), mul_of({mb, cfg.n_heads, ms, f}),
+      sum_of({mul_of({n, 8 * C + F + 2 * V + 3, f}),
               mul_of({n, sizeof(TokenId) + sizeof(std::int64_t) + sizeof(std::int32_t)})});
   return sum_of({mul_of({cfg.n_layers, block}), rest});
 }
