@@ -46,20 +46,18 @@ void AttendRow(float* out, float* p, const float* q, const float* seq, std::size
   WeightedRows(out, p, seq + 2 * c, stride, n, hd, true);
 }
 
-// WeightedRows(out_r, w_r, x, stride, n0 + r, hd, from_zero) for the m <= kHeadRows rows r,
+// WeightedRows(out_r, w_r, x, stride, n0 + r, hd, true) for the m <= kHeadRows rows r,
 // out_r = out + r out_stride and w_r = w + r ldw: the same operations for each row, the rows'
 // partial sums kept in registers side by side, so that their chains of additions run at once.
 HWY_INLINE void WeightedRowsBlock(float* out, std::size_t out_stride, const float* w,
                                   std::size_t ldw, const float* x, std::size_t stride,
-                                  std::size_t n0, std::size_t m, std::size_t hd, bool from_zero) {
+                                  std::size_t n0, std::size_t m, std::size_t hd) {
   const D d;
   const std::size_t n_end = n0 + m - 1;  // the last row's terms
   std::size_t i = 0;
   for (; i + N <= hd; i += N) {
     V acc[kHeadRows];
-    for (std::size_t r = 0; r < kHeadRows; ++r) {
-      acc[r] = from_zero || r >= m ? hn::Zero(d) : hn::LoadU(d, out + r * out_stride + i);
-    }
+    for (std::size_t r = 0; r < kHeadRows; ++r) acc[r] = hn::Zero(d);
     for (std::size_t s = 0; s < n_end; ++s) {
       const V xs = hn::LoadU(d, x + s * stride + i);
       for (std::size_t r = 0; r < kHeadRows; ++r) {
@@ -70,7 +68,7 @@ HWY_INLINE void WeightedRowsBlock(float* out, std::size_t out_stride, const floa
   }
   for (; i < hd; ++i) {
     for (std::size_t r = 0; r < m; ++r) {
-      float v = from_zero ? 0.0f : out[r * out_stride + i];
+      float v = 0.0f;
       for (std::size_t s = 0; s < n0 + r; ++s) v = v + w[r * ldw + s] * x[s * stride + i];
       out[r * out_stride + i] = v;
     }
@@ -139,7 +137,7 @@ void AttendHead(const AttendHeadJob& j) {
       for (std::size_t s = n; s < T; ++s) p[s] = 0.0f;
     }
     WeightedRowsBlock(j.y + t0 * j.y_stride, j.y_stride, rows, ldk, j.qkv + 2 * c, j.qkv_stride,
-                      t0 + 1, m, hd, true);
+                      t0 + 1, m, hd);
   }
 }
 
@@ -176,8 +174,10 @@ void AttentionBackwardHead(const AttentionHeadJob& j) {
   const std::size_t T = j.seq_len, c = j.c, hd = j.hd;
   auto at = [&](std::size_t t, std::size_t part) { return j.qkv + t * j.qkv_stride + part * c; };
   auto dat = [&](std::size_t t, std::size_t part) { return j.dqkv + t * j.dqkv_stride + part * c; };
+  // dk and dv accumulate over the rows; dq_t is written whole by its row's weighted sum (from
+  // +0, as the sum into a zeroed row was).
   for (std::size_t t = 0; t < T; ++t) {
-    for (std::size_t part = 0; part < 3; ++part) {
+    for (std::size_t part = 1; part < 3; ++part) {
       float* z = dat(t, part);
       for (std::size_t i = 0; i < hd; ++i) z[i] = 0.0f;
     }
@@ -216,8 +216,7 @@ void AttentionBackwardHead(const AttentionHeadJob& j) {
       }
       for (; s < n; ++s) ds[s] = (pr[s] * (ds[s] - dot[r])) * j.scale;
     }
-    WeightedRowsBlock(dat(t0, 0), j.dqkv_stride, rows, ldk, at(0, 1), j.qkv_stride, t0 + 1, m, hd,
-                      false);
+    WeightedRowsBlock(dat(t0, 0), j.dqkv_stride, rows, ldk, at(0, 1), j.qkv_stride, t0 + 1, m, hd);
     AxpyRowsBlock(dat(0, 1), j.dqkv_stride, rows, ldk, at(t0, 0), j.qkv_stride, t0 + 1, m, hd);
   }
 }

@@ -4,6 +4,7 @@
 // bytes on every target; and lab_exp is within a derived bound of exp computed in double.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -259,6 +260,13 @@ TEST(LabSimd, AttentionRowsEqualTheReferenceOnEveryTarget) {
       });
       expect_on_every_target("attention backward" + at, bytes_of(dq), [&] {
         std::vector<float> d(T * stride, 0.0f), vt(simd::HeadScratchFloats(hd, T), -1.0f);
+        // The head's columns are written over: garbage there must not show.
+        for (std::size_t t = 0; t < T; ++t) {
+          for (std::size_t part = 0; part < 3; ++part) {
+            std::fill_n(d.begin() + static_cast<std::ptrdiff_t>(t * stride + part * c + h * hd), hd,
+                        -7.0f);
+          }
+        }
         simd::AttentionHeadJob job{};
         job.dqkv = d.data() + h * hd;
         job.dqkv_stride = stride;
