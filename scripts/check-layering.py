@@ -50,6 +50,8 @@ LAYER_OF = {
     "npy.hpp": "io",
     "position_table_file.hpp": "io",
     "resize.hpp": "io",
+    "table_analysis.hpp": "io",
+    "table_provenance.hpp": "io",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 errors = []
