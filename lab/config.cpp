@@ -135,4 +135,62 @@ std::string task_kind_name(TaskKind kind) {
   return kind == TaskKind::copy ? "copy" : "reverse";
 }
 
+namespace {
+
+// The settings a run from a checkpoint may take from the flags, each copying its value.
+struct OverridableField {
+  std::string_view field;
+  void (*copy)(RunConfig& to, const RunConfig& from);
+};
+
+constexpr OverridableField kOverridable[] = {
+    {"task.kind", [](RunConfig& t, const RunConfig& f) { t.task.kind = f.task.kind; }},
+    {"task.alphabet", [](RunConfig& t, const RunConfig& f) { t.task.alphabet = f.task.alphabet; }},
+    {"task.train_len",
+     [](RunConfig& t, const RunConfig& f) { t.task.train_len = f.task.train_len; }},
+    {"train.batch", [](RunConfig& t, const RunConfig& f) { t.train.batch = f.train.batch; }},
+    {"train.micro_batch",
+     [](RunConfig& t, const RunConfig& f) { t.train.micro_batch = f.train.micro_batch; }},
+    {"train.steps", [](RunConfig& t, const RunConfig& f) { t.train.steps = f.train.steps; }},
+    {"train.lr", [](RunConfig& t, const RunConfig& f) { t.train.lr = f.train.lr; }},
+    {"train.warmup", [](RunConfig& t, const RunConfig& f) { t.train.warmup = f.train.warmup; }},
+    {"train.min_lr_ratio",
+     [](RunConfig& t, const RunConfig& f) { t.train.min_lr_ratio = f.train.min_lr_ratio; }},
+    {"train.weight_decay",
+     [](RunConfig& t, const RunConfig& f) { t.train.weight_decay = f.train.weight_decay; }},
+    {"train.beta1", [](RunConfig& t, const RunConfig& f) { t.train.beta1 = f.train.beta1; }},
+    {"train.beta2", [](RunConfig& t, const RunConfig& f) { t.train.beta2 = f.train.beta2; }},
+    {"train.grad_clip",
+     [](RunConfig& t, const RunConfig& f) { t.train.grad_clip = f.train.grad_clip; }},
+    {"train.seed", [](RunConfig& t, const RunConfig& f) { t.train.seed = f.train.seed; }},
+};
+
+const OverridableField* find_overridable(std::string_view field) {
+  for (const auto& f : kOverridable) {
+    if (f.field == field) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool overridable_from_checkpoint(std::string_view field) {
+  return find_overridable(field) != nullptr;
+}
+
+RunConfig merge_run(const RunConfig& base, const RunOverrides& o) {
+  RunConfig r = base;
+  for (const auto& field : o.fields) {
+    const OverridableField* f = find_overridable(field);
+    if (f == nullptr) {
+      throw ConfigError({field}, "init from checkpoint: " + field +
+                                     " cannot be set: the model's shape and encoding come from "
+                                     "the checkpoint");
+    }
+    f->copy(r, o.values);
+  }
+  r.model.vocab_size = r.task.vocab_size();
+  return r;
+}
+
 }  // namespace posemb::lab

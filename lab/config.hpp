@@ -18,6 +18,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace posemb::lab {
@@ -83,13 +84,16 @@ class ConfigError : public std::invalid_argument {
 // sorted sample of len distinct positions drawn uniformly from [0, table rows).
 enum class PositionMode { contiguous, randomized };
 
+// The name of the first registered encoding (lab/encoding.hpp), the default of --pe.
+const std::string& default_encoding_name();
+
 struct ModelConfig {
   std::size_t vocab_size = 0;
   std::size_t d_model = 64;
   std::size_t n_layers = 2;
   std::size_t n_heads = 4;
   std::size_t d_ff = 256;
-  std::string pe = "learned";   // a registered encoding (lab/encoding.hpp)
+  std::string pe = default_encoding_name();  // a registered encoding (lab/encoding.hpp)
   std::size_t max_seq_len = 0;  // rows of the learned table (0 for an encoding without one)
   double rope_base = 10000.0;
   double sinusoidal_base = 10000.0;
@@ -156,6 +160,25 @@ struct RunConfig {
   std::string to_json() const;
   static RunConfig from_json(const std::string& text);
 };
+
+// The settings given for a new run that starts from a checkpoint's weights (`posemb train
+// --init-from`): the fields named in `fields` take their value from `values`, every other
+// setting is the checkpoint's.
+//
+//   lab::RunOverrides ov;
+//   ov.values.train.steps = 500;  ov.fields.push_back("train.steps");
+//   lab::RunConfig next = lab::merge_run(checkpoint.run, ov);   // the checkpoint's, 500 steps
+struct RunOverrides {
+  RunConfig values;
+  std::vector<std::string> fields;  // config fields ("task.kind", "train.steps", ...)
+};
+
+// Whether a run from a checkpoint may set `field`: the task and training settings may differ,
+// the model's shape and encoding come from the checkpoint (its table's rows from a table file).
+bool overridable_from_checkpoint(std::string_view field);
+// base with each field of o copied from o.values, and model.vocab_size the task's. Throws
+// ConfigError naming a field that is not overridable_from_checkpoint.
+RunConfig merge_run(const RunConfig& base, const RunOverrides& o);
 
 // The longest run JSON from_json reads (to_json writes about 600 bytes).
 inline constexpr std::size_t kMaxRunJsonBytes = 65536;

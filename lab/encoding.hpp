@@ -19,7 +19,9 @@
 //
 // Adding an encoding: one file in lab/encodings/ defining a class derived from Encoding and an
 // `extern const EncodingSpec` for it, and its name in the registry (lab/encodings.cpp). Nothing
-// else in the lab or the CLI names an encoding (the demo picks its four by name).
+// else in the lab or the CLI names an encoding: the demo trains those marked in_demo, the summary
+// finds the ones a published claim is about by their properties, and --help lists the registry
+// (scripts/check-encoding-names.py, CTest `encoding_names`, fails on a name spelled elsewhere).
 #pragma once
 
 #include <cstddef>
@@ -90,11 +92,24 @@ class Encoding {
   virtual const LearnedPositionalEmbedding* learned_table() const;
 };
 
-// What an encoding is, independent of any model: its name, defaults and factory.
+// Where an encoding's positions enter the model (see the list at the top of this file).
+enum class EncodingSite {
+  input,      // added to the token embedding (a learned table, sinusoidal)
+  attention,  // q and k rotated in every block (rope)
+  nowhere,    // no position signal: the causal mask alone (NoPE)
+};
+
+// What an encoding is, independent of any model: its name, properties, defaults and factory.
+// Code that treats encodings differently asks for a property (has_table, any_position(),
+// train_positions, site, in_demo), never for a name.
 struct EncodingSpec {
-  std::string_view name;          // --pe, checkpoints, results
-  std::string_view summary;       // one line, for --help and docs
-  bool has_table;                 // a trainable (max_seq_len, d_model) table: max_seq_len >= 1
+  std::string_view name;     // --pe, checkpoints, results
+  std::string_view summary;  // one line, for --help and docs
+  bool has_table;            // a trainable (max_seq_len, d_model) table: max_seq_len >= 1
+  // Where positions enter the model. (The properties added after the first release have
+  // defaults, so that a spec written before them still compiles; set them.)
+  EncodingSite site = EncodingSite::input;
+  bool in_demo = false;           // trained by `posemb demo` (and shown in its summary and charts)
   std::string_view table_tensor;  // the table's checkpoint name ("wpe.weight"); "" without one
   PositionMode train_positions;   // positions of training sequences
   // The table's default rows for training lengths n <= train_len (0 without a table).
@@ -104,6 +119,9 @@ struct EncodingSpec {
   void (*validate)(const ModelConfig& cfg);
   // The encoding's state for a model of config cfg (validated).
   std::unique_ptr<Encoding> (*make)(const ModelConfig& cfg);
+
+  // Computed (or absent) at any position: no last row to run past.
+  bool any_position() const { return !has_table; }
 };
 
 // Every registered encoding, in the order --help lists them.
@@ -112,5 +130,10 @@ std::span<const EncodingSpec* const> encodings();
 const EncodingSpec& find_encoding(std::string_view name);
 // "learned, learned-randomized, ..." (for messages and --help).
 std::string encoding_names();
+// Every registered name, in registry order (for --pe's choices).
+std::vector<std::string> encoding_name_list();
+// The first registered encoding satisfying pred, or nullptr (e.g. the one with a table trained
+// on randomized positions).
+const EncodingSpec* find_encoding_if(bool (*pred)(const EncodingSpec&));
 
 }  // namespace posemb::lab

@@ -26,6 +26,24 @@ std::string encoding_names() {
   return s;
 }
 
+std::vector<std::string> encoding_name_list() {
+  std::vector<std::string> out;
+  for (const auto* e : kRegistry) out.emplace_back(e->name);
+  return out;
+}
+
+const EncodingSpec* find_encoding_if(bool (*pred)(const EncodingSpec&)) {
+  for (const auto* e : kRegistry) {
+    if (pred(*e)) return e;
+  }
+  return nullptr;
+}
+
+const std::string& default_encoding_name() {
+  static const std::string name(kRegistry.front()->name);
+  return name;
+}
+
 const EncodingSpec& find_encoding(std::string_view name) {
   for (const auto* e : kRegistry) {
     if (e->name == name) return *e;

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "lab/results_json.hpp"
+
 namespace posemb::lab {
 namespace {
 
@@ -15,8 +17,9 @@ std::string fixed6(double v) {
   return buf;
 }
 
-// One length's status and accuracies as CSV fields: "status,exact,token".
-std::string csv_fields(const LengthResult& l) {
+}  // namespace
+
+std::string length_csv_fields(const LengthResult& l) {
   if (l.beyond_table) return "beyond_table,,";
   return "ok," + fixed6(l.exact_match) + "," + fixed6(l.token_accuracy);
 }
@@ -32,15 +35,13 @@ nlohmann::ordered_json length_json(const LengthResult& l) {
   return x;
 }
 
-}  // namespace
-
 std::string results_csv(const std::vector<RunResults>& runs) {
   std::ostringstream o;
   o << "pe,max_seq_len,length,status,exact_match,token_accuracy,seed\n";
   for (const auto& r : runs) {
     for (const auto& l : r.results) {
       o << r.pe << ',' << (r.max_seq_len ? std::to_string(*r.max_seq_len) : "") << ',' << l.length
-        << ',' << csv_fields(l) << ',' << (r.seed ? std::to_string(*r.seed) : "") << '\n';
+        << ',' << length_csv_fields(l) << ',' << (r.seed ? std::to_string(*r.seed) : "") << '\n';
     }
   }
   return o.str();
@@ -133,8 +134,8 @@ std::string extension_csv(const std::vector<ExtensionRun>& runs) {
   for (const auto& r : runs) {
     for (const auto& [step, results] : r.curve) {
       for (const auto& l : results) {
-        o << r.method << ',' << r.seed << ',' << step << ',' << l.length << ',' << csv_fields(l)
-          << '\n';
+        o << r.method << ',' << r.seed << ',' << step << ',' << l.length << ','
+          << length_csv_fields(l) << '\n';
       }
     }
   }

@@ -32,6 +32,11 @@ struct RunResults {
   std::vector<LengthResult> results;
 };
 
+// One length's "status,exact_match,token_accuracy" CSV fields (status ok or beyond_table, whose
+// accuracies are empty; "%.6f"): the one per-length writer of every results file (results.csv,
+// extension.csv, the sweep's); its JSON twin is length_json (lab/results_json.hpp).
+std::string length_csv_fields(const LengthResult& l);
+
 std::string results_csv(const std::vector<RunResults>& runs);
 std::string results_json(const std::string& task, std::size_t train_len,
                          const std::vector<RunResults>& runs);

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "lab/encoding.hpp"
+
 namespace posemb::lab {
 namespace {
 
@@ -90,6 +92,168 @@ std::string verdict(bool ok) {
   return ok ? "**reproduced**" : "**not reproduced at this budget**";
 }
 
+// The encodings the published claims are about, found in the registry by their properties,
+// with this run's numbers of each.
+struct Role {
+  std::string name;  // the registered name ("" when no encoding has the properties)
+  EncodingNumbers n;
+};
+
+// The first registered encoding with the properties that has runs in rep (else the first with
+// them, unmeasured).
+Role role(const DemoReport& rep, bool (*pred)(const EncodingSpec&)) {
+  const EncodingSpec* spec = find_encoding_if(pred);
+  for (const auto* e : encodings()) {
+    if (pred(*e) && !runs_of(rep, std::string(e->name)).empty()) {
+      spec = e;
+      break;
+    }
+  }
+  if (spec == nullptr) return {};
+  Role r{std::string(spec->name), {}};
+  r.n = numbers(rep, r.name);
+  return r;
+}
+
+struct Measured {
+  std::size_t L = 0;
+  std::string in_range, near_range;
+  Role learned, randomized, sinusoidal, rope, none;
+};
+
+Measured measure(const DemoReport& rep) {
+  Measured m;
+  m.L = rep.task.train_len;
+  m.in_range = range(1, m.L);
+  m.near_range = range(m.L + 1, m.L + 3);
+  m.learned = role(rep, [](const EncodingSpec& e) {
+    return e.has_table && e.train_positions == PositionMode::contiguous;
+  });
+  m.randomized = role(rep, [](const EncodingSpec& e) {
+    return e.has_table && e.train_positions == PositionMode::randomized;
+  });
+  m.sinusoidal = role(
+      rep, [](const EncodingSpec& e) { return e.site == EncodingSite::input && e.any_position(); });
+  m.rope = role(rep, [](const EncodingSpec& e) { return e.site == EncodingSite::attention; });
+  m.none = role(rep, [](const EncodingSpec& e) { return e.site == EncodingSite::nowhere; });
+  return m;
+}
+
+ClaimVerdict not_measured(ClaimVerdict c) {
+  c.measured = "not measured";
+  return c;
+}
+
+ClaimVerdict vaswani(const Measured& m) {
+  const auto &learned = m.learned, &sin = m.sinusoidal;
+  ClaimVerdict c;
+  c.claim =
+      "Vaswani et al. 2017: a learned table and the sinusoidal encoding do about as well "
+      "within the trained lengths";
+  c.published = "WMT14 En-De dev: learned PPL 4.92, BLEU 25.7; sinusoidal PPL 4.92, BLEU 25.8";
+  c.rule = "both mean exact matches over " + m.in_range + " at least " + fixed(kVaswaniFloor, 2) +
+           " and within " + fixed(kVaswaniTolerance, 2) + " of each other";
+  if (!learned.n.present || !sin.n.present || learned.n.in.empty() || sin.n.in.empty()) {
+    return not_measured(c);
+  }
+  const double a = mean(learned.n.in), b = mean(sin.n.in);
+  c.measured = "exact match, " + m.in_range + ": " + learned.name + " " +
+               spread_text(learned.n.in) + ", " + sin.name + " " + spread_text(sin.n.in);
+  c.reproduced = a >= kVaswaniFloor && b >= kVaswaniFloor && std::fabs(a - b) <= kVaswaniTolerance;
+  return c;
+}
+
+ClaimVerdict press(const Measured& m) {
+  const auto& sin = m.sinusoidal;
+  ClaimVerdict c;
+  c.claim =
+      "Press et al. 2022: the sinusoidal encoding can be computed past the training "
+      "length L but does not generalize there";
+  c.published =
+      "WikiText-103, L = 512, perplexity 20.05 at 512, 24.86 at 712, 43.54 at 1012, "
+      "132.41 at 2512";
+  c.rule = sin.name + "'s mean exact match over " + m.near_range + " at most " +
+           fixed(kPressDrop, 2) + " x its mean over " + m.in_range;
+  if (!sin.n.present || sin.n.in.empty() || sin.n.near.empty()) return not_measured(c);
+  c.measured = sin.name + " exact match: " + spread_text(sin.n.in) + " over " + m.in_range + ", " +
+               spread_text(sin.n.near) + " over " + m.near_range + ", " + spread_text(sin.n.far) +
+               " over " + range(m.L + 1, sin.n.far_end);
+  c.reproduced = mean(sin.n.near) <= kPressDrop * mean(sin.n.in);
+  return c;
+}
+
+ClaimVerdict ruoss(const Measured& m) {
+  const auto &rnd = m.randomized, &sin = m.sinusoidal;
+  ClaimVerdict c;
+  c.claim =
+      "Ruoss et al. 2023: training a large learned table on randomized positions extends "
+      "to longer sequences";
+  c.published =
+      "+12.0% average test accuracy over 15 algorithmic tasks (trained on n <= 40, "
+      "tested on 41..500)";
+  c.rule = rnd.name + "'s mean exact match over " + m.near_range + " at least " +
+           fixed(kRuossFloor, 2) + " and above " + sin.name + "'s (means over seeds)";
+  if (!rnd.n.present || !sin.n.present || rnd.n.near.empty() || sin.n.near.empty()) {
+    return not_measured(c);
+  }
+  c.measured = "exact match, " + m.near_range + ": " + rnd.name + " " + spread_text(rnd.n.near) +
+               ", " + sin.name + " " + spread_text(sin.n.near) +
+               (m.learned.n.near_beyond ? ", " + m.learned.name + ": no rows past its table"
+                                        : std::string()) +
+               "; in distribution " + rnd.name + " " + spread_text(rnd.n.in);
+  c.reproduced = mean(rnd.n.near) >= kRuossFloor && mean(rnd.n.near) > mean(sin.n.near);
+  return c;
+}
+
+ClaimVerdict longformer(const DemoReport& rep, const Measured& m) {
+  ClaimVerdict c;
+  c.claim =
+      "Beltagy et al. 2020 (Longformer): new rows initialized by copying the trained ones "
+      "recover faster than random ones";
+  c.published =
+      "RoBERTa's 512 rows extended to 4096, bits per character at the start: copy "
+      "1.957, random 10.299; copy after 2K updates 1.753";
+  const std::string ext = range(m.L + 1, rep.extended_train_len);
+  c.rule = "copy's exact match over " + ext +
+           ", averaged over the fine-tuning curve's points (step 0 included), above random's "
+           "by more than " +
+           fixed(kCopyMargin, 2) + " (means over seeds)";
+  const auto copy = curve_areas(rep, "copy"), random = curve_areas(rep, "random");
+  if (copy.empty() || random.empty()) return not_measured(c);
+  c.measured = "exact match over " + ext + ", mean over the curve: copy " + spread_text(copy) +
+               ", random " + spread_text(random) + "; loss of the first fine-tuning batch: copy " +
+               spread_text(first_losses(rep, "copy")) + ", random " +
+               spread_text(first_losses(rep, "random"));
+  c.reproduced = mean(copy) > mean(random) + kCopyMargin;
+  return c;
+}
+
+ClaimVerdict nope(const Measured& m) {
+  const auto &none = m.none, &sin = m.sinusoidal, &rope = m.rope;
+  ClaimVerdict c;
+  c.claim =
+      "Kazemnejad et al. 2023: no positional encoding (NoPE) generalizes to longer "
+      "sequences better than sinusoidal and rotary";
+  c.published =
+      "decoder-only models trained on n <= 20, tested to 40: near-perfect in "
+      "distribution for every encoding; NoPE (and T5's bias) best beyond it, "
+      "sinusoidal and rotary poor";
+  c.rule = none.name + "'s mean exact match over " + m.in_range + " at least " +
+           fixed(kNopeFloor, 2) + ", and over " + m.near_range + " above both " + sin.name +
+           "'s and " + rope.name + "'s by " + fixed(kNopeMargin, 2) + " or more (means over seeds)";
+  if (!none.n.present || !sin.n.present || !rope.n.present || none.n.near.empty() ||
+      sin.n.near.empty() || rope.n.near.empty()) {
+    return not_measured(c);
+  }
+  c.measured = none.name + " " + spread_text(none.n.in) + " over " + m.in_range + "; over " +
+               m.near_range + ": " + none.name + " " + spread_text(none.n.near) + ", " + sin.name +
+               " " + spread_text(sin.n.near) + ", " + rope.name + " " + spread_text(rope.n.near);
+  const double b = mean(none.n.near);
+  c.reproduced = mean(none.n.in) >= kNopeFloor && b >= mean(sin.n.near) + kNopeMargin &&
+                 b >= mean(rope.n.near) + kNopeMargin;
+  return c;
+}
+
 }  // namespace
 
 std::vector<const RunResults*> runs_of(const DemoReport& rep, const std::string& pe) {
@@ -115,134 +279,14 @@ std::vector<double> per_seed_mean_exact(const std::vector<const RunResults*>& ru
 }
 
 std::vector<ClaimVerdict> judge_claims(const DemoReport& rep) {
-  const std::size_t L = rep.task.train_len;
-  const std::string in_range = range(1, L), near_range = range(L + 1, L + 3);
-  const auto learned = numbers(rep, "learned");
-  const auto randomized = numbers(rep, "learned-randomized");
-  const auto sinusoidal = numbers(rep, "sinusoidal");
-  const auto rope = numbers(rep, "rope");
-  const auto none = numbers(rep, "none");
-  std::vector<ClaimVerdict> out;
-
-  {
-    ClaimVerdict c;
-    c.claim =
-        "Vaswani et al. 2017: a learned table and the sinusoidal encoding do about as well "
-        "within the trained lengths";
-    c.published = "WMT14 En-De dev: learned PPL 4.92, BLEU 25.7; sinusoidal PPL 4.92, BLEU 25.8";
-    c.rule = "both mean exact matches over " + in_range + " at least " + fixed(kVaswaniFloor, 2) +
-             " and within " + fixed(kVaswaniTolerance, 2) + " of each other";
-    if (learned.present && sinusoidal.present && !learned.in.empty() && !sinusoidal.in.empty()) {
-      const double a = mean(learned.in), b = mean(sinusoidal.in);
-      c.measured = "exact match, " + in_range + ": learned " + spread_text(learned.in) +
-                   ", sinusoidal " + spread_text(sinusoidal.in);
-      c.reproduced =
-          a >= kVaswaniFloor && b >= kVaswaniFloor && std::fabs(a - b) <= kVaswaniTolerance;
-    } else {
-      c.measured = "not measured";
-    }
-    out.push_back(c);
-  }
-  {
-    ClaimVerdict c;
-    c.claim =
-        "Press et al. 2022: the sinusoidal encoding can be computed past the training "
-        "length L but does not generalize there";
-    c.published =
-        "WikiText-103, L = 512, perplexity 20.05 at 512, 24.86 at 712, 43.54 at 1012, "
-        "132.41 at 2512";
-    c.rule = "sinusoidal's mean exact match over " + near_range + " at most " +
-             fixed(kPressDrop, 2) + " x its mean over " + in_range;
-    if (sinusoidal.present && !sinusoidal.in.empty() && !sinusoidal.near.empty()) {
-      c.measured = "sinusoidal exact match: " + spread_text(sinusoidal.in) + " over " + in_range +
-                   ", " + spread_text(sinusoidal.near) + " over " + near_range + ", " +
-                   spread_text(sinusoidal.far) + " over " + range(L + 1, sinusoidal.far_end);
-      c.reproduced = mean(sinusoidal.near) <= kPressDrop * mean(sinusoidal.in);
-    } else {
-      c.measured = "not measured";
-    }
-    out.push_back(c);
-  }
-  {
-    ClaimVerdict c;
-    c.claim =
-        "Ruoss et al. 2023: training a large learned table on randomized positions extends "
-        "to longer sequences";
-    c.published =
-        "+12.0% average test accuracy over 15 algorithmic tasks (trained on n <= 40, "
-        "tested on 41..500)";
-    c.rule = "learned-randomized's mean exact match over " + near_range + " at least " +
-             fixed(kRuossFloor, 2) + " and above sinusoidal's (means over seeds)";
-    if (randomized.present && sinusoidal.present && !randomized.near.empty() &&
-        !sinusoidal.near.empty()) {
-      c.measured = "exact match, " + near_range + ": learned-randomized " +
-                   spread_text(randomized.near) + ", sinusoidal " + spread_text(sinusoidal.near) +
-                   (learned.near_beyond ? ", learned: no rows past its table" : "") +
-                   "; in distribution learned-randomized " + spread_text(randomized.in);
-      c.reproduced =
-          mean(randomized.near) >= kRuossFloor && mean(randomized.near) > mean(sinusoidal.near);
-    } else {
-      c.measured = "not measured";
-    }
-    out.push_back(c);
-  }
-  {
-    ClaimVerdict c;
-    c.claim =
-        "Beltagy et al. 2020 (Longformer): new rows initialized by copying the trained ones "
-        "recover faster than random ones";
-    c.published =
-        "RoBERTa's 512 rows extended to 4096, bits per character at the start: copy "
-        "1.957, random 10.299; copy after 2K updates 1.753";
-    const std::string ext = range(L + 1, rep.extended_train_len);
-    c.rule = "copy's exact match over " + ext +
-             ", averaged over the fine-tuning curve's points (step 0 included), above random's "
-             "by more than " +
-             fixed(kCopyMargin, 2) + " (means over seeds)";
-    const auto copy = curve_areas(rep, "copy"), random = curve_areas(rep, "random");
-    if (!copy.empty() && !random.empty()) {
-      c.measured = "exact match over " + ext + ", mean over the curve: copy " + spread_text(copy) +
-                   ", random " + spread_text(random) +
-                   "; loss of the first fine-tuning batch: copy " +
-                   spread_text(first_losses(rep, "copy")) + ", random " +
-                   spread_text(first_losses(rep, "random"));
-      c.reproduced = mean(copy) > mean(random) + kCopyMargin;
-    } else {
-      c.measured = "not measured";
-    }
-    out.push_back(c);
-  }
-  {
-    ClaimVerdict c;
-    c.claim =
-        "Kazemnejad et al. 2023: no positional encoding (NoPE) generalizes to longer "
-        "sequences better than sinusoidal and rotary";
-    c.published =
-        "decoder-only models trained on n <= 20, tested to 40: near-perfect in "
-        "distribution for every encoding; NoPE (and T5's bias) best beyond it, "
-        "sinusoidal and rotary poor";
-    c.rule = "none's mean exact match over " + in_range + " at least " + fixed(kNopeFloor, 2) +
-             ", and over " + near_range + " above both sinusoidal's and rope's by " +
-             fixed(kNopeMargin, 2) + " or more (means over seeds)";
-    if (none.present && sinusoidal.present && rope.present && !none.near.empty() &&
-        !sinusoidal.near.empty() && !rope.near.empty()) {
-      c.measured = "none " + spread_text(none.in) + " over " + in_range + "; over " + near_range +
-                   ": none " + spread_text(none.near) + ", sinusoidal " +
-                   spread_text(sinusoidal.near) + ", rope " + spread_text(rope.near);
-      const double b = mean(none.near);
-      c.reproduced = mean(none.in) >= kNopeFloor && b >= mean(sinusoidal.near) + kNopeMargin &&
-                     b >= mean(rope.near) + kNopeMargin;
-    } else {
-      c.measured = "not measured";
-    }
-    out.push_back(c);
-  }
-  return out;
+  const Measured m = measure(rep);
+  return {vaswani(m), press(m), ruoss(m), longformer(rep, m), nope(m)};
 }
 
-std::string summary_markdown(const DemoReport& rep) {
-  const std::size_t L = rep.task.train_len;
-  std::ostringstream o;
+namespace {
+
+// The seeds of rep's runs, "1, 2, 3".
+std::string seed_list(const DemoReport& rep) {
   std::vector<std::uint64_t> seeds;
   for (const auto& r : rep.runs) {
     if (r.seed && std::find(seeds.begin(), seeds.end(), *r.seed) == seeds.end()) {
@@ -252,18 +296,32 @@ std::string summary_markdown(const DemoReport& rep) {
   std::sort(seeds.begin(), seeds.end());
   std::string seed_text;
   for (auto s : seeds) seed_text += (seed_text.empty() ? "" : ", ") + std::to_string(s);
-  std::size_t top = 0;
-  for (const auto& r : rep.runs) {
-    for (const auto& l : r.results) top = std::max(top, l.length);
-  }
+  return seed_text;
+}
 
+// The encodings of rep's runs, in the order of their first run.
+std::vector<std::string> encoding_order(const DemoReport& rep) {
+  std::vector<std::string> order;
+  for (const auto& r : rep.runs) {
+    if (std::find(order.begin(), order.end(), r.pe) == order.end()) order.push_back(r.pe);
+  }
+  return order;
+}
+
+// The title and the settings.
+void write_intro(std::ostringstream& o, const DemoReport& rep) {
+  const std::size_t L = rep.task.train_len;
+  const std::string seed_text = seed_list(rep);
   o << "# posemb demo: published results beside this run's\n\n";
   o << "Task: `" << task_kind_name(rep.task.kind) << "` over " << rep.task.alphabet
     << " symbols, trained on n <= " << L << " (L = " << L << "); " << rep.model << "; "
     << rep.training << "; seeds " << seed_text << "; greedy decoding, " << rep.samples
     << " instances per length, exact match = every answer token right. Numbers are the mean "
        "over seeds, with [min, max] over seeds.\n\n";
+}
 
+// The claims table and the rules of its verdicts.
+void write_claims(std::ostringstream& o, const DemoReport& rep) {
   o << "| published claim | published numbers | this run | verdict |\n|---|---|---|---|\n";
   const auto claims = judge_claims(rep);
   for (const auto& c : claims) {
@@ -275,16 +333,21 @@ std::string summary_markdown(const DemoReport& rep) {
   for (const auto& c : claims) {
     o << "- " << c.claim.substr(0, c.claim.find(':')) << ": reproduced when " << c.rule << ".\n";
   }
+}
 
+// Per encoding: exact match in distribution, just past L and as far as its table reaches.
+void write_encoding_table(std::ostringstream& o, const DemoReport& rep,
+                          const std::vector<std::string>& order) {
+  const std::size_t L = rep.task.train_len;
+  std::size_t top = 0;
+  for (const auto& r : rep.runs) {
+    for (const auto& l : r.results) top = std::max(top, l.length);
+  }
   o << "\n## Exact match by encoding\n\n";
   o << "| encoding | table | in distribution, " << range(1, L) << " | just past L, "
     << range(L + 1, std::min(L + 3, top))
     << " | past L, as far as the table reaches | training seconds per run |\n"
        "|---|---|---|---|---|---|\n";
-  std::vector<std::string> order;
-  for (const auto& r : rep.runs) {
-    if (std::find(order.begin(), order.end(), r.pe) == order.end()) order.push_back(r.pe);
-  }
   for (const auto& pe : order) {
     const auto runs = runs_of(rep, pe);
     const auto e = numbers(rep, pe);
@@ -295,57 +358,64 @@ std::string summary_markdown(const DemoReport& rep) {
     if (first.max_seq_len) {
       table = std::to_string(*first.max_seq_len) + " rows";
     }
-    if (pe == "none") table = "none (no encoding)";
+    if (find_encoding(pe).site == EncodingSite::nowhere) table = "none (no encoding)";
     const std::string beyond = "beyond the table (no rows)";
     o << "| " << pe << " | " << table << " | " << spread_text(e.in) << " | "
       << (e.near.empty() ? beyond : spread_text(e.near)) << " | "
       << (e.far.empty() ? beyond : spread_text(e.far) + " (" + range(L + 1, e.far_end) + ")")
       << " | " << spread_text(secs, 1) << " |\n";
   }
+}
 
-  if (!rep.extension.empty()) {
-    const std::size_t L2 = rep.extended_train_len;
-    o << "\n## Extending the learned table: exact match over " << range(L + 1, L2)
-      << " while fine-tuning\n\n";
-    o << rep.extension_training << ".\n\n";
-    std::vector<std::string> methods;
-    for (const auto& r : rep.extension) {
-      if (std::find(methods.begin(), methods.end(), r.method) == methods.end()) {
-        methods.push_back(r.method);
-      }
-    }
-    // At most 6 points of the curve: the first, the last, and evenly spaced ones between.
-    const auto& curve = rep.extension.front().curve;
-    std::vector<std::size_t> cols;
-    const std::size_t want = std::min<std::size_t>(6, curve.size());
-    for (std::size_t k = 0; k < want; ++k) {
-      cols.push_back(want == 1 ? 0 : k * (curve.size() - 1) / (want - 1));
-    }
-    o << "| new rows by | loss of the first batch |";
-    for (std::size_t i : cols) o << " step " << curve[i].first << " |";
-    o << " after, " << range(1, L) << " |\n|---|---|";
-    for (std::size_t i = 0; i <= cols.size(); ++i) o << "---|";
-    o << "\n";
-    for (const auto& m : methods) {
-      o << "| " << m << " | " << spread_text(first_losses(rep, m)) << " |";
-      for (std::size_t i : cols) {
-        std::vector<double> at;
-        for (const auto& r : rep.extension) {
-          if (r.method == m && i < r.curve.size()) at.push_back(curve_mean_exact(r, L + 1, L2)[i]);
-        }
-        o << " " << spread_text(at) << " |";
-      }
-      std::vector<double> kept;
-      for (const auto& r : rep.extension) {
-        RunResults after;
-        after.results = r.after;
-        const auto v = mean_exact_match(after, 1, L);
-        if (r.method == m && v) kept.push_back(*v);
-      }
-      o << " " << spread_text(kept) << " |\n";
+// The extension experiment's curve: exact match past L while fine-tuning, per method.
+void write_extension(std::ostringstream& o, const DemoReport& rep) {
+  const std::size_t L = rep.task.train_len;
+  const std::size_t L2 = rep.extended_train_len;
+  o << "\n## Extending the learned table: exact match over " << range(L + 1, L2)
+    << " while fine-tuning\n\n";
+  o << rep.extension_training << ".\n\n";
+  std::vector<std::string> methods;
+  for (const auto& r : rep.extension) {
+    if (std::find(methods.begin(), methods.end(), r.method) == methods.end()) {
+      methods.push_back(r.method);
     }
   }
+  // At most 6 points of the curve: the first, the last, and evenly spaced ones between.
+  const auto& curve = rep.extension.front().curve;
+  std::vector<std::size_t> cols;
+  const std::size_t want = std::min<std::size_t>(6, curve.size());
+  for (std::size_t k = 0; k < want; ++k) {
+    cols.push_back(want == 1 ? 0 : k * (curve.size() - 1) / (want - 1));
+  }
+  o << "| new rows by | loss of the first batch |";
+  for (std::size_t i : cols) o << " step " << curve[i].first << " |";
+  o << " after, " << range(1, L) << " |\n|---|---|";
+  for (std::size_t i = 0; i <= cols.size(); ++i) o << "---|";
+  o << "\n";
+  for (const auto& m : methods) {
+    o << "| " << m << " | " << spread_text(first_losses(rep, m)) << " |";
+    for (std::size_t i : cols) {
+      std::vector<double> at;
+      for (const auto& r : rep.extension) {
+        if (r.method == m && i < r.curve.size()) at.push_back(curve_mean_exact(r, L + 1, L2)[i]);
+      }
+      o << " " << spread_text(at) << " |";
+    }
+    std::vector<double> kept;
+    for (const auto& r : rep.extension) {
+      RunResults after;
+      after.results = r.after;
+      const auto v = mean_exact_match(after, 1, L);
+      if (r.method == m && v) kept.push_back(*v);
+    }
+    o << " " << spread_text(kept) << " |\n";
+  }
+}
 
+// Exact match by length, one column per encoding.
+void write_by_length(std::ostringstream& o, const DemoReport& rep,
+                     const std::vector<std::string>& order) {
+  const std::size_t L = rep.task.train_len;
   o << "\n## Exact match by length, mean over seeds\n\n| n |";
   std::vector<std::vector<LengthSpread>> by_len;
   for (const auto& pe : order) {
@@ -367,7 +437,10 @@ std::string summary_markdown(const DemoReport& rep) {
     }
     o << "\n";
   }
+}
 
+// The files written and the wall time.
+void write_files(std::ostringstream& o, const DemoReport& rep) {
   o << "\n## Files\n\n"
        "`results.csv`, `results.json` (every encoding, seed and length), `extension.csv`, "
        "`extension.json` (every method, seed, step and length), `length_generalization.svg` "
@@ -379,6 +452,19 @@ std::string summary_markdown(const DemoReport& rep) {
   char wall[64];
   std::snprintf(wall, sizeof wall, "%.1f", rep.wall_seconds);
   o << "Wall time " << wall << " s; " << rep.machine << ".\n";
+}
+
+}  // namespace
+
+std::string summary_markdown(const DemoReport& rep) {
+  std::ostringstream o;
+  const auto order = encoding_order(rep);
+  write_intro(o, rep);
+  write_claims(o, rep);
+  write_encoding_table(o, rep, order);
+  if (!rep.extension.empty()) write_extension(o, rep);
+  write_by_length(o, rep, order);
+  write_files(o, rep);
   return o.str();
 }
 

@@ -315,14 +315,28 @@ void check_same_model(const ModelConfig& want, const ModelConfig& ck, const std:
 
 Trainer Trainer::from_checkpoint(const std::string& path, const RunConfig& settings,
                                  const std::string& table_path, Communicator& comm) {
+  return from_checkpoint_with(
+      path, [&](const Checkpoint&) { return settings; }, table_path, comm);
+}
+
+Trainer Trainer::from_checkpoint(const std::string& path, const RunOverrides& overrides,
+                                 const std::string& table_path, Communicator& comm) {
+  return from_checkpoint_with(
+      path, [&](const Checkpoint& ck) { return merge_run(ck.run, overrides); }, table_path, comm);
+}
+
+Trainer Trainer::from_checkpoint_with(const std::string& path,
+                                      const std::function<RunConfig(const Checkpoint&)>& settings,
+                                      const std::string& table_path, Communicator& comm) {
   // Every rank reads the files (collective: every rank learns when one cannot).
   std::optional<Checkpoint> ck_read;
-  RunConfig cfg = settings;
+  RunConfig cfg;
   std::optional<PositionTable> table;
   std::string table_from;
   comm.all_or_none("train: reading the checkpoint to start from", [&] {
     ck_read = read_checkpoint(path);
     const Checkpoint& ck = *ck_read;
+    cfg = settings(ck);
     check_same_model(cfg.model, ck.run.model, path);
     cfg.model.init_std = ck.run.model.init_std;
     cfg.model.embed_init_std = ck.run.model.embed_init_std;

@@ -9,8 +9,8 @@
 //
 //   // A new run from a trained model: its weights, a resized table, new task and training
 //   // settings (the model's shape is the checkpoint's), a fresh optimizer, step 0.
-//   lab::RunConfig next = lab::read_checkpoint("base/checkpoint.safetensors").run;
-//   next.task.train_len = 16;  next.train.steps = 300;
+//   lab::RunOverrides next;                           // lab/config.hpp: merge_run
+//   next.values.task.train_len = 16;  next.fields.push_back("task.train_len");
 //   auto ft = lab::Trainer::from_checkpoint("base/checkpoint.safetensors", next,
 //                                           "wpe-copy.safetensors");
 //
@@ -33,6 +33,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -75,6 +76,11 @@ class Trainer {
   static Trainer from_checkpoint(const std::string& path, const RunConfig& settings,
                                  const std::string& table_path = {},
                                  Communicator& comm = single_process());
+  // The same with the checkpoint's own settings and the given overrides (lab::merge_run: task
+  // and training settings; ConfigError naming a model field), the checkpoint read once.
+  static Trainer from_checkpoint(const std::string& path, const RunOverrides& overrides,
+                                 const std::string& table_path = {},
+                                 Communicator& comm = single_process());
   // Where this run's weights came from ("" for a run initialized from its seed).
   const std::string& lineage() const { return lineage_; }
 
@@ -99,6 +105,10 @@ class Trainer {
   void save(const std::string& path);
 
  private:
+  // from_checkpoint with the new run's settings made from the checkpoint read.
+  static Trainer from_checkpoint_with(const std::string& path,
+                                      const std::function<RunConfig(const Checkpoint&)>& settings,
+                                      const std::string& table_path, Communicator& comm);
   void verify_same_state(const char* what);
   std::uint64_t fingerprint();
 

@@ -56,6 +56,8 @@ extern const EncodingSpec kLearned{
         "a trainable table (GPT-2), positions 0..len-1; table rows default to the "
         "longest training sequence",
     .has_table = true,
+    .site = EncodingSite::input,
+    .in_demo = true,
     .table_tensor = kTableName,
     .train_positions = PositionMode::contiguous,
     .default_table_rows = [](std::size_t train_len) { return input_len(train_len); },
@@ -70,6 +72,8 @@ extern const EncodingSpec kLearnedRandomized{
         "a trainable table of L rows, each sequence at sorted random positions from "
         "[0, L) (Ruoss et al. 2023); L defaults to max(256, 4x the longest sequence)",
     .has_table = true,
+    .site = EncodingSite::input,
+    .in_demo = true,
     .table_tensor = kTableName,
     .train_positions = PositionMode::randomized,
     .default_table_rows =

@@ -16,6 +16,8 @@ extern const EncodingSpec kNone{
     .name = "none",
     .summary = "no positional encoding: the causal mask alone (NoPE)",
     .has_table = false,
+    .site = EncodingSite::nowhere,
+    .in_demo = true,
     .table_tensor = "",
     .train_positions = PositionMode::contiguous,
     .default_table_rows = [](std::size_t) { return std::size_t{0}; },

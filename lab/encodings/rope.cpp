@@ -59,6 +59,8 @@ extern const EncodingSpec kRope{
         "rotary embedding of q and k in every head (pairs (2i, 2i+1), base rope_base); "
         "any position",
     .has_table = false,
+    .site = EncodingSite::attention,
+    .in_demo = true,
     .table_tensor = "",
     .train_positions = PositionMode::contiguous,
     .default_table_rows = [](std::size_t) { return std::size_t{0}; },

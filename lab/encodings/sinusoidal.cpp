@@ -48,6 +48,8 @@ extern const EncodingSpec kSinusoidal{
         "Vaswani et al. 2017's sin/cos encoding added to the token embedding; any "
         "position",
     .has_table = false,
+    .site = EncodingSite::input,
+    .in_demo = true,
     .table_tensor = "",
     .train_positions = PositionMode::contiguous,
     .default_table_rows = [](std::size_t) { return std::size_t{0}; },

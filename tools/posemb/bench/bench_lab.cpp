@@ -20,8 +20,12 @@ StandaloneResult train_step_demo(const BenchContext& ctx) {
   r.task.train_len = 16;
   r.task.alphabet = 8;
   r.model.vocab_size = r.task.vocab_size();
-  r.model.pe = "learned";
-  r.model.max_seq_len = lab::find_encoding(r.model.pe).default_table_rows(r.task.train_len);
+  // The learned table trained at positions 0..len-1, as the peer's model (GPT-2's).
+  const lab::EncodingSpec* pe = lab::find_encoding_if([](const lab::EncodingSpec& e) {
+    return e.has_table && e.train_positions == lab::PositionMode::contiguous;
+  });
+  r.model.pe = pe->name;
+  r.model.max_seq_len = pe->default_table_rows(r.task.train_len);
   r.train.batch = 32;
   r.train.steps = 1000000;
   r.train.sort_by_length = false;  // pad every sequence to 34 tokens, as the peer does

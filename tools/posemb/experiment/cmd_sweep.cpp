@@ -12,128 +12,17 @@
 #include "cli.hpp"
 #include "lab/encoding.hpp"
 #include "lab/sweep.hpp"
+#include "lab/sweep_report.hpp"
 #include "lab_options.hpp"
 #include "mpi_job.hpp"
+#include "plots.hpp"
 #include "posemb/atomic_file.hpp"
 #include "posemb/errors.hpp"
-#include "sweep_report.hpp"
+#include "results_table.hpp"
+#include "sweep_grid.hpp"
 
 namespace posemb::cli {
 namespace {
-
-// The axes of the grid (each a list) and the settings that are one value for every run.
-struct SweepOptions {
-  LabFlags lab;  // the single-valued lab flags
-  std::vector<std::string> pe{"learned"}, task{"copy"};
-  std::vector<std::size_t> alphabet{8}, train_len{16}, d_model{64}, layers{2}, heads{4}, batch{32},
-      steps{1000};
-  std::vector<float> lr{1e-3f};
-  std::string seeds = "1";
-  std::size_t eval_max = 0;  // 0: 3 * train_len of each run
-  std::size_t samples = 100;
-  std::uint64_t eval_seed = 1234;
-  std::string out = "sweep-out";
-  std::size_t parallel_runs = 1;
-  double peer_timeout = 0;
-  bool quiet = false;
-};
-
-// "1:3,7" -> 1, 2, 3, 7.
-std::vector<std::uint64_t> parse_seeds(const std::string& text) {
-  const std::string bad =
-      "--seeds '" + text + "' is not a comma-separated list of seeds and ranges A:B (e.g. 1:3,7)";
-  auto num = [&](const std::string& s) -> std::uint64_t {
-    if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) {
-      throw UsageError(bad);
-    }
-    return std::stoull(s);
-  };
-  std::vector<std::uint64_t> seeds;
-  std::size_t at = 0;
-  while (at <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', at), text.size());
-    const std::string item = text.substr(at, comma - at);
-    const std::size_t colon = item.find(':');
-    if (colon == std::string::npos) {
-      seeds.push_back(num(item));
-    } else {
-      const std::uint64_t a = num(item.substr(0, colon)), b = num(item.substr(colon + 1));
-      if (b < a || b - a >= 100000) throw UsageError(bad + ": a range A:B needs A <= B < A+100000");
-      for (std::uint64_t s = a; s <= b; ++s) seeds.push_back(s);
-    }
-    at = comma + 1;
-  }
-  return seeds;
-}
-
-// The grid, in a fixed order: task, alphabet, train_len, d_model, layers, heads, batch, steps,
-// lr, pe, then seed innermost.
-std::vector<SweepPoint> make_grid(const SweepOptions& o) {
-  const auto seeds = parse_seeds(o.seeds);
-  const std::size_t total = o.task.size() * o.alphabet.size() * o.train_len.size() *
-                            o.d_model.size() * o.layers.size() * o.heads.size() * o.batch.size() *
-                            o.steps.size() * o.lr.size() * o.pe.size() * seeds.size();
-  if (total > 100000) {
-    throw UsageError("the grid has " + std::to_string(total) + " runs; at most 100000");
-  }
-  std::vector<SweepPoint> grid;
-  for (const auto& task : o.task)
-    for (const auto alphabet : o.alphabet)
-      for (const auto train_len : o.train_len)
-        for (const auto d_model : o.d_model)
-          for (const auto layers : o.layers)
-            for (const auto heads : o.heads)
-              for (const auto batch : o.batch)
-                for (const auto steps : o.steps)
-                  for (const auto lr : o.lr)
-                    for (const auto& pe : o.pe)
-                      for (const auto seed : seeds) {
-                        LabFlags f = o.lab;
-                        f.task = task;
-                        f.pe = pe;
-                        f.run.task.alphabet = alphabet;
-                        f.run.task.train_len = train_len;
-                        f.run.model.d_model = d_model;
-                        f.run.model.n_layers = layers;
-                        f.run.model.n_heads = heads;
-                        f.run.train.batch = batch;
-                        f.run.train.steps = steps;
-                        f.run.train.lr = lr;
-                        f.run.train.seed = seed;
-                        // --max-seq-len sizes the tables of the encodings that have one.
-                        if (!lab::find_encoding(pe).has_table) f.max_seq_len = 0;
-                        SweepPoint p;
-                        p.task = task;
-                        p.seed = seed;
-                        p.run.run = finish_lab_flags(f);  // UsageError naming the flags
-                        p.run.eval.min_len = 1;
-                        p.run.eval.max_len = o.eval_max != 0 ? o.eval_max : 3 * train_len;
-                        p.run.eval.samples = o.samples;
-                        p.run.eval.seed = o.eval_seed;
-                        // The name and group: the axes with more than one value.
-                        std::string group;
-                        auto axis = [&](const char* name, std::size_t values, const auto& v) {
-                          if (values > 1) {
-                            group += (group.empty() ? "" : " ") + std::string(name) + "=" +
-                                     fmt::format("{}", v);
-                          }
-                        };
-                        axis("task", o.task.size(), task);
-                        axis("alphabet", o.alphabet.size(), alphabet);
-                        axis("train_len", o.train_len.size(), train_len);
-                        axis("d_model", o.d_model.size(), d_model);
-                        axis("layers", o.layers.size(), layers);
-                        axis("heads", o.heads.size(), heads);
-                        axis("batch", o.batch.size(), batch);
-                        axis("steps", o.steps.size(), steps);
-                        axis("lr", o.lr.size(), lr);
-                        p.group = group;
-                        p.run.name = (group.empty() ? "" : group + " ") + "pe=" + pe +
-                                     " seed=" + std::to_string(seed);
-                        grid.push_back(std::move(p));
-                      }
-  return grid;
-}
 
 void sweep(const SweepOptions& o, lab::Communicator& comm) {
   set_threads(o.lab.threads);
@@ -170,9 +59,9 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
     if (!root) return;
     const std::filesystem::path dir(o.out);
     write_file_atomically((dir / "results.csv").string(), "posemb sweep",
-                          sweep_csv(grid, outcomes));
+                          lab::sweep_csv(grid, outcomes));
     write_file_atomically((dir / "results.json").string(), "posemb sweep",
-                          sweep_json(grid, outcomes));
+                          lab::sweep_json(grid, outcomes));
     std::vector<std::string> files{"results.csv", "results.json"};
     for (const auto& [file, svg] : sweep_charts(grid, outcomes)) {
       write_file_atomically((dir / file).string(), "posemb sweep", svg);
@@ -185,19 +74,9 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
       fmt::print("\n");
     }
   });
-  std::size_t failed = 0;
-  std::string first;
-  for (std::size_t i = 0; i < outcomes.size(); ++i) {
-    if (outcomes[i].error.empty()) continue;
-    if (failed++ == 0) first = runs[i].name + ": " + outcomes[i].error;
-  }
-  if (failed != 0) {
-    // Every rank holds every outcome: every rank fails here, rank 0 reports.
-    throw lab::JobFailure("sweep: " + std::to_string(failed) + " of " +
-                          std::to_string(outcomes.size()) +
-                          " runs failed (their rows say "
-                          "'failed'); the first: " +
-                          first);
+  // Every rank holds every outcome: every rank fails here, rank 0 reports.
+  if (const std::string failed = lab::sweep_failures(grid, outcomes); !failed.empty()) {
+    throw lab::JobFailure("sweep: " + failed);
   }
 }
 
@@ -225,10 +104,8 @@ void register_sweep_command(CLI::App& app) {
     cmd->remove_option(cmd->get_option(name));
   }
   namespace lim = lab::limits;
-  std::vector<std::string> names;
-  for (const auto* e : lab::encodings()) names.emplace_back(e->name);
   add_list(cmd, "--pe", o->pe, "Positional encodings: " + lab::encoding_names())
-      ->check(CLI::IsMember(names));
+      ->check(CLI::IsMember(lab::encoding_name_list()));
   add_list(cmd, "--task", o->task, "Tasks: copy, reverse")
       ->check(CLI::IsMember({"copy", "reverse"}));
   add_list(cmd, "--alphabet", o->alphabet, "Symbols in the task's alphabet")

@@ -38,6 +38,7 @@ const FlagNames kLabFlags = {
     {"train.beta1", "--beta1"},
     {"train.beta2", "--beta2"},
     {"train.grad_clip", "--grad-clip"},
+    {"train.seed", "--seed"},
 };
 
 std::string encoding_help() {
@@ -52,6 +53,15 @@ std::string encoding_help() {
 }
 
 }  // namespace
+
+std::string field_of_flag(const std::string& flag) {
+  std::string field;
+  for (const auto& [f, name] : kLabFlags) {
+    // --alphabet sets task.alphabet (and with it model.vocab_size): the task's field names it.
+    if (name == flag && (field.empty() || f.rfind("model.", 0) != 0)) field = f;
+  }
+  return field;
+}
 
 UsageError usage_error(const lab::ConfigError& e, const FlagNames& extra) {
   std::vector<std::string> flags;
@@ -89,10 +99,8 @@ void add_lab_flags(CLI::App* cmd, LabFlags& f) {
                   "Longest training instance n (n uniform in [1, train-len])")
       ->check(within(lim::train_len))
       ->capture_default_str();
-  std::vector<std::string> names;
-  for (const auto* e : lab::encodings()) names.emplace_back(e->name);
   cmd->add_option("--pe", f.pe, encoding_help())
-      ->check(CLI::IsMember(names))
+      ->check(CLI::IsMember(lab::encoding_name_list()))
       ->capture_default_str();
   cmd->add_option("--max-seq-len", f.max_seq_len,
                   "Rows of the learned table (default: the encoding's, see --pe)")

@@ -19,7 +19,7 @@ namespace posemb::cli {
 struct LabFlags {
   LabFlags() { run.model.embed_init_std = 0.0; }  // 0: the encoding's default
   lab::RunConfig run;
-  std::string pe = "learned";
+  std::string pe = lab::default_encoding_name();
   std::string task = "copy";
   std::size_t max_seq_len = 0;  // 0: the default for the encoding
   std::size_t d_ff = 0;         // 0: 4 * d_model
@@ -37,6 +37,10 @@ using FlagNames = std::map<std::string, std::string>;
 // A UsageError with e's message and the flags that set its fields (those in `extra`, then the
 // lab flags of add_lab_flags).
 [[nodiscard]] UsageError usage_error(const lab::ConfigError& e, const FlagNames& extra = {});
+
+// The config field a lab flag of add_lab_flags sets ("--train-len" -> "task.train_len"); "" for
+// a flag that sets none (--threads).
+std::string field_of_flag(const std::string& flag);
 
 // The flag check for a lab limit: CLI::Range for a closed integer range, otherwise a validator
 // with the same test (Limit::contains); --help shows the range either way.

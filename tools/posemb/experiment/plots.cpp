@@ -1,7 +1,10 @@
 #include "plots.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "lab/config.hpp"
 #include "posemb/table_analysis.hpp"
@@ -102,6 +105,89 @@ std::string table_similarity_png(MatrixView<const float> table, const std::strin
   viz::HeatmapOptions o;
   o.title = title;
   return viz::heatmap_png(cosine_similarity(table), o);
+}
+
+std::vector<std::pair<std::string, std::string>> demo_charts(const lab::DemoOutcome& out) {
+  const auto& plan = out.plan;
+  const auto& rep = out.report;
+  const std::size_t L = plan.train_len, L2 = 2 * L;
+  std::vector<EncodingRuns> enc;
+  for (const auto& pe : plan.encodings) enc.push_back({pe, lab::runs_of(rep, pe)});
+  std::vector<std::pair<std::string, std::string>> files;
+  files.emplace_back("length_generalization.svg",
+                     length_generalization_svg(plan.options.task + ", trained on n <= " +
+                                                   std::to_string(L) + ": exact match by length",
+                                               L, enc));
+  files.emplace_back("extension.svg",
+                     extension_svg("learned table extended from n <= " + std::to_string(L) +
+                                       " to n <= " + std::to_string(L2) + ", then fine-tuned",
+                                   L + 1, L2, rep.extension));
+  const auto& t0 = out.learned_table;
+  files.emplace_back(
+      "learned_table_similarity.png",
+      table_similarity_png(t0, fmt::format("learned table after training (seed {}, "
+                                           "{} rows x {}): cosine similarity of "
+                                           "positions",
+                                           plan.options.seed, t0.rows(), t0.cols())));
+  for (const auto& [name, t] : out.extended_tables) {
+    files.emplace_back(
+        "extended_" + name + "_similarity.png",
+        table_similarity_png(t,
+                             fmt::format("extended by {} to {} rows, after {} fine-tuning "
+                                         "steps (seed {})",
+                                         name, t.rows(), plan.extension_steps, plan.options.seed)));
+  }
+  return files;
+}
+
+namespace {
+
+std::string slug(const std::string& group) {
+  std::string s;
+  for (const char c : group) {
+    s += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> sweep_charts(
+    const std::vector<lab::SweepPoint>& points, const std::vector<lab::GridOutcome>& outcomes) {
+  // Groups in the grid's order; in each, encodings in the grid's order.
+  std::vector<std::string> groups;
+  std::map<std::string, std::vector<std::size_t>> members;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (!members.count(points[i].group)) groups.push_back(points[i].group);
+    members[points[i].group].push_back(i);
+  }
+  std::vector<std::pair<std::string, std::string>> charts;
+  for (const auto& group : groups) {
+    std::vector<std::string> pes;
+    std::map<std::string, std::vector<std::size_t>> by_pe;
+    for (const std::size_t i : members[group]) {
+      if (!outcomes[i].error.empty()) continue;
+      const auto& pe = points[i].run.run.model.pe;
+      if (!by_pe.count(pe)) pes.push_back(pe);
+      by_pe[pe].push_back(i);
+    }
+    if (pes.empty()) continue;
+    // One line per encoding: the mean over its seeds, a band from the lowest to the highest.
+    std::vector<EncodingRuns> lines;
+    for (const auto& pe : pes) {
+      EncodingRuns line{pe, {}};
+      for (const std::size_t i : by_pe[pe]) line.runs.push_back(&outcomes[i].results);
+      lines.push_back(std::move(line));
+    }
+    const auto& first = points[members[group][0]];
+    const std::size_t L = first.run.run.task.train_len;
+    const std::string title = (group.empty() ? first.task : group) +
+                              ", trained on n <= " + std::to_string(L) + ": exact match by length";
+    const std::string file = group.empty() ? "length_generalization.svg"
+                                           : "length_generalization_" + slug(group) + ".svg";
+    charts.emplace_back(file, length_generalization_svg(title, L, lines));
+  }
+  return charts;
 }
 
 }  // namespace posemb::cli

@@ -11,9 +11,12 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "lab/experiment.hpp"
 #include "lab/results.hpp"
+#include "lab/sweep_report.hpp"
 #include "posemb/matrix_view.hpp"
 
 namespace posemb::cli {
@@ -37,5 +40,14 @@ std::string extension_svg(const std::string& title, std::size_t lo, std::size_t 
 // The PNG heatmap of the cosine similarity between the rows of a learned table.
 std::string table_similarity_png(MatrixView<const float> table,  // (rows, dim)
                                  const std::string& title);
+
+// (file name, bytes) of the demo's charts: length_generalization.svg, extension.svg,
+// learned_table_similarity.png and extended_<method>_similarity.png.
+std::vector<std::pair<std::string, std::string>> demo_charts(const lab::DemoOutcome& out);
+
+// (file name, SVG) for each group of a sweep: exact match by length, one line per encoding, the
+// mean over the group's seeds ("length_generalization[_<group>].svg").
+std::vector<std::pair<std::string, std::string>> sweep_charts(
+    const std::vector<lab::SweepPoint>& points, const std::vector<lab::GridOutcome>& outcomes);
 
 }  // namespace posemb::cli

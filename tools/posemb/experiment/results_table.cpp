@@ -2,6 +2,10 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
 namespace posemb::cli {
 
 void print_results_table(const std::vector<NamedResults>& runs, std::size_t train_len) {
@@ -28,6 +32,32 @@ void print_results_table(const std::vector<NamedResults>& runs, std::size_t trai
     fmt::print("\n");
   }
   fmt::print("(* = the training length)\n");
+}
+
+void print_sweep_summary(const std::vector<lab::SweepPoint>& points,
+                         const std::vector<lab::GridOutcome>& outcomes) {
+  std::size_t width = 3;
+  for (const auto& p : points) width = std::max(width, p.run.name.size());
+  fmt::print("\n{:<{}}  {:>9}  {:>9}  {:>11}  {:>8}  {:>4}\n", "run", width, "in-dist", "beyond",
+             "final loss", "train s", "rank");
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const auto& o = outcomes[i];
+    const std::size_t L = points[i].run.run.task.train_len;
+    if (!o.error.empty()) {
+      fmt::print("{:<{}}  failed: {}\n", points[i].run.name, width, o.error);
+      continue;
+    }
+    auto cell = [](double v) {
+      return std::isnan(v) ? std::string("-") : fmt::format("{:.3f}", v);
+    };
+    fmt::print("{:<{}}  {:>9}  {:>9}  {:>11.5f}  {:>8.1f}  {:>4}\n", points[i].run.name, width,
+               cell(lab::mean_exact_within(o, 1, L)),
+               cell(lab::mean_exact_within(o, L + 1, SIZE_MAX)), o.final_loss,
+               o.results.train_seconds, o.rank);
+  }
+  fmt::print(
+      "(in-dist: mean exact match over n <= train_len; beyond: over the longer evaluated n that "
+      "fit the table)\n");
 }
 
 }  // namespace posemb::cli

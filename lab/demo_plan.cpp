@@ -1,0 +1,107 @@
+// The demo's plan: its presets, every run's settings and the checks made before any training.
+#include <algorithm>
+#include <string>
+
+#include "lab/encoding.hpp"
+#include "lab/experiment.hpp"
+#include "lab/trainer.hpp"
+#include "posemb/memory.hpp"
+
+namespace posemb::lab {
+namespace {
+
+// copy: over 8 symbols, n <= 8; a 2-layer, 4-head, d_model 32 GPT; 2000 AdamW steps of 32
+// sequences (lr 3e-3, 100 warmup steps, cosine decay); the encoding trained on randomized
+// positions with a 40-row table (5 L) and 2500 steps; the extension fine-tunes 1000 steps at
+// n <= 16. reverse is harder for this model: measured, it needs about three times the steps
+// (4000; randomized 7500 with a 32-row table, which trains each row more often; fine-tuning
+// 3000). quick: copy or reverse at n <= 6 with a fraction of the steps (a smoke run: its
+// accuracies are not the demo's).
+struct Preset {
+  std::size_t train_len, steps, randomized_steps, randomized_rows, extension_steps, eval_max,
+      samples;
+};
+
+Preset preset(const DemoOptions& o) {
+  if (o.quick) return {6, 400, 800, 30, 300, 18, 30};
+  if (parse_task_kind(o.task) == TaskKind::reverse) return {8, 4000, 7500, 32, 3000, 24, 100};
+  return {8, 2000, 2500, 40, 1000, 24, 100};
+}
+
+std::size_t or_default(std::size_t given, std::size_t preset) {
+  return given != 0 ? given : preset;
+}
+
+// The encoding whose table the demo extends: a table trained at positions 0..len-1.
+bool extended_encoding(const EncodingSpec& e) {
+  return e.has_table && e.train_positions == PositionMode::contiguous;
+}
+
+}  // namespace
+
+DemoPlan plan_demo(const DemoOptions& o) {
+  const Preset p = preset(o);
+  DemoPlan plan;
+  plan.options = o;
+  plan.train_len = p.train_len;
+  plan.steps = or_default(o.steps, p.steps);
+  plan.randomized_steps = or_default(o.randomized_steps, p.randomized_steps);
+  plan.randomized_rows = p.randomized_rows;
+  plan.extension_steps = or_default(o.extension_steps, p.extension_steps);
+  plan.probe_every = std::max<std::size_t>(1, plan.extension_steps / 10);
+  for (const auto* e : encodings()) {
+    if (e->in_demo) plan.encodings.emplace_back(e->name);
+  }
+  plan.extended = std::string(find_encoding_if(extended_encoding)->name);
+  plan.methods = {ResizeMethod::copy, ResizeMethod::interpolate, ResizeMethod::random,
+                  ResizeMethod::sinusoidal};
+  plan.eval.min_len = 1;
+  plan.eval.max_len = or_default(o.eval_max, p.eval_max);
+  plan.eval.samples = or_default(o.samples, p.samples);
+  plan.eval.seed = 1000 + o.seed;
+  return plan;
+}
+
+RunConfig DemoPlan::run(const std::string& pe, std::uint64_t seed) const {
+  RunConfig r;
+  r.task.kind = parse_task_kind(options.task);
+  r.task.alphabet = 8;
+  r.task.train_len = train_len;
+  r.model.pe = pe;
+  r.model.vocab_size = r.task.vocab_size();
+  r.model.d_model = 32;
+  r.model.n_layers = 2;
+  r.model.n_heads = 4;
+  r.model.d_ff = 128;
+  const auto& spec = find_encoding(pe);
+  const bool randomized = spec.train_positions == PositionMode::randomized;
+  r.model.max_seq_len = randomized ? randomized_rows : spec.default_table_rows(r.task.train_len);
+  r.model.embed_init_std = spec.default_embed_init_std;
+  r.train.batch = 32;
+  r.train.steps = randomized ? randomized_steps : steps;
+  r.train.lr = 3e-3f;
+  r.train.warmup = std::min<std::size_t>(100, r.train.steps / 4);
+  r.train.seed = seed;
+  return r;
+}
+
+RunConfig DemoPlan::extension_run(std::uint64_t seed) const {
+  RunConfig r = run(extended, seed);
+  r.task.train_len = 2 * train_len;
+  r.model.max_seq_len = input_len(2 * train_len);
+  r.train.steps = extension_steps;
+  r.train.warmup = std::min<std::size_t>(20, extension_steps / 4);
+  return r;
+}
+
+void check_demo(const DemoPlan& plan) {
+  for (const auto& pe : plan.encodings) {
+    const RunConfig cfg = plan.run(pe, plan.options.seed);
+    check_evaluation(cfg.model, plan.eval);
+    check_allocation("demo (" + pe + ")", Trainer::memory_bytes(cfg));
+  }
+  check_allocation("demo (extended table)",
+                   Trainer::memory_bytes(plan.extension_run(plan.options.seed)));
+}
+
+}  // namespace posemb::lab

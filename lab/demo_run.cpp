@@ -1,0 +1,206 @@
+// The demo's run: the encodings from scratch, then the learned table extended and fine-tuned;
+// its report and data files.
+#include <fmt/core.h>
+
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lab/encoding.hpp"
+#include "lab/experiment.hpp"
+#include "lab/model.hpp"
+#include "lab/results.hpp"
+#include "lab/sweep.hpp"
+#include "posemb/position_table_file.hpp"
+#include "posemb/resize.hpp"
+
+namespace posemb::lab {
+namespace {
+
+using ProgressFn = std::function<void(const DemoProgress&)>;
+
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one;
+  in >> one;
+  return one.empty() ? "unknown" : one;
+}
+
+// Trains and evaluates runs through the grid runner, plan.options.parallel_runs at a time on
+// one thread each, reporting the stage's progress over all their steps; the first failed run's
+// error is thrown.
+std::vector<GridOutcome> run_stage(const std::vector<GridRun>& runs, const DemoPlan& plan,
+                                   std::string_view stage, const ProgressFn& progress) {
+  DemoProgress total{stage, 0, 0, 0.0};
+  for (const auto& r : runs) total.total += r.run.train.steps;
+  std::mutex mu;
+  std::vector<std::size_t> done(runs.size(), 0);
+  GridOptions opt;
+  opt.parallel_runs = plan.options.parallel_runs;
+  if (progress) {
+    opt.progress = [&](const GridProgress& g) {
+      const std::lock_guard<std::mutex> lock(mu);
+      total.done += g.step - done[g.index];
+      done[g.index] = g.step;
+      total.loss = g.loss;
+      progress(total);
+    };
+  }
+  auto out = run_grid(runs, opt);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (!out[i].error.empty()) throw std::runtime_error(runs[i].name + ": " + out[i].error);
+  }
+  return out;
+}
+
+std::string checkpoint_name(const DemoPlan& plan, std::uint64_t seed, const std::string& tail) {
+  return plan.extended + "-seed" + std::to_string(seed) + tail + ".safetensors";
+}
+
+// 1. Every encoding and seed, from scratch; the extended encoding's runs keep a checkpoint.
+std::vector<GridRun> encoding_runs(const DemoPlan& plan, const std::filesystem::path& ckdir) {
+  std::vector<GridRun> grid;
+  for (const auto& pe : plan.encodings) {
+    for (std::size_t k = 0; k < plan.options.seeds; ++k) {
+      GridRun s;
+      s.run = plan.run(pe, plan.options.seed + k);
+      s.name = pe + " seed " + std::to_string(s.run.train.seed);
+      s.eval = plan.eval;
+      if (pe == plan.extended) {
+        s.checkpoint = (ckdir / checkpoint_name(plan, s.run.train.seed, "")).string();
+        s.keep_table = k == 0;
+      }
+      grid.push_back(std::move(s));
+    }
+  }
+  return grid;
+}
+
+// 2. The learned tables extended from 2L + 2 to 4L + 2 rows (n <= 2L) by each method, each
+//    fine-tuned the same steps at n <= 2L, exact match at L + 1..2L probed along the way.
+std::vector<GridRun> extension_runs(const DemoPlan& plan, const std::vector<GridRun>& grid,
+                                    const std::filesystem::path& ckdir) {
+  const std::size_t L = plan.train_len, L2 = 2 * L;
+  std::vector<GridRun> ext;
+  for (const auto& g : grid) {
+    if (g.checkpoint.empty()) continue;
+    const std::uint64_t seed = g.run.train.seed;
+    const PositionTable table = load_position_table(g.checkpoint);
+    for (const auto m : plan.methods) {
+      ResizeOptions ro;
+      ro.seed = seed;
+      const PositionTable longer = resize_table(table, input_len(L2), m, ro);
+      const std::string name(resize_method_name(m));
+      GridRun s;
+      s.name = "extend by " + name + " seed " + std::to_string(seed);
+      s.init_from = g.checkpoint;
+      s.table = (ckdir / checkpoint_name(plan, seed, "-" + name)).string();
+      save_position_table(s.table, longer);
+      s.run = plan.extension_run(seed);
+      s.eval = plan.eval;
+      s.eval.max_len = L2;
+      for (std::size_t step = 0; step < plan.extension_steps; step += plan.probe_every) {
+        s.eval_at.push_back(step);
+      }
+      s.eval_at.push_back(plan.extension_steps);
+      EvalConfig probe = plan.eval;
+      probe.min_len = L + 1;
+      probe.max_len = L2;
+      s.probe = probe;
+      s.keep_table = g.keep_table;
+      ext.push_back(std::move(s));
+    }
+  }
+  return ext;
+}
+
+// The report's settings text, from the plan.
+void describe(DemoReport& rep, const DemoPlan& plan, const RunConfig& first,
+              const RunConfig& extension) {
+  const std::size_t L = plan.train_len, L2 = 2 * L;
+  rep.task = first.task;
+  rep.samples = plan.eval.samples;
+  rep.extended_train_len = L2;
+  rep.model = fmt::format(
+      "a {}-layer, {}-head, d_model {} GPT ({} parameters with a learned "
+      "table)",
+      first.model.n_layers, first.model.n_heads, first.model.d_model,
+      Model(first.model).total_elements());
+  rep.training = fmt::format(
+      "{} AdamW steps of {} sequences per run (learned-randomized: {} steps, a {}-row table), lr "
+      "{:g} with {} warmup steps and cosine decay",
+      plan.steps, first.train.batch, plan.randomized_steps, plan.randomized_rows, first.train.lr,
+      first.train.warmup);
+  rep.extension_training = fmt::format(
+      "Each learned run (a table of {} rows, n <= {}) extended to {} rows by each method (random: "
+      "N(0, 0.02) new rows, as Hugging Face's resize; sinusoidal: the encoding of the new "
+      "positions scaled to the trained rows' mean norm), then fine-tuned {} steps at n <= {} "
+      "(lr {:g}, {} warmup steps, a fresh optimizer); exact match over n = {}..{}, mean over "
+      "seeds [min, max]",
+      input_len(L), L, input_len(L2), plan.extension_steps, L2, first.train.lr,
+      extension.train.warmup, L + 1, L2);
+}
+
+}  // namespace
+
+DemoOutcome run_demo(const DemoPlan& plan, const std::filesystem::path& checkpoint_dir,
+                     const ProgressFn& progress) {
+  const std::string load_start = load_average();
+  const auto t_all = std::chrono::steady_clock::now();
+  DemoOutcome out;
+  out.plan = plan;
+  DemoReport& rep = out.report;
+
+  const auto grid = encoding_runs(plan, checkpoint_dir);
+  auto grid_out = run_stage(grid, plan, "demo: encodings", progress);
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    RunResults rr;
+    rr.pe = grid[i].run.model.pe;
+    rr.seed = grid[i].run.train.seed;
+    if (find_encoding(rr.pe).has_table) rr.max_seq_len = grid[i].run.model.max_seq_len;
+    rr.train_seconds = grid_out[i].results.train_seconds;
+    rr.results = grid_out[i].results.results;
+    rep.runs.push_back(std::move(rr));
+    if (grid[i].keep_table) out.learned_table = std::move(grid_out[i].table);
+  }
+
+  const auto ext = extension_runs(plan, grid, checkpoint_dir);
+  auto ext_out = run_stage(ext, plan, "demo: extension", progress);
+  for (std::size_t i = 0; i < ext.size(); ++i) {
+    ExtensionRun er;
+    er.method = std::string(resize_method_name(plan.methods[i % plan.methods.size()]));
+    er.seed = ext[i].run.train.seed;
+    er.first_loss = ext_out[i].first_loss;
+    er.train_seconds = ext_out[i].results.train_seconds;
+    er.curve = ext_out[i].at_steps;
+    er.after = ext_out[i].results.results;
+    if (ext[i].keep_table) out.extended_tables.emplace_back(er.method, std::move(ext_out[i].table));
+    rep.extension.push_back(std::move(er));
+  }
+
+  describe(rep, plan, plan.run(plan.extended, plan.options.seed),
+           plan.extension_run(plan.options.seed));
+  rep.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
+  rep.machine = fmt::format(
+      "{} runs at a time, one thread each; load average {} at the start, "
+      "{} at the end",
+      plan.options.parallel_runs, load_start, load_average());
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> demo_data_files(const DemoOutcome& out) {
+  const DemoPlan& plan = out.plan;
+  const std::size_t L = plan.train_len, L2 = 2 * L;
+  const auto& rep = out.report;
+  return {{"results.csv", results_csv(rep.runs)},
+          {"results.json", results_json(plan.options.task, L, rep.runs)},
+          {"extension.csv", extension_csv(rep.extension)},
+          {"extension.json", extension_json(L, L2, input_len(L2), rep.extension)},
+          {"summary.md", summary_markdown(rep)}};
+}
+
+}  // namespace posemb::lab

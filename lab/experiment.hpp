@@ -1,0 +1,123 @@
+// lab/experiment.hpp: the lab's experiments end to end, behind `posemb demo` and
+// `posemb train`. The CLI maps its flags to these structs, calls one function and
+// writes or prints what it returns.
+//
+//   lab::DemoOptions o;  o.quick = true;           // the flags of `posemb demo`
+//   const lab::DemoPlan plan = lab::plan_demo(o);  // every run's settings
+//   lab::check_demo(plan);                         // work and memory, before anything is written
+//   lab::DemoOutcome out = lab::run_demo(plan, "demo-out/checkpoints", on_progress);
+//   for (const auto& [name, bytes] : lab::demo_data_files(out)) ...  // results.csv, summary.md
+//
+//   // `posemb train --init-from CK --steps 500`: the checkpoint's run with the flags given
+//   lab::RunOverrides ov;  ov.values.train.steps = 500;  ov.fields = {"train.steps"};
+//   lab::Trainer tr = lab::Trainer::from_checkpoint("CK", ov, "", comm);  // CK read once
+//   lab::TrainDone done = lab::train_until(tr, {.until = 500, .checkpoint = "out/ck"}, {});
+//
+// The demo: every registered encoding marked in_demo (lab/encoding.hpp) trained with `seeds` seeds
+// from scratch; then each learned table (the encoding with a table and contiguous positions)
+// extended to twice the training length by four methods and fine-tuned, exact match past L probed
+// along the way. Results are a function of the options (the seeds, the steps), never of the
+// threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "lab/config.hpp"
+#include "lab/evaluate.hpp"
+#include "lab/summary.hpp"
+#include "lab/trainer.hpp"
+#include "posemb/matrix.hpp"
+#include "posemb/resize.hpp"
+
+namespace posemb::lab {
+
+// The flags of `posemb demo`; 0 means the preset's value.
+struct DemoOptions {
+  bool quick = false;
+  std::string task = "copy";
+  std::size_t parallel_runs = 1;  // runs trained at a time, one thread each
+  std::uint64_t seed = 1;         // the first of `seeds` consecutive seeds
+  std::size_t seeds = 3;
+  std::size_t steps = 0;             // learned, sinusoidal, rope, none ...
+  std::size_t randomized_steps = 0;  // an encoding trained on randomized positions
+  std::size_t extension_steps = 0;   // fine-tuning after extending the table
+  std::size_t eval_max = 0;          // longest evaluated n
+  std::size_t samples = 0;           // instances per evaluated length
+};
+
+// Every setting of the demo, resolved from DemoOptions and the preset of its task.
+struct DemoPlan {
+  DemoOptions options;
+  std::size_t train_len = 0;  // L
+  std::size_t steps = 0, randomized_steps = 0, randomized_rows = 0;
+  std::size_t extension_steps = 0, probe_every = 0;
+  std::vector<std::string> encodings;  // the registered ones marked in_demo, in registry order
+  std::string extended;                // the encoding whose table is extended
+  std::vector<ResizeMethod> methods;   // copy, interpolate, random, sinusoidal
+  EvalConfig eval;                     // 1..eval_max, `samples` per length
+
+  // The from-scratch run of encoding pe with seed.
+  RunConfig run(const std::string& pe, std::uint64_t seed) const;
+  // A learned run's extension: its table extended to 2L, fine-tuned at n <= 2L.
+  RunConfig extension_run(std::uint64_t seed) const;
+};
+
+// The plan of o (its task's preset, then the steps and sizes given). Throws ConfigError
+// (task.kind) for an unknown task.
+DemoPlan plan_demo(const DemoOptions& o);
+// Checks each run's evaluation (ConfigError naming eval.max_len or eval.samples) and memory
+// (posemb::MemoryLimitExceeded), before anything runs.
+void check_demo(const DemoPlan& plan);
+
+// Progress of one stage ("demo: encodings", "demo: extension") over all its runs' steps.
+struct DemoProgress {
+  std::string_view stage;
+  std::size_t done = 0, total = 0;  // steps
+  double loss = 0.0;                // of the latest step of any run
+};
+
+// The demo's numbers and the learned tables its charts show.
+struct DemoOutcome {
+  DemoPlan plan;
+  DemoReport report;                                                   // what summary.md reads
+  Matrix<float> learned_table;                                         // first seed, after training
+  std::vector<std::pair<std::string, Matrix<float>>> extended_tables;  // method, after fine-tuning
+};
+
+// Runs the plan: checkpoints of the learned runs and their extended tables go into
+// checkpoint_dir (which must exist); `progress` (may be empty) is called from the training
+// threads, one call at a time. Throws std::runtime_error naming the first run that failed.
+DemoOutcome run_demo(const DemoPlan& plan, const std::filesystem::path& checkpoint_dir,
+                     const std::function<void(const DemoProgress&)>& progress);
+
+// (file name, bytes) of the demo's data: results.csv, results.json, extension.csv,
+// extension.json and summary.md (the charts are drawn by the CLI's renderer).
+std::vector<std::pair<std::string, std::string>> demo_data_files(const DemoOutcome& out);
+
+// A run trained up to a step, with checkpoints along the way (`posemb train`).
+struct TrainPlan {
+  std::size_t until = 0;             // the step to stop at (at most the run's steps)
+  std::size_t checkpoint_every = 0;  // also save every this many steps (0: only at the end)
+  std::string checkpoint;            // where Trainer::save writes
+};
+
+struct TrainDone {
+  std::size_t first_step = 0, last_step = 0;
+  double seconds = 0.0;
+  double tokens_per_second = 0.0;  // counting 2 * train_len + 2 tokens a sequence
+  double last_loss = 0.0;
+};
+
+// Steps tr until plan.until, saving as planned and at the end; on_step (may be empty) after each
+// step. Collective like Trainer::train_step and save.
+TrainDone train_until(Trainer& tr, const TrainPlan& plan,
+                      const std::function<void(std::size_t step, double loss)>& on_step);
+
+}  // namespace posemb::lab

@@ -1,0 +1,17 @@
+// lab/results_json.hpp: one evaluated length as JSON, for the lab's results writers
+// (lab/results.cpp, lab/sweep_report.cpp); nlohmann::json stays out of the lab's other headers.
+//
+//   run["results"].push_back(lab::length_json(l));
+//   // {"length": 9, "status": "ok", "exact_match": 0.97, "token_accuracy": 0.99}
+//   // beyond the table: status "beyond_table", accuracies null
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "lab/evaluate.hpp"
+
+namespace posemb::lab {
+
+nlohmann::ordered_json length_json(const LengthResult& l);
+
+}  // namespace posemb::lab

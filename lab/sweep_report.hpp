@@ -1,0 +1,46 @@
+// lab/sweep_report.hpp: what a sweep (lab/sweep.hpp) writes: results.csv and results.json,
+// every run and length, with the per-length fields of lab/results.hpp (the one writer of
+// accuracy by length for the demo, the sweep and eval).
+//
+//   std::vector<lab::SweepPoint> grid = ...;            // runs and the axes' values
+//   auto out = lab::run_grid(runs_of(grid), opt, comm);
+//   std::string csv = lab::sweep_csv(grid, out);        // same bytes however the ranks split it
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lab/sweep.hpp"
+
+namespace posemb::lab {
+
+// One run of the grid and the values of the grid's axes it was made from.
+struct SweepPoint {
+  GridRun run;
+  std::string task;
+  std::uint64_t seed = 0;
+  std::string group;  // the axes other than pe and seed that vary, "task=copy train_len=8"; or ""
+};
+
+// results.csv: one row per run and evaluated length (a failed run: one row, status "failed").
+// Columns: run,task,alphabet,train_len,pe,seed,d_model,layers,heads,d_ff,batch,micro_batch,
+// steps,lr,max_seq_len,final_loss,length,status,exact_match,token_accuracy. No timings: the same
+// grid gives the same file however it is spread over ranks.
+std::string sweep_csv(const std::vector<SweepPoint>& points,
+                      const std::vector<GridOutcome>& outcomes);
+// results.json: {"runs": [{the csv's settings, "name", "train_seconds", "rank", "error",
+// "results": [{"length", "status", "exact_match", "token_accuracy"}]}]}.
+std::string sweep_json(const std::vector<SweepPoint>& points,
+                       const std::vector<GridOutcome>& outcomes);
+
+// "" when every run succeeded; else "N of M runs failed (their rows say 'failed'); the first:
+// NAME: ERROR".
+std::string sweep_failures(const std::vector<SweepPoint>& points,
+                           const std::vector<GridOutcome>& outcomes);
+
+// The mean exact match of a run over its evaluated lengths in [lo, hi] within the table; NaN
+// when there are none.
+double mean_exact_within(const GridOutcome& outcome, std::size_t lo, std::size_t hi);
+
+}  // namespace posemb::lab

@@ -1,0 +1,162 @@
+// The lab's experiment API (lab/experiment.hpp) and the data it is driven by: the registry's
+// properties and name list (lab/encoding.hpp), the rules for a run from a checkpoint plus
+// overrides (lab::merge_run), the demo's plan, and the one per-length results writer.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "lab/config.hpp"
+#include "lab/encoding.hpp"
+#include "lab/experiment.hpp"
+#include "lab/results.hpp"
+
+namespace posemb::lab {
+namespace {
+
+TEST(Registry, NameListDefaultAndPropertyLookup) {
+  std::vector<std::string> names;
+  for (const auto* e : encodings()) names.emplace_back(e->name);
+  EXPECT_EQ(encoding_name_list(), names);
+  EXPECT_EQ(default_encoding_name(), names.front());
+  EXPECT_EQ(ModelConfig().pe, names.front());
+  // The properties the demo and the summary look encodings up by (the tests may spell names).
+  auto one = [](bool (*pred)(const EncodingSpec&)) {
+    const EncodingSpec* e = find_encoding_if(pred);
+    return e == nullptr ? std::string("(none)") : std::string(e->name);
+  };
+  EXPECT_EQ(one([](const EncodingSpec& e) {
+              return e.has_table && e.train_positions == PositionMode::contiguous;
+            }),
+            "learned");
+  EXPECT_EQ(one([](const EncodingSpec& e) {
+              return e.has_table && e.train_positions == PositionMode::randomized;
+            }),
+            "learned-randomized");
+  EXPECT_EQ(
+      one([](const EncodingSpec& e) { return e.site == EncodingSite::input && e.any_position(); }),
+      "sinusoidal");
+  EXPECT_EQ(one([](const EncodingSpec& e) { return e.site == EncodingSite::attention; }), "rope");
+  EXPECT_EQ(one([](const EncodingSpec& e) { return e.site == EncodingSite::nowhere; }), "none");
+  EXPECT_EQ(one([](const EncodingSpec&) { return false; }), "(none)");
+}
+
+RunConfig checkpoint_run() {
+  RunConfig r;
+  r.task.alphabet = 6;
+  r.task.train_len = 5;
+  r.model.vocab_size = r.task.vocab_size();
+  r.model.d_model = 24;
+  r.train.steps = 300;
+  r.train.lr = 2e-3f;
+  r.train.seed = 7;
+  return r;
+}
+
+TEST(MergeRun, TheFieldsGivenComeFromTheOverridesTheRestFromTheCheckpoint) {
+  const RunConfig base = checkpoint_run();
+  RunOverrides ov;
+  ov.values.task.kind = TaskKind::reverse;
+  ov.values.task.alphabet = 10;
+  ov.values.task.train_len = 9;
+  ov.values.train.steps = 40;
+  ov.values.train.seed = 99;
+  ov.values.train.lr = 0.5f;      // not given: stays the checkpoint's
+  ov.values.model.d_model = 128;  // not given
+  ov.fields = {"task.kind", "task.alphabet", "task.train_len", "train.steps", "train.seed"};
+  const RunConfig r = merge_run(base, ov);
+  EXPECT_EQ(r.task.kind, TaskKind::reverse);
+  EXPECT_EQ(r.task.alphabet, 10u);
+  EXPECT_EQ(r.task.train_len, 9u);
+  EXPECT_EQ(r.train.steps, 40u);
+  EXPECT_EQ(r.train.seed, 99u);
+  EXPECT_EQ(r.train.lr, base.train.lr);
+  EXPECT_EQ(r.model.d_model, base.model.d_model);
+  EXPECT_EQ(r.model.vocab_size, 14u);  // the new alphabet's
+  EXPECT_EQ(merge_run(base, {}).to_json(), base.to_json());
+}
+
+TEST(MergeRun, EveryTaskAndTrainingFieldIsOverridableNoModelField) {
+  for (const char* f :
+       {"task.kind", "task.alphabet", "task.train_len", "train.batch", "train.micro_batch",
+        "train.steps", "train.lr", "train.warmup", "train.min_lr_ratio", "train.weight_decay",
+        "train.beta1", "train.beta2", "train.grad_clip", "train.seed"}) {
+    EXPECT_TRUE(overridable_from_checkpoint(f)) << f;
+  }
+  for (const char* f : {"model.pe", "model.d_model", "model.n_layers", "model.n_heads",
+                        "model.d_ff", "model.max_seq_len", "model.rope_base", "model.init_std",
+                        "model.embed_init_std", "", "train.sort_by_length"}) {
+    EXPECT_FALSE(overridable_from_checkpoint(f)) << f;
+  }
+  RunOverrides ov;
+  ov.fields = {"train.steps", "model.d_model"};
+  try {
+    (void)merge_run(checkpoint_run(), ov);
+    FAIL() << "a model field was merged";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.fields(), std::vector<std::string>{"model.d_model"});
+  }
+}
+
+TEST(DemoPlan, EveryRegisteredEncodingTheExtendedOneAndTheOverrides) {
+  DemoOptions o;
+  o.quick = true;
+  o.seed = 5;
+  o.steps = 12;
+  const DemoPlan plan = plan_demo(o);
+  std::vector<std::string> in_demo;
+  for (const auto* e : encodings()) {
+    if (e->in_demo) in_demo.emplace_back(e->name);
+  }
+  EXPECT_EQ(plan.encodings, in_demo);
+  EXPECT_EQ(plan.encodings.size(), 5u);
+  EXPECT_TRUE(find_encoding(plan.extended).has_table);
+  EXPECT_EQ(find_encoding(plan.extended).train_positions, PositionMode::contiguous);
+  EXPECT_EQ(plan.steps, 12u);
+  EXPECT_EQ(plan.eval.seed, 1005u);
+  for (const auto& pe : plan.encodings) {
+    const RunConfig r = plan.run(pe, 6);
+    EXPECT_NO_THROW(r.validate()) << pe;
+    EXPECT_EQ(r.train.seed, 6u);
+    const auto& spec = find_encoding(pe);
+    if (spec.train_positions == PositionMode::randomized) {
+      EXPECT_EQ(r.model.max_seq_len, plan.randomized_rows) << pe;
+      EXPECT_EQ(r.train.steps, plan.randomized_steps) << pe;
+    } else {
+      EXPECT_EQ(r.model.max_seq_len, spec.default_table_rows(plan.train_len)) << pe;
+      EXPECT_EQ(r.train.steps, 12u) << pe;
+    }
+  }
+  const RunConfig ext = plan.extension_run(5);
+  EXPECT_EQ(ext.task.train_len, 2 * plan.train_len);
+  EXPECT_EQ(ext.model.max_seq_len, input_len(2 * plan.train_len));
+  EXPECT_EQ(ext.train.steps, plan.extension_steps);
+  EXPECT_NO_THROW(check_demo(plan));
+  DemoOptions bad = o;
+  bad.eval_max = 100000;
+  EXPECT_THROW(check_demo(plan_demo(bad)), ConfigError);
+}
+
+TEST(Results, OnePerLengthWriterForEveryFile) {
+  LengthResult ok;
+  ok.length = 3;
+  ok.exact_match = 0.5;
+  ok.token_accuracy = 0.125;
+  LengthResult beyond;
+  beyond.length = 4;
+  beyond.beyond_table = true;
+  EXPECT_EQ(length_csv_fields(ok), "ok,0.500000,0.125000");
+  EXPECT_EQ(length_csv_fields(beyond), "beyond_table,,");
+  RunResults run;
+  run.pe = "learned";
+  run.seed = 2;
+  run.max_seq_len = 10;
+  run.results = {ok, beyond};
+  EXPECT_EQ(results_csv({run}),
+            "pe,max_seq_len,length,status,exact_match,token_accuracy,seed\n"
+            "learned,10,3,ok,0.500000,0.125000,2\n"
+            "learned,10,4,beyond_table,,,2\n");
+}
+
+}  // namespace
+}  // namespace posemb::lab

@@ -1,0 +1,227 @@
+// The measurements of `posemb bench` (bench_run.hpp): the PyTorch peer, the interleaved kernel
+// cases with their ratios to the peers, the copy bandwidth and train_step/demo, as one JSON
+// document.
+#include "bench_run.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench_cases.hpp"
+#include "cli.hpp"
+#include "harness/embedding_cases.hpp"
+#include "harness/harness.hpp"
+#include "peers/llmc_encoder.hpp"
+#include "posemb/simd.hpp"
+
+namespace posemb::cli {
+namespace {
+
+std::vector<int> parse_threads(const std::string& text) {
+  std::vector<int> out;
+  if (text.empty()) {
+    out.push_back(1);
+    if (omp_get_max_threads() > 1) out.push_back(omp_get_max_threads());
+    return out;
+  }
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    int n = 0;
+    try {
+      std::size_t used = 0;
+      n = std::stoi(item, &used);
+      if (used != item.size()) n = 0;
+    } catch (const std::exception&) {
+      n = 0;
+    }
+    if (n < 1 || n > 1024) {
+      throw UsageError("--threads takes thread counts from 1 to 1024 separated by commas, got '" +
+                       text + "'");
+    }
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  }
+  return out;
+}
+
+// The peer scripts: installed beside the tool (<prefix>/share/posemb/peers), else the source
+// tree this tool was built from.
+std::string default_peer_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto installed = exe.parent_path().parent_path() / "share" / "posemb" / "peers";
+    if (std::filesystem::exists(installed / "torch_embed.py")) return installed.string();
+  }
+  return POSEMB_SOURCE_DIR "/bench/peers";
+}
+
+nlohmann::json opt_json(std::optional<double> v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// The PyTorch peer (its own process, per thread count): seconds by (case, threads), and its
+// status.
+std::map<std::pair<std::string, int>, double> torch_peer(const BenchOptions& o,
+                                                         const std::vector<int>& threads,
+                                                         const std::string& peer_dir,
+                                                         std::string& status) {
+  std::map<std::pair<std::string, int>, double> torch;
+  status = "not measured (--no-peer)";
+  if (o.no_peer) return torch;
+  for (int t : threads) {
+    const bench::PeerResult r =
+        bench::run_peer({o.python, peer_dir + "/torch_embed.py", "--threads", std::to_string(t),
+                         "--reps", std::to_string(o.repetitions)});
+    if (!r.json) {
+      status = r.status;
+      break;
+    }
+    try {
+      for (const auto& [k, v] : r.json->at("cases").items()) torch[{k, t}] = v.get<double>();
+      status = "torch " + r.json->at("torch").get<std::string>();
+    } catch (const std::exception& e) {
+      status = std::string("not measured (") + e.what() + ")";
+    }
+  }
+  return torch;
+}
+
+// The kernel cases' figures, each beside the same work by the peers, the f32 kernel (for a
+// half-precision one) and one thread.
+struct CaseTable {
+  const std::vector<bench::Case>& cases;
+  const std::vector<bench::Harness::Stats>& stats;
+  std::vector<double> seconds;  // the reported statistic of each case
+  std::map<std::pair<std::string, int>, double> torch;
+  std::map<int, double> copy_bw;  // bytes per second by threads
+
+  std::optional<double> find(const std::string& name, bench::Impl impl, int t) const {
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      if (cases[i].name() == name && cases[i].impl == impl && cases[i].threads == t) {
+        return seconds[i];
+      }
+    }
+    return std::nullopt;
+  }
+
+  nlohmann::json row(std::size_t i) const {
+    const bench::Case& c = cases[i];
+    const double s = seconds[i];
+    const double bw = c.bytes / s;
+    const auto copy = copy_bw.find(c.threads);
+    const double of_copy = copy != copy_bw.end() ? bw / copy->second : 0;
+    std::optional<double> vs_llmc, vs_omp, vs_torch, vs_f32, vs_1t;
+    if (c.impl == bench::Impl::posemb) {
+      const bool half = c.op.ends_with("_bf16") || c.op.ends_with("_f16");
+      const std::string f32_name = "embed_forward/" + c.shape;
+      const std::string base = half ? f32_name : c.name();
+      vs_llmc = find(base, bench::Impl::llmc, 1);
+      vs_omp = find(base, bench::Impl::llmc_omp, c.threads);
+      const auto t = torch.find({c.name(), c.threads});
+      if (!half && t != torch.end()) vs_torch = t->second;
+      if (half) vs_f32 = find(f32_name, bench::Impl::posemb, c.threads);
+      if (c.threads != 1) vs_1t = find(c.name(), bench::Impl::posemb, 1);
+    }
+    if (c.impl == bench::Impl::llmc_omp && c.threads != 1) {
+      vs_1t = find(c.name(), bench::Impl::llmc_omp, 1);
+    }
+    return {{"name", c.name()},
+            {"impl", bench::impl_name(c.impl)},
+            {"shape", c.shape_text},
+            {"threads", c.threads},
+            {"seconds", s},
+            {"median_seconds", stats[i].median},
+            {"min_seconds", stats[i].min},
+            {"bytes", c.bytes},
+            {"GBps", bw / 1e9},
+            {"fraction_of_copy_bandwidth", of_copy},
+            {"llmc_serial_seconds", opt_json(vs_llmc)},
+            {"llmc_omp_seconds", opt_json(vs_omp)},
+            {"pytorch_seconds", opt_json(vs_torch)},
+            {"f32_seconds", opt_json(vs_f32)},
+            {"one_thread_seconds", opt_json(vs_1t)}};
+  }
+};
+
+nlohmann::json train_step_json(const StandaloneResult& train, int threads) {
+  nlohmann::json j = {{"name", train.name},
+                      {"shape", train.shape},
+                      {"threads", threads},
+                      {"openblas_kernels", train.blas},
+                      {"seconds", train.seconds},
+                      {"tokens_per_second", train.tokens / train.seconds},
+                      {"pytorch_seconds", opt_json(train.peer_seconds)},
+                      {"pytorch_status", train.peer_status}};
+  if (!train.peer_coretype.empty()) {
+    j["pytorch_openblas_coretype"] = train.peer_coretype;
+    j["pytorch_coretype_seconds"] = opt_json(train.peer_coretype_seconds);
+    j["pytorch_coretype_status"] = train.peer_coretype_status;
+  }
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json measure_bench(const BenchOptions& o) {
+  if (o.repetitions < 1 || o.repetitions > 1000) {
+    throw UsageError("--reps " + std::to_string(o.repetitions) + " is not in [1, 1000]");
+  }
+  const std::vector<int> threads = parse_threads(o.threads);
+  const std::string peer_dir = o.peer_dir.empty() ? default_peer_dir() : o.peer_dir;
+  const double load_start = bench::load_average();
+  std::string llmc_why, torch_status;
+  const bool llmc = bench::llmc_peer_available(llmc_why);
+  auto torch = torch_peer(o, threads, peer_dir, torch_status);
+
+  bench::Harness harness;
+  const std::vector<bench::Case> cases = bench::embedding_cases(threads, llmc);
+  std::vector<bench::Variant> variants;
+  for (const auto& c : cases) variants.push_back(c.variant());
+  const auto stats = harness.run_interleaved(variants, o.repetitions);
+  CaseTable table{cases, stats, {}, std::move(torch), {}};
+  for (const auto& st : stats) table.seconds.push_back(o.min ? st.min : st.median);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (cases[i].impl == bench::Impl::copy) {
+      table.copy_bw[cases[i].threads] = cases[i].bytes / table.seconds[i];
+    }
+  }
+  std::optional<StandaloneResult> train;
+  if (!o.no_train_step) {
+    BenchContext ctx;
+    ctx.harness = &harness;
+    ctx.repetitions = o.repetitions;
+    ctx.threads = threads.back();
+    ctx.run_peers = !o.no_peer;
+    ctx.python = o.python;
+    ctx.peer_dir = peer_dir;
+    train = train_step_demo(ctx);
+  }
+
+  nlohmann::json doc;
+  doc["simd_target"] = simd_target();
+  doc["simd_targets"] = simd_targets();
+  doc["threads"] = threads;
+  doc["repetitions"] = o.repetitions;
+  doc["statistic"] = o.min ? "min" : "median";
+  doc["flush_bytes"] = harness.flush_bytes();
+  doc["load_average"] = {{"start", load_start}, {"end", bench::load_average()}};
+  doc["llmc_peer"] =
+      llmc ? "llm.c encoder loop, -O3 -march=native" : "not measured (" + llmc_why + ")";
+  doc["pytorch_peer"] = torch_status;
+  for (const auto& [t, bw] : table.copy_bw) doc["copy_GBps"][std::to_string(t)] = bw / 1e9;
+  doc["cases"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (cases[i].impl != bench::Impl::copy) doc["cases"].push_back(table.row(i));
+  }
+  if (train) doc["train_step"] = train_step_json(*train, threads.back());
+  return doc;
+}
+
+}  // namespace posemb::cli

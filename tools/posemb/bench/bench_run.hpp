@@ -1,0 +1,31 @@
+// tools/posemb/bench/bench_run.hpp: what `posemb bench` measures and how it reports it. One
+// JSON document holds every figure (`posemb bench --json` prints it); the table is printed from
+// it.
+//
+//   BenchOptions o;  o.threads = "1,2";
+//   const nlohmann::json doc = measure_bench(o);   // the kernels, the peers, train_step/demo
+//   print_bench_table(doc);
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace posemb::cli {
+
+struct BenchOptions {
+  bool json = false;
+  int repetitions = 15;
+  std::string threads;  // "1,2"; empty: 1 and OpenMP's thread count
+  std::string python = "/usr/bin/python3";
+  std::string peer_dir;  // empty: the installed peers, else the source tree's
+  bool no_peer = false;
+  bool no_train_step = false;
+  bool min = false;  // the table from the fastest repetition instead of the median
+};
+
+// Runs every case with the harness's protocol; throws UsageError for bad --reps or --threads.
+nlohmann::json measure_bench(const BenchOptions& o);
+// The table of a measure_bench document on stdout.
+void print_bench_table(const nlohmann::json& doc);
+
+}  // namespace posemb::cli

@@ -1,0 +1,69 @@
+#include "train_flags.hpp"
+
+#include "lab/config.hpp"
+#include "posemb/errors.hpp"
+
+namespace posemb::cli {
+namespace {
+
+// The new run of --init-from: the checkpoint's settings, then every task and training flag
+// given (the lab's rules, lab::merge_run); a model flag is a usage error.
+std::unique_ptr<lab::Trainer> init_from(const TrainOptions& o, lab::Communicator& comm) {
+  lab::RunOverrides ov;
+  ov.values = o.lab.run;
+  for (const auto* opt : o.run_flags) {
+    if (opt->count() == 0) continue;
+    const std::string field = field_of_flag(opt->get_name());
+    if (!lab::overridable_from_checkpoint(field)) {
+      throw UsageError(opt->get_name() +
+                       " cannot be combined with --init-from: the model's shape and encoding "
+                       "come from the checkpoint (its table's rows from --table or the "
+                       "checkpoint; posemb resize makes a longer one)");
+    }
+    ov.fields.push_back(field);
+  }
+  if (o.steps_flag->count() > 0) ov.fields.emplace_back("train.steps");
+  try {
+    ov.values.task.kind = lab::parse_task_kind(o.lab.task);
+    return std::make_unique<lab::Trainer>(
+        lab::Trainer::from_checkpoint(o.init_from, ov, o.table, comm));
+  } catch (const lab::ConfigError& e) {
+    throw usage_error(e);
+  }
+}
+
+// --table, --resume and --init-from with each other and with the run flags.
+void check_combinations(const TrainOptions& o) {
+  if (!o.table.empty() && o.init_from.empty()) {
+    throw UsageError("--table needs --init-from: it replaces the learned table of that checkpoint");
+  }
+  if (!o.resume.empty() && !o.init_from.empty()) {
+    throw UsageError(
+        "--resume and --init-from exclude each other: --resume continues a run, "
+        "--init-from starts a new one from a checkpoint's weights");
+  }
+  if (!o.resume.empty()) {
+    for (const auto* opt : o.run_flags) {
+      if (opt->count() > 0) {
+        throw UsageError(opt->get_name() +
+                         " cannot be combined with --resume: a resumed run "
+                         "takes its settings from the checkpoint (only --steps, --threads, "
+                         "--out, --peer-timeout and the checkpoint flags may be given)");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<lab::Trainer> make_trainer(TrainOptions& o, lab::Communicator& comm) {
+  check_combinations(o);
+  if (!o.init_from.empty()) return init_from(o, comm);
+  const lab::RunConfig run = finish_lab_flags(o.lab);
+  if (o.resume.empty()) return std::make_unique<lab::Trainer>(run, comm);
+  auto tr = std::make_unique<lab::Trainer>(lab::Trainer::load(o.resume, comm));
+  if (o.steps_flag->count() > 0) tr->set_total_steps(run.train.steps);
+  return tr;
+}
+
+}  // namespace posemb::cli

@@ -1,0 +1,37 @@
+// tools/posemb/experiment/train_flags.hpp: the flags of `posemb train` and the trainer they
+// start: from the seed, resumed (--resume), or a new run from a checkpoint's weights
+// (--init-from, the lab's merge rules).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lab/trainer.hpp"
+#include "lab_options.hpp"
+
+namespace posemb::cli {
+
+struct TrainOptions {
+  LabFlags lab;
+  std::string out = "train-out";
+  std::string resume;
+  std::string init_from;
+  std::string table;
+  std::size_t checkpoint_every = 200;
+  std::size_t stop_after = 0;
+  std::size_t eval_max = 0;
+  std::size_t eval_samples = 100;
+  bool quiet = false;
+  double peer_timeout = 600;
+  std::vector<CLI::Option*> run_flags;  // settings a resumed run takes from its checkpoint
+  CLI::Option* steps_flag = nullptr;
+};
+
+// The trainer the flags ask for; UsageError for flags that contradict each other or the
+// checkpoint.
+std::unique_ptr<lab::Trainer> make_trainer(TrainOptions& o, lab::Communicator& comm);
+
+}  // namespace posemb::cli
