@@ -33,6 +33,8 @@ LAYER_OF = {
     "positions.hpp": "core",
     "sinusoidal.hpp": "core",
     "rope.hpp": "core",
+    "rope_scaling.hpp": "core",
+    "rope_precision.hpp": "core",
     "version.hpp": "core",
     "half.hpp": "core",
     "random.hpp": "core",
@@ -50,6 +52,7 @@ LAYER_OF = {
     "npy.hpp": "io",
     "position_table_file.hpp": "io",
     "resize.hpp": "io",
+    "rope_config.hpp": "io",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 errors = []
