@@ -9,7 +9,7 @@
 //   posemb::RopeScalingEdit e{.type = posemb::RopeScalingType::yarn, .factor = 4};
 //   posemb::EditedRopeConfig out = posemb::set_rope_scaling("Llama-2-7b/config.json", e);
 //   posemb::write_file_atomically("long/config.json", "rope", out.text);
-//   out.config.extended_length();   // 16384: 4 x the trained 4096
+//   out.config.scaled_length();   // 16384: 4 x the trained 4096
 //
 // The keys read (all others are left alone and not reported):
 //   rope_theta                  the base (GPT-NeoX's rotary_emb_base too); required
@@ -54,8 +54,11 @@ struct RopeConfig {
   // L0, the length the model was trained on: the scaling's original_max_position_embeddings
   // (yarn, llama3, longrope), else max_position_embeddings.
   std::size_t trained_length() const;
+  // factor * L0 rounded down: the length the scaling's factor stretches the trained one to
+  // (L0 without a factor).
+  std::size_t scaled_length() const;
   // The length the config targets: max_position_embeddings when it exceeds L0 (Llama 3.1,
-  // Phi-3), else factor * L0 rounded down (max_position_embeddings for no scaling).
+  // Phi-3), else scaled_length().
   std::size_t extended_length() const;
 };
 

@@ -345,6 +345,7 @@ RopeConfig parse_rope_config(std::string_view json_text, std::string_view source
   const Lengths len{top.count("max_position_embeddings", "the length the model runs to"),
                     top.opt_count("original_max_position_embeddings")};
   if (len.max_position_embeddings == 0) top.fail("max_position_embeddings", "= 0");
+  c.max_position_embeddings = len.max_position_embeddings;
   if (block) {
     const RopeScalingType type = read_type(*block, c.warnings);
     c.scaling = read_scaling(*block, type, len, c.warnings);
@@ -390,9 +391,7 @@ std::size_t RopeConfig::trained_length() const {
   return max_position_embeddings;
 }
 
-std::size_t RopeConfig::extended_length() const {
-  const std::size_t l0 = trained_length();
-  if (max_position_embeddings > l0) return max_position_embeddings;
+std::size_t RopeConfig::scaled_length() const {
   const double factor = std::visit(
       [](const auto& s) -> double {
         if constexpr (requires { s.factor; }) {
@@ -403,7 +402,11 @@ std::size_t RopeConfig::extended_length() const {
       },
       scaling);
   return static_cast<std::size_t>(
-      std::floor(static_cast<long double>(factor) * static_cast<long double>(l0)));
+      std::floor(static_cast<long double>(factor) * static_cast<long double>(trained_length())));
+}
+
+std::size_t RopeConfig::extended_length() const {
+  return max_position_embeddings > trained_length() ? max_position_embeddings : scaled_length();
 }
 
 }  // namespace posemb

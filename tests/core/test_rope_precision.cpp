@@ -65,7 +65,8 @@ TEST(RopePrecision, MatchesAPlainLoop) {
     EXPECT_EQ(a.by_length.back().upto, n);
     EXPECT_EQ(a.by_length.back().max_error, a.max_error);
     for (std::size_t k = 1; k < a.by_length.size(); ++k) {
-      EXPECT_EQ(a.by_length[k].upto, 2 * a.by_length[k - 1].upto < n ? 2 * a.by_length[k - 1].upto : n);
+      EXPECT_EQ(a.by_length[k].upto,
+                2 * a.by_length[k - 1].upto < n ? 2 * a.by_length[k - 1].upto : n);
       EXPECT_GE(a.by_length[k].max_error, a.by_length[k - 1].max_error);
     }
     // by_length[0] is [0, 1024): the reference over those positions alone.

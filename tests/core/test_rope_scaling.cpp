@@ -42,7 +42,8 @@ void expect_close(const std::vector<long double>& got, const std::vector<double>
 }
 
 void expect_factor(double got, double want, const std::string& what) {
-  EXPECT_LE(std::abs(got - want), kRelTol * std::abs(want)) << what << ": " << got << " vs " << want;
+  EXPECT_LE(std::abs(got - want), kRelTol * std::abs(want))
+      << what << ": " << got << " vs " << want;
 }
 
 TEST(RopeScaling, Llama2DefaultIsThePlainRope) {
@@ -79,7 +80,8 @@ TEST(RopeScaling, DynamicDependsOnTheSequenceLength) {
   }
   // Past it: base * (s * L / L0 - (s - 1))^(d / (d - 2)).
   const double b = 10000 * std::pow(2.0 * 10000 / 4096 - 1.0, 128.0 / 126.0);
-  expect_close(rope_frequencies(10000, 128, d, 10000).inv_freq, rope_plain(b, 128), "dynamic at 10000");
+  expect_close(rope_frequencies(10000, 128, d, 10000).inv_freq, rope_plain(b, 128),
+               "dynamic at 10000");
   const Rope short_rope(128, RopeLayout::half, {.base = 10000, .scaling = d});
   const Rope long_rope = short_rope.with_seq_len(10000);
   EXPECT_EQ(long_rope.seq_len(), 10000u);
@@ -125,7 +127,8 @@ TEST(RopeScaling, YarnOptions) {
   y.beta_fast = 16;
   y.beta_slow = 2;
   y.truncate = false;
-  expect_close(rope_frequencies(10000, 128, y).inv_freq, rope_yarn(10000, 128, 8, 4096, 16, 2, false).inv,
+  expect_close(rope_frequencies(10000, 128, y).inv_freq,
+               rope_yarn(10000, 128, 8, 4096, 16, 2, false).inv,
                "yarn untruncated, betas 16 and 2");
   // DeepSeek's mscale: (0.1 m ln s + 1) / (0.1 m_all ln s + 1).
   y.mscale = 1.0;

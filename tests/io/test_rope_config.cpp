@@ -157,9 +157,10 @@ TEST(RopeConfig, LinearDynamicAndTransformers5) {
           "rope_theta": 10000, "rope_scaling": {"type": "dynamic", "factor": 2.0}})",
       "dyn.json");
   expect_inv(d.rope(RopeLayout::half), reference::rope_plain(10000, 128), "dynamic at L0");
-  expect_inv(d.rope(RopeLayout::half, 16384),
-             reference::rope_plain(reference::rope_ntk_base(10000, 128, 2.0 * 16384 / 4096 - 1), 128),
-             "dynamic at 16384");
+  expect_inv(
+      d.rope(RopeLayout::half, 16384),
+      reference::rope_plain(reference::rope_ntk_base(10000, 128, 2.0 * 16384 / 4096 - 1), 128),
+      "dynamic at 16384");
   const RopeConfig v5 = parse_rope_config(
       R"({"hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096,
           "rope_parameters": {"rope_type": "linear", "factor": 4.0, "rope_theta": 500000.0}})",
@@ -219,8 +220,8 @@ TEST(RopeConfig, BadConfigsNameTheFileAndTheKey) {
                  "rope_scaling.rope_type", "unknown type");
   expect_refused(with(kLlama2, "rope_scaling", R"({"type": 3})"), "rope_scaling.type",
                  "type as a number");
-  expect_refused(with(kLlama2, "rope_scaling", R"({"rope_type": "linear"})"),
-                 "rope_scaling.factor", "no factor");
+  expect_refused(with(kLlama2, "rope_scaling", R"({"rope_type": "linear"})"), "rope_scaling.factor",
+                 "no factor");
   expect_refused(with(kLlama2, "rope_scaling", R"({"rope_type": "linear", "factor": "4"})"),
                  "rope_scaling.factor", "factor as a string");
   expect_refused(with(kLlama2, "rope_scaling", R"({"rope_type": "linear", "factor": 0.5})"),
@@ -229,9 +230,9 @@ TEST(RopeConfig, BadConfigsNameTheFileAndTheKey) {
                       R"({"rope_type": "llama3", "factor": 8, "low_freq_factor": 1,
                           "high_freq_factor": 4})"),
                  "rope_scaling.original_max_position_embeddings", "llama3 without L0");
-  expect_refused(with(kLlama2, "rope_scaling",
-                      R"({"rope_type": "yarn", "factor": 4, "truncate": "yes"})"),
-                 "rope_scaling.truncate", "truncate as a string");
+  expect_refused(
+      with(kLlama2, "rope_scaling", R"({"rope_type": "yarn", "factor": 4, "truncate": "yes"})"),
+      "rope_scaling.truncate", "truncate as a string");
   expect_refused(phi3(47, 48), "rope_scaling.short_factor", "47 short factors for 48 pairs");
   expect_refused(phi3(48, 64), "rope_scaling.long_factor", "64 long factors for 48 pairs");
   expect_refused(with(phi3(), "original_max_position_embeddings", "<absent>"),
@@ -294,11 +295,14 @@ TEST(RopeConfig, SetRopeScalingKeepsEveryOtherKey) {
   for (const auto& [k, v] : after.items()) keys_after.push_back(k);
   EXPECT_EQ(keys_before, keys_after);  // same keys, same order
   for (const auto& [k, v] : before.items()) {
-    if (k != "rope_scaling") EXPECT_EQ(after[k], v) << k;
+    if (k != "rope_scaling") {
+      EXPECT_EQ(after[k], v) << k;
+    }
   }
-  EXPECT_EQ(after["rope_scaling"],
-            nlohmann::ordered_json::parse(
-                R"({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096})"));
+  EXPECT_EQ(
+      after["rope_scaling"],
+      nlohmann::ordered_json::parse(
+          R"({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096})"));
   // llama3 with its defaults; then back to none.
   e = RopeScalingEdit{};
   e.type = RopeScalingType::llama3;

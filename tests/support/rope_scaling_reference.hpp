@@ -26,8 +26,7 @@ struct YarnReference {
   double mscale;
 };
 inline YarnReference rope_yarn(double base, std::size_t dim, double scale, double l0,
-                               double beta_fast = 32, double beta_slow = 1,
-                               bool truncate = true) {
+                               double beta_fast = 32, double beta_slow = 1, bool truncate = true) {
   const double d = static_cast<double>(dim);
   auto correction_dim = [&](double rot) {
     return (d * std::log(l0 / (rot * 2 * std::numbers::pi))) / (2 * std::log(base));
@@ -44,8 +43,7 @@ inline YarnReference rope_yarn(double base, std::size_t dim, double scale, doubl
   for (std::size_t i = 0; i < dim / 2; ++i) {
     const double pos_freq = std::pow(base, (2.0 * static_cast<double>(i)) / d);
     const double extra = 1.0 / pos_freq, inter = 1.0 / (scale * pos_freq);
-    const double ramp =
-        std::min(1.0, std::max(0.0, (static_cast<double>(i) - low) / (high - low)));
+    const double ramp = std::min(1.0, std::max(0.0, (static_cast<double>(i) - low) / (high - low)));
     const double mask = 1.0 - ramp;  // 1: extrapolate
     r.inv.push_back(inter * (1.0 - mask) + extra * mask);
   }

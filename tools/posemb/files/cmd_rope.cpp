@@ -49,10 +49,11 @@ void run_set(const RopeCliOptions& o) {
   write_file_atomically(o.out, "posemb rope", r.text);
   const RopeConfig& c = r.config;
   fmt::print(
-      "wrote {}: rope_scaling {}; targets {} positions (trained {}); max_position_embeddings "
-      "stays {}, every other key as it was\n",
-      quote_untrusted(o.out), o.set == "default" ? "null (no scaling)" : o.set, c.extended_length(),
-      c.trained_length(), c.max_position_embeddings);
+      "wrote {}: rope_scaling {}; targets {} positions ({} x the trained {}); "
+      "max_position_embeddings stays {}, every other key as it was\n",
+      quote_untrusted(o.out), o.set == "default" ? "null (no scaling)" : o.set, c.scaled_length(),
+      edit.type == RopeScalingType::none ? 1.0 : edit.factor, c.trained_length(),
+      c.max_position_embeddings);
 }
 
 void run_rope(const RopeCliOptions& o) {
