@@ -24,11 +24,11 @@
 // position:  a' = a cos - b sin,  b' = a sin + b cos. The layout says which columns pair up:
 //   RopeLayout::interleaved  (2i, 2i+1)    RoFormer, GPT-J (rotate_every_two), Su et al. 2021
 //   RopeLayout::half         (i, i + R/2)  GPT-NeoX, HF Llama / Mistral / Qwen (rotate_half)
-// A scaling (RopeOptions::scaling, posemb/rope_scaling.hpp) changes theta_i and may multiply
-// cos and sin by an attention factor a (YaRN, LongRoPE): a' = a (a cos - b sin) and so on.
 // The two are not interchangeable: a checkpoint trained with one gives wrong attention with the
 // other, so the layout has no default. Columns [R, D) of each head pass unchanged (GPT-J's
-// rotary_dim, GPT-NeoX's rotary_pct * D).
+// rotary_dim, GPT-NeoX's rotary_pct * D). A scaling (RopeOptions::scaling, rope_scaling.hpp)
+// changes theta_i and may multiply cos and sin by an attention factor m (YaRN, LongRoPE):
+// a' = m (a cos - b sin),  b' = m (a sin + b cos).
 //
 // Positions come from a PositionSource (posemb/positions.hpp): contiguous from a start (cached
 // decoding), explicit ids, a padding mask (pads are left unrotated), packed documents
@@ -40,9 +40,10 @@
 //
 // Accuracy: angles are formed in double (cos and sin by posemb's own double precision kernel,
 // the same bits on every SIMD target), and in long double once they exceed 2^24, then cos and
-// sin are rounded to float. Every rotated value is within 3e-7 * (|a| + |b|) of the exact
-// rotation of its pair (a, b), at every position up to 2^31 (tested there against long double;
-// float32 angles are off by whole radians at such positions).
+// sin (times m, in double) are rounded to float. Every rotated value is within
+// 3e-7 * m * (|a| + |b|) of the exact rotation of its pair (a, b), at every position up to
+// 2^31 (tested there against long double; float32 angles are off by whole radians at such
+// positions; posemb/rope_precision.hpp measures by how much).
 //
 // Threads: rope_forward and rope_backward only read a RopeCache, so any number of threads may
 // rotate with one cache at once (one cache for every layer of a model). reserve() changes the
