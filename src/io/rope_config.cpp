@@ -189,7 +189,11 @@ std::size_t read_head_dim(Keys& top) {
 std::size_t read_rotary_dim(Keys& top, Keys* block, std::size_t head_dim) {
   std::string key = "partial_rotary_factor";
   std::optional<double> f = top.opt_number(key);
-  if (!f && (f = top.opt_number("rotary_pct"))) key = "rotary_pct";  // GPT-NeoX's name
+  const std::optional<double> pct = top.opt_number("rotary_pct");  // GPT-NeoX's name
+  if (f && pct && *f != *pct) {
+    top.fail(key, "= " + num(*f) + " disagrees with rotary_pct = " + num(*pct));
+  }
+  if (!f && (f = pct)) key = "rotary_pct";
   if (!f && block != nullptr && (f = block->opt_number(key))) key = block->name(key);
   if (!f) return head_dim;
   if (!(*f > 0.0 && *f <= 1.0)) top.fail(key, "= " + num(*f) + " must be in (0, 1]");

@@ -63,6 +63,7 @@ TEST(RopeConfig, Llama31) {
   EXPECT_EQ(rope_scaling_type(c.scaling), RopeScalingType::llama3);
   EXPECT_EQ(c.trained_length(), 8192u);
   EXPECT_EQ(c.extended_length(), 131072u);
+  EXPECT_EQ(c.scaled_length(), 65536u);  // 8 x 8192: Llama 3.1 states 131072 itself
   const Rope rope = c.rope(RopeLayout::half);
   expect_inv(rope, reference::rope_llama3(500000, 128, 8, 1, 4, 8192), "llama 3.1 8B");
   EXPECT_EQ(rope.attention_factor(), 1.0);
@@ -211,6 +212,9 @@ TEST(RopeConfig, BadConfigsNameTheFileAndTheKey) {
   expect_refused(with(kLlama2, "num_attention_heads", "30"), "hidden_size", "4096 / 30");
   expect_refused(with(kLlama2, "head_dim", "7"), "head_dim", "odd head_dim");
   expect_refused(with(kLlama2, "partial_rotary_factor", "0"), "partial_rotary_factor", "0");
+  expect_refused(with(with(kLlama2, "partial_rotary_factor", "0.5"), "rotary_pct", "0.25"),
+                 "rotary_pct", "two rotary fractions");
+  expect_refused(with(kLlama2, "rotary_emb_base", "20000"), "rotary_emb_base", "two bases");
   expect_refused(with(kLlama2, "partial_rotary_factor", "0.001"), "partial_rotary_factor",
                  "rotates 0 columns");
   expect_refused(with(kLlama2, "rope_scaling", R"("linear")"), "rope_scaling", "not an object");
