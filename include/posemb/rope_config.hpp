@@ -12,7 +12,8 @@
 //   out.config.scaled_length();   // 16384: 4 x the trained 4096
 //
 // The keys read (all others are left alone and not reported):
-//   rope_theta                  the base (GPT-NeoX's rotary_emb_base too); required
+//   rope_theta                  the base (GPT-NeoX's rotary_emb_base too); absent (configs
+//                               before transformers 4.34, Llama 2's): 10000 with a warning
 //   head_dim                    D; when absent or null, hidden_size / num_attention_heads
 //   partial_rotary_factor       R = int(D * partial_rotary_factor) (GPT-NeoX: rotary_pct);
 //                               default 1

@@ -154,7 +154,7 @@ class Keys {
   std::set<std::string, std::less<>> read_;
 };
 
-double read_base(Keys& top, Keys* block) {
+double read_base(Keys& top, Keys* block, std::vector<std::string>& warnings) {
   const auto theta = top.opt_number("rope_theta");
   const auto neox = top.opt_number("rotary_emb_base");  // GPT-NeoX's name
   if (theta && neox && *theta != *neox) {
@@ -162,7 +162,14 @@ double read_base(Keys& top, Keys* block) {
   }
   std::optional<double> b = theta ? theta : neox;
   if (!b && block != nullptr) b = block->opt_number("rope_theta");  // transformers 5
-  if (!b) top.fail("rope_theta", "missing (the rotary base: 10000 in Llama 2, 500000 in Llama 3)");
+  if (!b) {
+    // Configs written before transformers 4.34 (Llama 2's own) have no rope_theta: the model
+    // classes' default, 10000 (Llama, Mistral, Qwen2, Phi-3, Gemma, GPT-NeoX), said aloud.
+    warnings.push_back(
+        "rope_theta is missing: 10000 is used, transformers' default for Llama, "
+        "Mistral, Qwen2, Phi-3, Gemma and GPT-NeoX");
+    return 10000.0;
+  }
   if (!(*b > 0.0)) top.fail("rope_theta", "= " + num(*b) + " must be > 0");
   return *b;
 }
@@ -343,7 +350,7 @@ RopeConfig parse_rope_config(std::string_view json_text, std::string_view source
   // transformers 5 keeps rope_theta and partial_rotary_factor in rope_parameters too.
   Keys* v5 = block && block_name == "rope_parameters" ? &*block : nullptr;
   RopeConfig c;
-  c.base = read_base(top, v5);
+  c.base = read_base(top, v5, c.warnings);
   c.head_dim = read_head_dim(top);
   c.rotary_dim = read_rotary_dim(top, v5, c.head_dim);
   const Lengths len{top.count("max_position_embeddings", "the length the model runs to"),

@@ -41,6 +41,9 @@ put("dynamic.json", dict(llama2, rope_scaling={"type": "dynamic", "factor": 2.0}
 put("far.json", dict(llama2, hidden_size=64, num_attention_heads=4, max_position_embeddings=70000))
 put("unused.json", dict(llama2, rope_scaling={"type": "linear", "factor": 2.0, "fancy": 1}))
 bad = dict(llama2)
+del bad["max_position_embeddings"]
+put("no_length.json", bad)
+bad = dict(llama2)
 del bad["rope_theta"]
 put("no_theta.json", bad)
 put("short_list.json", {"hidden_size": 3072, "num_attention_heads": 32,
@@ -123,6 +126,11 @@ assert p['positions'] == 70000
 assert p['float16']['first_overflow'] == 65520 and p['float32']['first_overflow'] is None
 assert p['bfloat16']['first_over'] < 300 and p['float32']['max_error'] < 0.01"
 
+# No rope_theta (Llama 2's own config): transformers' default, with a warning.
+expect 0 "no rope_theta" -- rope "$tmp/no_theta.json"
+contains err "rope_theta is missing: 10000 is used" "the default said aloud"
+contains out "base 10000" "the default used"
+
 # An unused key: a warning, the report still printed.
 expect 0 "unused key" -- rope "$tmp/unused.json"
 contains err "posemb: warning:" "warning printed"
@@ -158,7 +166,7 @@ bad_config() {  # bad_config FILE KEY
   one_line "$1 --set"
   absent never.json "$1 --set"
 }
-bad_config no_theta.json "rope_theta"
+bad_config no_length.json "max_position_embeddings"
 bad_config short_list.json "rope_scaling.long_factor"
 bad_config xpos.json "rope_scaling.rope_type"
 bad_config not_json.json "not valid JSON"

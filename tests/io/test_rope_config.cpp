@@ -199,7 +199,6 @@ void expect_refused(const std::string& text, const std::string& key, const std::
 }
 
 TEST(RopeConfig, BadConfigsNameTheFileAndTheKey) {
-  expect_refused(with(kLlama2, "rope_theta", "<absent>"), "rope_theta", "no base");
   expect_refused(with(kLlama2, "rope_theta", R"("10000")"), "rope_theta", "base as a string");
   expect_refused(with(kLlama2, "rope_theta", "-1"), "rope_theta", "negative base");
   expect_refused(with(kLlama2, "max_position_embeddings", "<absent>"), "max_position_embeddings",
@@ -245,6 +244,14 @@ TEST(RopeConfig, BadConfigsNameTheFileAndTheKey) {
   expect_refused("[1, 2]", "object", "not an object");
   expect_refused("{\"rope_theta\": ", "JSON", "cut short");
   expect_refused(std::string("{\"a\": 1}\0{", 10), "NUL", "a NUL byte");
+}
+
+TEST(RopeConfig, MissingBaseIsTransformersDefaultAloud) {
+  // Llama-2-7b-hf's own config.json (transformers 4.31) has no rope_theta.
+  const RopeConfig c = parse_rope_config(with(kLlama2, "rope_theta", "<absent>"), "c.json");
+  EXPECT_EQ(c.base, 10000.0);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_NE(c.warnings[0].find("rope_theta is missing: 10000 is used"), std::string::npos);
 }
 
 TEST(RopeConfig, UnusedKeysAreWarnings) {

@@ -287,7 +287,10 @@ def test_rope_forward_with_a_config(rng, name):
 
 
 def test_bad_configs_raise_naming_the_key(rng):
-    with pytest.raises(posemb.FileFormatError, match="rope_theta"):
+    with pytest.raises(posemb.FileFormatError, match="max_position_embeddings"):
+        posemb.rope_frequencies({"hidden_size": 64, "num_attention_heads": 4,
+                                 "rope_theta": 10000.0})
+    with pytest.warns(UserWarning, match="rope_theta is missing"):
         posemb.rope_frequencies({"hidden_size": 64, "num_attention_heads": 4,
                                  "max_position_embeddings": 8})
     bad = dict(PHI3, rope_scaling=dict(PHI3["rope_scaling"], long_factor=[1.0] * 47))
