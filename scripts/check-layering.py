@@ -33,6 +33,8 @@ LAYER_OF = {
     "positions.hpp": "core",
     "sinusoidal.hpp": "core",
     "rope.hpp": "core",
+    "rope_scaling.hpp": "core",
+    "rope_precision.hpp": "core",
     "version.hpp": "core",
     "half.hpp": "core",
     "random.hpp": "core",
@@ -52,6 +54,7 @@ LAYER_OF = {
     "resize.hpp": "io",
     "table_analysis.hpp": "io",
     "table_provenance.hpp": "io",
+    "rope_config.hpp": "io",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 errors = []

@@ -14,6 +14,11 @@
 //   cache.reserve(4096);                                       // growing is explicit
 //   posemb::rope_forward(q1, H, 1, 1, posemb::PositionSource::contiguous(3000), rope);  // any p
 //
+//   // Past the trained length (posemb/rope_scaling.hpp; from a config.json: rope_config.hpp):
+//   posemb::Rope yarn(128, posemb::RopeLayout::half,
+//                     {.base = 1e6, .scaling = posemb::YarnScaling{
+//                                      .factor = 4, .original_max_position_embeddings = 32768}});
+//
 // Each head of D columns rotates its first R = rotary_dim columns (all D by default) in R/2
 // planes; pair i turns by the angle p * theta_i, theta_i = base^(-2i / R), p the token's
 // position:  a' = a cos - b sin,  b' = a sin + b cos. The layout says which columns pair up:
@@ -21,21 +26,24 @@
 //   RopeLayout::half         (i, i + R/2)  GPT-NeoX, HF Llama / Mistral / Qwen (rotate_half)
 // The two are not interchangeable: a checkpoint trained with one gives wrong attention with the
 // other, so the layout has no default. Columns [R, D) of each head pass unchanged (GPT-J's
-// rotary_dim, GPT-NeoX's rotary_pct * D).
+// rotary_dim, GPT-NeoX's rotary_pct * D). A scaling (RopeOptions::scaling, rope_scaling.hpp)
+// changes theta_i and may multiply cos and sin by an attention factor m (YaRN, LongRoPE):
+// a' = m (a cos - b sin),  b' = m (a sin + b cos).
 //
 // Positions come from a PositionSource (posemb/positions.hpp): contiguous from a start (cached
 // decoding), explicit ids, a padding mask (pads are left unrotated), packed documents
 // (positions restart after each separator).
 //
-// The backward is the inverse rotation (by -p * theta_i), which is the rotation's transpose:
-// given dL/dx' it writes dL/dx over the same memory. Forward and backward work in place on
-// any view, strided (column blocks of a fused buffer) or not.
+// The backward is the rotation's transpose (the inverse rotation, by -p * theta_i, times the
+// attention factor): given dL/dx' it writes dL/dx over the same memory. Forward and backward work
+// in place on any view, strided (column blocks of a fused buffer) or not.
 //
 // Accuracy: angles are formed in double (cos and sin by posemb's own double precision kernel,
 // the same bits on every SIMD target), and in long double once they exceed 2^24, then cos and
-// sin are rounded to float. Every rotated value is within 3e-7 * (|a| + |b|) of the exact
-// rotation of its pair (a, b), at every position up to 2^31 (tested there against long double;
-// float32 angles are off by whole radians at such positions).
+// sin (times m, in double) are rounded to float. Every rotated value is within
+// 3e-7 * m * (|a| + |b|) of the exact rotation of its pair (a, b), at every position up to
+// 2^31 (tested there against long double; float32 angles are off by whole radians at such
+// positions; posemb/rope_precision.hpp measures by how much).
 //
 // Threads: rope_forward and rope_backward only read a RopeCache, so any number of threads may
 // rotate with one cache at once (one cache for every layer of a model). reserve() changes the
@@ -52,6 +60,7 @@
 #include "posemb/matrix.hpp"
 #include "posemb/matrix_view.hpp"
 #include "posemb/positions.hpp"
+#include "posemb/rope_scaling.hpp"
 
 namespace posemb {
 
@@ -62,25 +71,41 @@ enum class RopeLayout : std::uint8_t {
 };
 
 struct RopeOptions {
-  double base = 10000.0;       // theta: finite, > 0 (Llama 3: 500000)
-  std::size_t rotary_dim = 0;  // R, the leading columns of each head that rotate; 0: all D
+  double base = 10000.0;              // theta: finite, > 0 (Llama 3: 500000)
+  std::size_t rotary_dim = 0;         // R, the leading columns of each head that rotate; 0: all D
+  RopeScaling scaling = NoScaling{};  // past the trained length (posemb/rope_scaling.hpp)
+  // The length of the sequences rotated, for the scalings that depend on it (dynamic: NTK from
+  // max(seq_len, L0); longrope: long factors past L0); 0: the trained length. The others
+  // ignore it. See rope_scaling.hpp on cached keys.
+  std::size_t seq_len = 0;
 };
 
 // The rotation: head dimension, layout, base, rotated columns. A small value type.
 class Rope {
  public:
   // Throws std::invalid_argument when head_dim is 0 or odd, rotary_dim is odd or larger than
-  // head_dim, the base is not finite and > 0, or layout holds no listed value.
+  // head_dim, the base is not finite and > 0, or layout holds no listed value;
+  // RopeScalingError (a std::invalid_argument) for a scaling out of range.
   Rope(std::size_t head_dim, RopeLayout layout, const RopeOptions& options = {});
+
+  // The same rotation for sequences of seq_len positions (dynamic, longrope: other
+  // frequencies; the other scalings: the same ones).
+  Rope with_seq_len(std::size_t seq_len) const;
 
   std::size_t head_dim() const noexcept { return head_dim_; }      // D
   std::size_t rotary_dim() const noexcept { return rotary_dim_; }  // R (resolved: never 0)
   std::size_t pairs() const noexcept { return rotary_dim_ / 2; }   // R/2 rotation planes
   RopeLayout layout() const noexcept { return layout_; }
-  double base() const noexcept { return base_; }
+  double base() const noexcept { return base_; }  // as given (the base in effect: frequencies())
+  const RopeScaling& scaling() const noexcept { return scaling_; }
+  std::size_t seq_len() const noexcept { return seq_len_; }
+  double attention_factor() const noexcept { return freq_.attention_factor; }
+  // theta_i as used (long double), per pair what the scaling did, the base in effect.
+  const RopeFrequencies& frequencies() const noexcept { return freq_; }
 
-  // cos(p * theta_i) and sin(p * theta_i) for i < pairs(), written over. Throws
-  // std::invalid_argument when either span does not hold pairs() values.
+  // a * cos(p * theta_i) and a * sin(p * theta_i) for i < pairs() (a: the attention factor,
+  // 1 unless the scaling sets it), written over. Throws std::invalid_argument when either span
+  // does not hold pairs() values.
   void angles(std::size_t position, std::span<float> cos, std::span<float> sin) const;
 
  private:
@@ -88,8 +113,10 @@ class Rope {
   std::size_t rotary_dim_;
   RopeLayout layout_;
   double base_;
-  std::vector<long double> inv_freq_ld_;  // theta_i in long double
-  std::vector<double> inv_freq_d_;        // theta_i rounded to double
+  RopeScaling scaling_;
+  std::size_t seq_len_;
+  RopeFrequencies freq_;            // theta_i in long double, the attention factor
+  std::vector<double> inv_freq_d_;  // theta_i rounded to double
 };
 
 // cos and sin of a Rope's angles for positions [0, positions()), precomputed once and shared by

@@ -9,13 +9,23 @@
     x = emb(idx, position_ids=pos)                 # explicit positions (B, T) or (T,)
     x = emb(idx[:, -1:], start=past_length)        # cached decoding
 
+Rotary embedding from a Hugging Face config (every rope_scaling type; its attention factor in
+cos and sin):
+
+    from posemb.torch import RotaryEmbedding
+    rope = RotaryEmbedding(json.load(open("config.json")))   # layout "half", HF's rotate_half
+    q, k = rope(q, k)                                        # (B, T, H, D) each, positions 0..T-1
+    q, k = rope(q, k, start=past_length)                     # cached decoding
+
 `emb.wte` is an nn.Embedding and `emb.wpe` a LearnedPositionalEmbedding, so the state dict holds
 `wte.weight` and `wpe.weight` like GPT-2's. Forward and backward run posemb's fused kernels on
 the tensors' own memory (numpy views of CPU tensors, no copies); gradients are bitwise identical
 for any thread count. Token ids are int64 (as torch makes them) or int32; int64 ids are
 narrowed to posemb's int32 ids, a copy of the (B, T) ids per call.
 """
+import json
 import mmap
+import warnings
 
 import numpy as np
 import torch
@@ -23,8 +33,8 @@ from torch import nn
 
 from posemb import _posemb as _ext
 
-__all__ = ["LearnedPositionalEmbedding", "TokenPositionEmbedding", "position_embedding",
-           "token_position_embedding"]
+__all__ = ["LearnedPositionalEmbedding", "RotaryEmbedding", "TokenPositionEmbedding",
+           "position_embedding", "token_position_embedding"]
 
 
 def _cpu(*tensors):
@@ -243,3 +253,75 @@ class TokenPositionEmbedding(nn.Module):
     def forward(self, idx, position_ids=None, attention_mask=None, *, start=0, separator=None):
         return token_position_embedding(idx, self.wte.weight, self.wpe.weight, position_ids,
                                         attention_mask, start=start, separator=separator)
+
+
+class _Rotate(torch.autograd.Function):
+    """x (B, T, H, D) rotated by posemb's rope_forward (a copy); the backward is rope_backward."""
+
+    @staticmethod
+    def forward(ctx, x, layout, source, source_tensor, config, seq_len):
+        out = x.detach().clone(memory_format=torch.contiguous_format)
+        with warnings.catch_warnings():  # the config's warnings were given once, by __init__
+            warnings.simplefilter("ignore")
+            _ext.rope_forward(_np(out), layout, source, config=config, seq_len=seq_len)
+        ctx.save_for_backward(source_tensor)  # refuses a backward after the positions changed
+        ctx.args = (layout, source, config, seq_len)
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        ctx.saved_tensors
+        layout, source, config, seq_len = ctx.args
+        dx = dout.detach().clone(memory_format=torch.contiguous_format)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _ext.rope_backward(_np(dx), layout, source, config=config, seq_len=seq_len)
+        return dx, None, None, None, None, None
+
+
+class RotaryEmbedding(nn.Module):
+    """Rotary position embedding of queries and keys as a Hugging Face config.json describes it:
+    rope_theta, head_dim, partial_rotary_factor and rope_scaling (linear, dynamic, yarn, llama3,
+    longrope), read by posemb's config reader (posemb.FileFormatError naming the key of a bad
+    config; UserWarnings for keys it does not use).
+
+    config: a dict (json.load of config.json) or its JSON text. layout: "half" (HF Llama,
+    Mistral, Qwen, Phi: rotate_half) or "interleaved" (GPT-J, RoFormer).
+
+    forward(q, k, position_ids=None, attention_mask=None, *, start=0, seq_len=None) -> (q, k)
+      q, k: (B, T, H, D) float32 CPU tensors (posemb's token-major layout; HF's (B, H, T, D)
+      is q.transpose(1, 2)), returned rotated (new tensors; gradients flow through posemb's
+      rope_backward). Positions as in TokenPositionEmbedding. seq_len: the length the
+      frequencies are for (dynamic, longrope); None does what transformers'
+      dynamic_rope_update does, the largest position + 1.
+
+    Attributes: inv_freq (R/2,) float64 and attention_scaling, the frequencies and attention
+    factor at the trained length (transformers' names).
+    """
+
+    def __init__(self, config, layout="half"):
+        super().__init__()
+        self.config = config if isinstance(config, str) else json.dumps(config)
+        self.layout = layout
+        inv_freq, self.attention_scaling = _ext.rope_frequencies(self.config)
+        self.register_buffer("inv_freq", torch.from_numpy(inv_freq), persistent=False)
+
+    def forward(self, q, k, position_ids=None, attention_mask=None, *, start=0, seq_len=None):
+        _cpu(q, k)
+        for name, t in (("q", q), ("k", k)):
+            if t.dim() != 4 or t.dtype != torch.float32:
+                raise ValueError(f"RotaryEmbedding: {name} must be a (B, T, H, D) float32 tensor, "
+                                 f"got {tuple(t.shape)} {t.dtype}")
+        if q.shape[:2] != k.shape[:2]:
+            raise ValueError(f"RotaryEmbedding: q {tuple(q.shape)} and k {tuple(k.shape)} differ "
+                             "in (B, T)")
+        batch, length = q.shape[0], q.shape[1]
+        source, tensor = _position_source(batch, length, position_ids, attention_mask, start, None)
+        if seq_len is None:
+            pos = _ext.resolve_positions(source, batch, length, 2**62)
+            seq_len = int(pos.max()) + 1 if pos.size else 0
+        return (_Rotate.apply(q, self.layout, source, tensor, self.config, seq_len),
+                _Rotate.apply(k, self.layout, source, tensor, self.config, seq_len))
+
+    def extra_repr(self):
+        return f"rotary_dim={2 * self.inv_freq.shape[0]}, layout={self.layout!r}"

@@ -1,13 +1,17 @@
 // Rotary position embedding (RoPE) of queries or keys (B, T, H, D), in place.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "arrays.hpp"
 #include "bindings.hpp"
 #include "posemb/rope.hpp"
+#include "posemb/rope_config.hpp"
+#include "posemb/rope_precision.hpp"
 #include "positions.hpp"
 
 namespace posemb::python {
@@ -67,12 +71,41 @@ Heads heads_of(py::array& x, const char* op) {
   return h;
 }
 
+// A Hugging Face config (a dict, or its JSON text) read by posemb's config reader; its
+// warnings (keys it did not use) as Python UserWarnings.
+RopeConfig config_of(const py::object& config) {
+  const std::string text =
+      py::isinstance<py::str>(config)
+          ? config.cast<std::string>()
+          : py::module_::import("json").attr("dumps")(config).cast<std::string>();
+  RopeConfig c = parse_rope_config(text, "config");
+  for (const std::string& w : c.warnings) py::module_::import("warnings").attr("warn")(w);
+  return c;
+}
+
+Rope rope_of(const char* op, const Heads& h, const std::string& layout, double base,
+             std::size_t rotary_dim, const py::object& config, std::optional<std::size_t> seq_len) {
+  if (config.is_none()) {
+    return Rope(h.head_dim, layout_of(layout, op),
+                RopeOptions{base, rotary_dim, {}, seq_len.value_or(0)});
+  }
+  if (base != 10000.0 || rotary_dim != 0) {
+    throw py::value_error(std::string(op) + ": pass base and rotary_dim, or a config, not both");
+  }
+  const RopeConfig c = config_of(config);
+  if (c.head_dim != h.head_dim) {
+    throw py::value_error(std::string(op) + ": x has heads of D = " + std::to_string(h.head_dim) +
+                          " columns, the config's head_dim is " + std::to_string(c.head_dim));
+  }
+  return c.rope(layout_of(layout, op), seq_len.value_or(0));
+}
+
 template <bool Forward>
 void rotate(py::array x, const std::string& layout, const Positions* positions, double base,
-            std::size_t rotary_dim) {
+            std::size_t rotary_dim, const py::object& config, std::optional<std::size_t> seq_len) {
   constexpr const char* op = Forward ? "rope_forward" : "rope_backward";
   const Heads h = heads_of(x, op);
-  const Rope rope(h.head_dim, layout_of(layout, op), RopeOptions{base, rotary_dim});
+  const Rope rope = rope_of(op, h, layout, base, rotary_dim, config, seq_len);
   const PositionSource& src = source_or_default(positions);
   without_gil([&] {
     if constexpr (Forward) {
@@ -83,12 +116,46 @@ void rotate(py::array x, const std::string& layout, const Positions* positions, 
   });
 }
 
+py::tuple frequencies(const py::object& config, std::optional<std::size_t> seq_len) {
+  const RopeConfig c = config_of(config);
+  const RopeFrequencies f = rope_frequencies(c.base, c.rotary_dim, c.scaling, seq_len.value_or(0));
+  py::array_t<double> inv(static_cast<py::ssize_t>(f.inv_freq.size()));
+  for (std::size_t i = 0; i < f.inv_freq.size(); ++i) {
+    inv.mutable_at(static_cast<py::ssize_t>(i)) = static_cast<double>(f.inv_freq[i]);
+  }
+  return py::make_tuple(inv, f.attention_factor);
+}
+
+py::dict precision(const py::object& config, std::optional<std::size_t> positions,
+                   double threshold) {
+  const RopeConfig c = config_of(config);
+  const Rope rope = c.rope(RopeLayout::half);
+  const std::size_t n = positions.value_or(c.extended_length());
+  const auto report = without_gil([&] { return rope_angle_precision(rope, n, threshold); });
+  py::dict out;
+  for (const AnglePrecision& a : report) {
+    py::dict d;
+    d["max_error"] = a.max_error;
+    d["worst_position"] = a.worst_position;
+    d["worst_pair"] = a.worst_pair;
+    d["first_over"] = a.first_over < n ? py::object(py::int_(a.first_over)) : py::none();
+    d["first_overflow"] =
+        a.first_overflow < n ? py::object(py::int_(a.first_overflow)) : py::none();
+    py::list by_length;
+    for (const AngleErrorUpTo& u : a.by_length)
+      by_length.append(py::make_tuple(u.upto, u.max_error));
+    d["by_length"] = by_length;
+    out[py::str(std::string(angle_format_name(a.format)))] = d;
+  }
+  return out;
+}
+
 }  // namespace
 
 void bind_rope(py::module_& m) {
   m.def("rope_forward", &rotate<true>, py::arg("x"), py::arg("layout"),
         py::arg("positions") = py::none(), py::kw_only(), py::arg("base") = 10000.0,
-        py::arg("rotary_dim") = 0,
+        py::arg("rotary_dim") = 0, py::arg("config") = py::none(), py::arg("seq_len") = py::none(),
         R"(Rotates queries or keys x (B, T, H, D) float32 in place by their positions' angles.
 
 Pair i of each head (the first rotary_dim columns; 0: all D) turns by p * base^(-2i/rotary_dim),
@@ -98,12 +165,32 @@ HF Llama): a checkpoint trained with one is wrong with the other, so there is no
 of a padding mask are left as they are. Angles are formed in double (long double past 2^24):
 within 3e-7 of the exact rotation at any position. Raises ValueError for an odd D or
 rotary_dim, a bad base or layout; IndexError for a negative explicit id. Nothing is written
-when it raises. Runs with the GIL released.)");
+when it raises. Runs with the GIL released.
+
+config: a Hugging Face config.json as a dict (or its JSON text) instead of base and rotary_dim:
+its rope_theta, head_dim (checked against D), partial_rotary_factor and rope_scaling (linear,
+dynamic, yarn, llama3, longrope; its attention factor multiplies cos and sin). seq_len: the
+sequence length the frequencies are for (dynamic, longrope; None: the trained length). A bad
+config raises posemb.FileFormatError naming the key; keys it does not use are UserWarnings.)");
   m.def("rope_backward", &rotate<false>, py::arg("dx"), py::arg("layout"),
         py::arg("positions") = py::none(), py::kw_only(), py::arg("base") = 10000.0,
-        py::arg("rotary_dim") = 0,
+        py::arg("rotary_dim") = 0, py::arg("config") = py::none(), py::arg("seq_len") = py::none(),
         R"(The backward of rope_forward, in place: dx (B, T, H, D) holds dL/d(rotated x) and is
 written over with dL/dx (the inverse rotation). Same arguments and errors as rope_forward.)");
+  m.def("rope_frequencies", &frequencies, py::arg("config"), py::arg("seq_len") = py::none(),
+        R"((inv_freq, attention_factor) of a Hugging Face config.json (a dict or its JSON text):
+inv_freq a float64 array of rotary_dim / 2 inverse frequencies (computed in long double,
+rounded once), attention_factor the float that multiplies cos and sin. seq_len: the sequence
+length (dynamic, longrope; None: the trained length, as transformers computes at start).
+transformers' ROPE_INIT_FUNCTIONS[rope_type](config, device, seq_len), in float64. Raises
+posemb.FileFormatError naming the key of a bad config; keys it does not use are UserWarnings.)");
+  m.def("rope_angle_precision", &precision, py::arg("config"), py::arg("positions") = py::none(),
+        py::arg("threshold") = 1e-3,
+        R"(How far angles formed in float32, bfloat16 and float16 drift from posemb's (long
+double) at positions [0, positions) (None: the config's extended length): a dict from format
+name to max_error (radians, up to pi), worst_position, worst_pair, first_over (the first
+position with an error over threshold, or None), first_overflow (None unless float16 overflows)
+and by_length [(upto, max_error), ...].)");
 }
 
 }  // namespace posemb::python

@@ -117,7 +117,9 @@ Rope::Rope(std::size_t head_dim, RopeLayout layout, const RopeOptions& options)
     : head_dim_(head_dim),
       rotary_dim_(options.rotary_dim == 0 ? head_dim : options.rotary_dim),
       layout_(layout),
-      base_(options.base) {
+      base_(options.base),
+      scaling_(options.scaling),
+      seq_len_(options.seq_len) {
   if (head_dim == 0 || head_dim % 2 != 0) {
     throw std::invalid_argument("Rope: head_dim D = " + std::to_string(head_dim) +
                                 " must be even and at least 2 (columns rotate in pairs)");
@@ -135,13 +137,13 @@ Rope::Rope(std::size_t head_dim, RopeLayout layout, const RopeOptions& options)
     throw std::invalid_argument("Rope: layout " + std::to_string(static_cast<int>(layout)) +
                                 " is neither interleaved nor half");
   }
-  for (std::size_t i = 0; i < pairs(); ++i) {
-    const long double expo =
-        static_cast<long double>(2 * i) / static_cast<long double>(rotary_dim_);
-    const detail::InverseFrequency f = detail::inverse_frequency(base_, expo);
-    inv_freq_ld_.push_back(f.ld);
-    inv_freq_d_.push_back(f.d);
-  }
+  // The unscaled theta_i are detail::inverse_frequency(base, 2i/R), as before scalings existed.
+  freq_ = rope_frequencies(base_, rotary_dim_, scaling_, seq_len_);
+  for (const long double v : freq_.inv_freq) inv_freq_d_.push_back(static_cast<double>(v));
+}
+
+Rope Rope::with_seq_len(std::size_t seq_len) const {
+  return Rope(head_dim_, layout_, RopeOptions{base_, rotary_dim_, scaling_, seq_len});
 }
 
 void Rope::angles(std::size_t position, std::span<float> cos, std::span<float> sin) const {
@@ -151,14 +153,15 @@ void Rope::angles(std::size_t position, std::span<float> cos, std::span<float> s
                                 std::to_string(sin.size()));
   }
   const detail::SinCosAnglesFn sin_cos = detail::sin_cos_angles();
+  const double a = freq_.attention_factor;  // 1 exactly unless the scaling sets it
   double s[kAngleBlock];
   double c[kAngleBlock];
   for (std::size_t i0 = 0; i0 < pairs(); i0 += kAngleBlock) {
     const std::size_t n = std::min(kAngleBlock, pairs() - i0);
-    sin_cos(position, inv_freq_d_.data() + i0, inv_freq_ld_.data() + i0, n, s, c);
+    sin_cos(position, inv_freq_d_.data() + i0, freq_.inv_freq.data() + i0, n, s, c);
     for (std::size_t k = 0; k < n; ++k) {
-      cos[i0 + k] = static_cast<float>(c[k]);
-      sin[i0 + k] = static_cast<float>(s[k]);
+      cos[i0 + k] = static_cast<float>(c[k] * a);  // a * cos in double, rounded once
+      sin[i0 + k] = static_cast<float>(s[k] * a);
     }
   }
 }

@@ -15,6 +15,9 @@ COVERAGE = {
     "sinusoidal.hpp": ("sinusoidal.cpp", ["sinusoidal_positional_encoding",
                                           "sinusoidal_positional_encoding_into"]),
     "rope.hpp": ("rope.cpp", ["rope_forward", "rope_backward"]),
+    "rope_scaling.hpp": ("rope.cpp", ["rope_frequencies"]),
+    "rope_config.hpp": ("rope.cpp", ["rope_frequencies", "rope_forward"]),  # config= (a dict)
+    "rope_precision.hpp": ("rope.cpp", ["rope_angle_precision"]),
     "positions.hpp": ("positions.cpp", ["PositionSource", "resolve_positions"]),
     "embedding.hpp": ("embedding.cpp", ["embed_forward", "embed_backward",
                                         "add_positions_forward", "add_positions_backward"]),
@@ -55,6 +58,9 @@ ELEMENT_TYPES = {
 # Enumerations the bindings spell out (by name, from Python strings).
 ENUMS = {"InitKind", "Kind", "ResizeMethod", "DType", "RopeLayout", "SinusoidalLayout",
          "SinusoidalFrequencies",
+         "RopeScalingType",  # read by name from the config's rope_type
+         "AngleFormat",  # rope_angle_precision's keys
+         "RopePairTreatment",  # what `posemb rope` reports per pair; not returned to Python
          "TensorFileFormat"}  # read by content, never chosen: nothing to bind
 
 

@@ -211,6 +211,7 @@ int run(int argc, char** argv) {
   posemb::cli::register_train_command(app);
   posemb::cli::register_eval_command(app);
   posemb::cli::register_sweep_command(app);
+  posemb::cli::register_rope_command(app);
   // --max-memory is global: before the subcommand or among its flags.
   const std::string default_text = human_bytes(posemb::memory_limit());
   add_memory_option(&app, default_text);

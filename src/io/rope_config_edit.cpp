@@ -1,0 +1,114 @@
+// A config.json with another rope_scaling block (posemb/rope_config.hpp): every other key kept,
+// in its order; the result read back through the reader before anyone writes it.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "posemb/rope_config.hpp"
+#include "rope_config_json.hpp"
+
+namespace posemb {
+namespace {
+
+using Json = detail::ConfigJson;
+
+// The edit's optional parameters with the types that take them.
+struct Param {
+  const char* key;
+  std::optional<double> RopeScalingEdit::*field;
+  RopeScalingType type;
+};
+constexpr Param kParams[] = {
+    {"low_freq_factor", &RopeScalingEdit::low_freq_factor, RopeScalingType::llama3},
+    {"high_freq_factor", &RopeScalingEdit::high_freq_factor, RopeScalingType::llama3},
+    {"beta_fast", &RopeScalingEdit::beta_fast, RopeScalingType::yarn},
+    {"beta_slow", &RopeScalingEdit::beta_slow, RopeScalingType::yarn},
+    {"attention_factor", &RopeScalingEdit::attention_factor, RopeScalingType::yarn},
+    {"mscale", &RopeScalingEdit::mscale, RopeScalingType::yarn},
+    {"mscale_all_dim", &RopeScalingEdit::mscale_all_dim, RopeScalingType::yarn},
+};
+
+bool takes_original(RopeScalingType t) {
+  return t == RopeScalingType::yarn || t == RopeScalingType::llama3;
+}
+
+}  // namespace
+
+void validate_rope_scaling_edit(const RopeScalingEdit& e) {
+  const std::string name(rope_scaling_name(e.type));
+  if (e.type == RopeScalingType::longrope) {
+    throw std::invalid_argument(
+        "set_rope_scaling: longrope needs per-pair short_factor and "
+        "long_factor lists (found by search, as Phi-3's); write them "
+        "into the config by hand");
+  }
+  if (e.type == RopeScalingType::ntk) {
+    throw std::invalid_argument(
+        "set_rope_scaling: 'ntk' is posemb's own fixed NTK-aware method, "
+        "which transformers does not read; set 'dynamic' (NTK from the "
+        "sequence length) or 'yarn'");
+  }
+  if (e.type == RopeScalingType::none && e.factor != 0.0) {
+    throw std::invalid_argument("set_rope_scaling: 'default' takes no factor");
+  }
+  if (e.type != RopeScalingType::none && !(std::isfinite(e.factor) && e.factor >= 1.0)) {
+    throw std::invalid_argument("set_rope_scaling: '" + name +
+                                "' needs a factor >= 1 (the new length over the trained one)");
+  }
+  if (e.original_max_position_embeddings && !takes_original(e.type)) {
+    throw std::invalid_argument(
+        "set_rope_scaling: original_max_position_embeddings applies to "
+        "yarn and llama3, not '" +
+        name + "'");
+  }
+  if (e.original_max_position_embeddings == std::size_t{0}) {
+    throw std::invalid_argument("set_rope_scaling: original_max_position_embeddings is 0");
+  }
+  for (const Param& p : kParams) {
+    if ((e.*p.field).has_value() && p.type != e.type) {
+      throw std::invalid_argument(std::string("set_rope_scaling: ") + p.key + " applies to '" +
+                                  std::string(rope_scaling_name(p.type)) + "', not '" + name + "'");
+    }
+  }
+}
+
+EditedRopeConfig set_rope_scaling(const std::string& path, const RopeScalingEdit& edit) {
+  validate_rope_scaling_edit(edit);
+  const std::string text = detail::read_config_text(path);
+  const RopeConfig before = parse_rope_config(text, path);  // the input must be valid too
+  Json root = detail::parse_config_json(text, path);
+  Json block = nullptr;
+  if (edit.type != RopeScalingType::none) {
+    block = Json::object();
+    block["rope_type"] = std::string(rope_scaling_name(edit.type));
+    block["factor"] = edit.factor;
+    if (takes_original(edit.type)) {
+      block["original_max_position_embeddings"] =
+          edit.original_max_position_embeddings.value_or(before.trained_length());
+    }
+    if (edit.type == RopeScalingType::llama3) {
+      block["low_freq_factor"] = edit.low_freq_factor.value_or(1.0);
+      block["high_freq_factor"] = edit.high_freq_factor.value_or(4.0);
+    }
+    for (const Param& p : kParams) {
+      if ((edit.*p.field).has_value()) block[p.key] = *(edit.*p.field);
+    }
+  }
+  // transformers 5's rope_parameters would be read before a legacy block: replace that one.
+  const char* key = root.contains("rope_scaling") || !root.contains("rope_parameters")
+                        ? "rope_scaling"
+                        : "rope_parameters";
+  if (std::string(key) == "rope_parameters") {
+    if (block.is_null()) block = Json{{"rope_type", "default"}};
+    for (const char* k : {"rope_theta", "partial_rotary_factor"}) {
+      if (root[key].contains(k)) block[k] = root[key][k];
+    }
+  }
+  root[key] = block;
+  EditedRopeConfig out;
+  out.text = root.dump(2) + "\n";
+  out.config = parse_rope_config(out.text, path);
+  return out;
+}
+
+}  // namespace posemb

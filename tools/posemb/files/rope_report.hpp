@@ -1,0 +1,34 @@
+// tools/posemb/files/rope_report.hpp: what `posemb rope` prints about a config's rotary
+// embedding, as text or as one JSON object.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "posemb/rope.hpp"
+#include "posemb/rope_config.hpp"
+#include "posemb/rope_precision.hpp"
+
+namespace posemb::cli {
+
+struct RopeReport {
+  std::string path;
+  const RopeConfig* config = nullptr;
+  const Rope* rope = nullptr;             // the config's Rope at seq_len
+  std::size_t seq_len = 0;                // as given (0: the trained length)
+  std::vector<AnglePrecision> precision;  // empty: not asked for
+  std::size_t precision_positions = 0;
+  double threshold = 0.0;
+};
+
+// A header, one line per pair (inverse frequency, wavelength, stretch, treatment), then the
+// precision table when there is one.
+std::string rope_report_text(const RopeReport& r);
+
+// One JSON object: rope_type, head_dim, rotary_dim, base, base_in_effect, attention_factor,
+// trained_length, extended_length, seq_len, inv_freq, wavelengths, stretch, treatment,
+// warnings, and precision when asked for.
+std::string rope_report_json(const RopeReport& r);
+
+}  // namespace posemb::cli
