@@ -31,5 +31,7 @@
 #include "posemb/simd.hpp"
 #include "posemb/simd_dispatch.hpp"
 #include "posemb/sinusoidal.hpp"
+#include "posemb/table_analysis.hpp"
+#include "posemb/table_provenance.hpp"
 #include "posemb/tensor_file.hpp"
 #include "posemb/version.hpp"

@@ -6,7 +6,7 @@
 //   // longer.values: (2 + 4096, 768); rows 0-1 unchanged; position p = old position p % 512
 //
 //   // The whole checkpoint with the longer table: every other tensor and the metadata kept,
-//   // position-id buffers extended, lineage in posemb.provenance.
+//   // position-id buffers extended, lineage in posemb.provenance and posemb.resizes.
 //   posemb::TensorFile f = posemb::read_safetensors("roberta.safetensors");
 //   posemb::ResizedFile out = posemb::replace_position_table(f, longer);
 //   posemb::write_safetensors("long.safetensors", out.tensors, out.metadata);
@@ -21,7 +21,8 @@
 //                of p (Vaswani et al.: interleaved, base 10000), scaled so that the new rows'
 //                mean norm equals the old positions' mean norm
 // copy, interpolate, random and sinusoidal grow (new_positions >= positions()); truncate shrinks
-// (new_positions <= positions()). The result's provenance records how it was made.
+// (new_positions <= positions()). The result's resizes (one TableResize appended) and provenance
+// text record how it was made (posemb/table_provenance.hpp).
 #pragma once
 
 #include <array>

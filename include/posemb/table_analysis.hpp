@@ -3,13 +3,12 @@
 // `posemb inspect`, the heatmaps of `posemb inspect --plot` and `posemb demo`, `posemb resize`
 // and Python (posemb.row_norms, ...) all compute it here.
 //
-//   posemb::PositionTable t = posemb::load_position_table("gpt2.safetensors");
-//   posemb::RowNormStats s = posemb::row_norm_stats(t.usable());      // min, mean, max, stddev
-//   posemb::Matrix<float> sim = posemb::cosine_similarity(t.usable(), 4);  // (256, 256): rows 0,
-//   4, ... for (auto [d, c] : posemb::distance_profile(t.usable()))          // d = 1, 2, 4, ...,
-//   512
-//     std::printf("%zu %.4f\n", d, c);                                 // mean cos(row i, row i +
-//     d)
+//   posemb::PositionTable t = posemb::load_position_table("gpt2.safetensors");   // 1024 x 768
+//   posemb::RowNormStats s = posemb::row_norm_stats(t.usable());   // min, mean, max, stddev
+//   posemb::Matrix<float> sim = posemb::cosine_similarity(t.usable(), 4);   // (256, 256)
+//   for (auto [d, c] : posemb::distance_profile(t.usable())) {     // d = 1, 2, 4, ..., 512
+//     std::printf("%zu %.4f\n", d, c);                            // mean cos(row i, row i + d)
+//   }
 //   posemb::likely_reserved_rows(t.values);            // 2 for RoBERTa (row 1 all zeros), else 0
 //   posemb::unstated_reserved_rows(t);                 // 2 when the file does not record them
 //

@@ -4,6 +4,7 @@
 //   nn     positions.cpp (PositionSource, resolve_positions), embedding.cpp (embed_*,
 //          add_positions_*), layer.cpp (LearnedPositionalEmbedding, initialize_table)
 //   io     files.cpp (position tables as files, resize, tensor files)
+//          analysis.cpp (row norms, cosine similarity, distance profile, reserved rows)
 //   errors.cpp (posemb's exceptions as Python classes), testing.cpp (hooks the tests observe)
 #pragma once
 
@@ -21,6 +22,7 @@ void bind_positions(py::module_& m);
 void bind_embedding(py::module_& m);
 void bind_layer(py::module_& m);
 void bind_files(py::module_& m);
+void bind_analysis(py::module_& m);
 void bind_testing(py::module_& m);
 
 }  // namespace posemb::python

@@ -23,6 +23,7 @@
 #include "posemb/position_table_file.hpp"
 #include "posemb/resize.hpp"
 #include "posemb/safetensors.hpp"
+#include "posemb/table_provenance.hpp"
 #include "posemb/tensor_file.hpp"
 
 namespace posemb::python {
@@ -105,6 +106,29 @@ Tensor tensor_from(const std::string& name, const py::array& a, const char* op) 
                             std::span<const std::byte>(p, static_cast<std::size_t>(a.nbytes())));
 }
 
+// A resize as a dict of its fields (None where a field does not apply).
+py::dict resize_dict(const TableResize& r) {
+  py::dict d;
+  d["operation"] = r.operation;
+  d["method"] = r.method;
+  d["from_positions"] = r.from_positions;
+  d["to_positions"] = r.to_positions;
+  d["reserved_rows"] = r.reserved_rows;
+  d["source_file"] = r.source_file;
+  d["source_tensor"] = r.source_tensor;
+  d["initializer"] = r.initializer.empty() ? py::object(py::none()) : py::str(r.initializer);
+  d["stddev"] = r.stddev ? py::object(py::float_(*r.stddev)) : py::object(py::none());
+  d["seed"] = r.seed ? py::object(py::int_(*r.seed)) : py::object(py::none());
+  d["scale"] = r.scale ? py::object(py::float_(*r.scale)) : py::object(py::none());
+  return d;
+}
+
+py::list resize_dicts(const std::vector<TableResize>& resizes) {
+  py::list l;
+  for (const TableResize& r : resizes) l.append(resize_dict(r));
+  return l;
+}
+
 std::optional<DType> optional_dtype(const std::optional<std::string>& name) {
   if (!name) return std::nullopt;
   return parse_float_dtype(*name);
@@ -143,6 +167,11 @@ reserved_rows + p). Made by load_position_table and resize_table, or from an arr
       .def_readwrite("training_length", &PositionTable::training_length)
       .def_readwrite("initializer", &PositionTable::initializer)
       .def_readwrite("provenance", &PositionTable::provenance)
+      .def_property_readonly(
+          "resizes", [](const PositionTable& t) { return resize_dicts(t.resizes); },
+          R"(Its resizes, oldest first, as dicts: operation, method, from_positions, to_positions,
+reserved_rows, source_file, source_tensor, and initializer, stddev, seed (random) or scale
+(sinusoidal), None where they do not apply.)")
       .def_readwrite("source_file", &PositionTable::source_file)
       .def_readwrite("source_tensor", &PositionTable::source_tensor)
       .def_readwrite("how_found", &PositionTable::how_found)
@@ -186,6 +215,16 @@ with posemb's metadata. dtype: "f32", "f64", "f16", "bf16" (default: the table's
       py::arg("initializer") = "normal", py::arg("stddev") = 0.02, py::arg("seed") = 0,
       R"(A new table with new_positions positions (reserved rows kept in addition). method:
 "copy", "interpolate", "random" (new rows from initializer, seeded) grow; "truncate" shrinks.)");
+
+  m.def(
+      "recorded_resizes",
+      [](const Metadata& metadata, const std::string& path) {
+        return resize_dicts(posemb::recorded_resizes(metadata, path));
+      },
+      py::arg("metadata"), py::arg("path") = "",
+      R"(The resizes a file's metadata records (posemb.resizes, or for a file written before it
+existed the "resize: ..." parts of posemb.provenance), as PositionTable.resizes gives them.
+Raises FileFormatError naming path when posemb.resizes is malformed.)");
 
   py::class_<TensorFile, std::shared_ptr<TensorFile>>(m, "TensorFile", R"(The tensors of a file.
 

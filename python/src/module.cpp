@@ -30,5 +30,6 @@ PYBIND11_MODULE(_posemb, m) {
   pyb::bind_embedding(m);
   pyb::bind_layer(m);
   pyb::bind_files(m);
+  pyb::bind_analysis(m);
   pyb::bind_testing(m);
 }

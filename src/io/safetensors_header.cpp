@@ -29,17 +29,188 @@ constexpr std::size_t kParseBytesPerHeaderByte = 8;
 enum class Place : std::uint8_t { before, top, metadata, entry, shape, offsets, after };
 enum class Field : std::uint8_t { none, dtype, shape, offsets };
 
+// The __metadata__ object as it is read: unique string keys with string values, within the
+// limits of posemb/safetensors.hpp.
+class MetadataReader {
+ public:
+  explicit MetadataReader(std::string_view source) : source_(source) {}
+
+  void key(json::string_t& k) {
+    if (metadata_.size() == kSafetensorsMaxMetadataEntries) {
+      fail("__metadata__ has more than " + std::to_string(kSafetensorsMaxMetadataEntries) +
+           " entries (the limit)");
+    }
+    if (metadata_.count(k) != 0) {
+      fail("__metadata__ has the key " + quote_untrusted(k) + " twice (keys must be unique)");
+    }
+    add_bytes(k.size());
+    key_ = std::move(k);
+  }
+  void value(json::string_t& v) {
+    add_bytes(v.size());
+    metadata_.emplace(std::move(key_), std::move(v));
+  }
+  // The key whose value comes next.
+  const std::string& key() const { return key_; }
+  Metadata take() && { return std::move(metadata_); }
+
+ private:
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw FileFormatError(source_, problem);
+  }
+  void add_bytes(std::size_t n) {
+    bytes_ += n;
+    if (bytes_ > kSafetensorsMaxMetadataBytes) {
+      fail("__metadata__ holds more than " + std::to_string(kSafetensorsMaxMetadataBytes) +
+           " bytes of keys and values (the limit)");
+    }
+  }
+
+  std::string_view source_;
+  Metadata metadata_;
+  std::string key_;
+  std::size_t bytes_ = 0;
+};
+
+// One tensor's entry as it is read: its fields as they come (each once), then the checks that
+// tie them together (the shape's byte count equals its data range, inside the data section).
+class EntryReader {
+ public:
+  EntryReader(std::string_view source, std::uint64_t data_size)
+      : source_(source), data_size_(data_size) {
+    shape_.reserve(kSafetensorsMaxRank);
+  }
+
+  // The tensor's name (the top-level key), before its object starts.
+  void name(json::string_t& n) { name_ = std::move(n); }
+  std::string label() const { return "tensor " + quote_untrusted(name_); }
+  // The object {"dtype": ..., "shape": [...], "data_offsets": [b, e]} starts.
+  void start() {
+    field_ = Field::none;
+    fields_seen_ = 0;
+    offsets_seen_ = 0;
+    shape_.clear();
+  }
+  Field field() const { return field_; }
+  int offsets_seen() const { return offsets_seen_; }
+
+  void field(const json::string_t& k) {
+    Field f = Field::none;
+    if (k == "dtype") {
+      f = Field::dtype;
+    } else if (k == "shape") {
+      f = Field::shape;
+    } else if (k == "data_offsets") {
+      f = Field::offsets;
+    } else {
+      fail(label() + " has the unknown field " + quote_untrusted(k, 60) +
+           " (expected dtype, shape, data_offsets)");
+    }
+    const auto bit = static_cast<unsigned>(1u << static_cast<unsigned>(f));
+    if ((fields_seen_ & bit) != 0) fail(label() + " has the field '" + k + "' twice");
+    fields_seen_ |= bit;
+    field_ = f;
+  }
+  void dtype(const json::string_t& s) {
+    const auto d = dtype_from_name(s);
+    if (!d) fail(label() + " has the unknown dtype " + quote_untrusted(s, 40));
+    entry_.dtype = *d;
+  }
+  void dimension(std::uint64_t v) {
+    if (shape_.size() == kSafetensorsMaxRank) {
+      fail(label() + " has a shape of more than " + std::to_string(kSafetensorsMaxRank) +
+           " dimensions (the limit)");
+    }
+    shape_.push_back(v);
+  }
+  void offset(std::uint64_t v) {
+    if (offsets_seen_ == 2) fail(label() + ": data_offsets is not an array [begin, end]");
+    (offsets_seen_ == 0 ? entry_.begin : entry_.end) = v;
+    ++offsets_seen_;
+  }
+  void end_offsets() const {
+    if (offsets_seen_ != 2) fail(label() + ": data_offsets is not an array [begin, end]");
+  }
+
+  // The object ended: every field present, the shape's bytes the data range's, inside the data.
+  SafetensorsEntry finish() {
+    check_fields_present();
+    SafetensorsEntry e = std::move(entry_);
+    entry_ = SafetensorsEntry{};
+    e.shape.assign(shape_.begin(), shape_.end());
+    const std::uint64_t bytes = byte_count(e);
+    const std::string range = "[" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
+    if (e.begin > e.end) fail(label() + " has data_offsets " + range + " reversed");
+    if (e.end > data_size_) {
+      fail(label() + " has data_offsets " + range + " outside the " + std::to_string(data_size_) +
+           "-byte data section");
+    }
+    if (e.end - e.begin != bytes) {
+      fail(label() + " has shape " + shape_string(e.shape) + " of " +
+           std::string(dtype_name(e.dtype)) + ", which needs " + std::to_string(bytes) +
+           " bytes, but data_offsets " + range + " span " + std::to_string(e.end - e.begin));
+    }
+    e.name = std::move(name_);
+    return e;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw FileFormatError(source_, problem);
+  }
+
+  void check_fields_present() const {
+    static constexpr unsigned kAll = (1u << 1) | (1u << 2) | (1u << 3);
+    if (fields_seen_ == kAll) return;
+    std::string missing;
+    for (auto [f, name] : {std::pair{Field::dtype, "dtype"}, std::pair{Field::shape, "shape"},
+                           std::pair{Field::offsets, "data_offsets"}}) {
+      if ((fields_seen_ & (1u << static_cast<unsigned>(f))) == 0) {
+        missing += (missing.empty() ? "" : ", ") + std::string(name);
+      }
+    }
+    fail(label() + " lacks " + missing + " (each tensor has dtype, shape, data_offsets)");
+  }
+
+  // The bytes e's shape and dtype need, refusing counts that overflow 64 bits.
+  std::uint64_t byte_count(const SafetensorsEntry& e) const {
+    std::uint64_t count = 1;
+    for (std::uint64_t dim : e.shape) {
+      if (dim != 0 && count > std::numeric_limits<std::uint64_t>::max() / dim) {
+        fail(label() + " has shape " + shape_string(e.shape) +
+             ", whose element count overflows 64 bits");
+      }
+      count *= dim;
+    }
+    const std::uint64_t size = dtype_size(e.dtype);
+    if (count > std::numeric_limits<std::uint64_t>::max() / size) {
+      fail(label() + " has shape " + shape_string(e.shape) +
+           ", whose byte count overflows 64 bits");
+    }
+    return count * size;
+  }
+
+  std::string_view source_;
+  std::uint64_t data_size_;
+  std::string name_;  // the top-level key: the tensor's name
+  Field field_ = Field::none;
+  unsigned fields_seen_ = 0;
+  int offsets_seen_ = 0;
+  SafetensorsEntry entry_;
+  std::vector<std::uint64_t> shape_;
+};
+
+// nlohmann's SAX interface over the header: follows the Place of each event, hands metadata to
+// a MetadataReader and tensors to an EntryReader, and refuses anything out of place naming it.
 class HeaderSax {
  public:
   HeaderSax(std::string_view source, std::uint64_t data_size)
-      : source_(source), data_size_(data_size) {
-    scratch_shape_.reserve(kSafetensorsMaxRank);
-  }
+      : source_(source), metadata_(source), entry_(source, data_size) {}
 
   SafetensorsHeader take() && {
     SafetensorsHeader h;
     h.entries = std::move(entries_);
-    h.metadata = std::move(metadata_);
+    h.metadata = std::move(metadata_).take();
     return h;
   }
 
@@ -53,35 +224,23 @@ class HeaderSax {
   }
   bool number_unsigned(json::number_unsigned_t v) {
     if (place_ == Place::shape) {
-      if (scratch_shape_.size() == kSafetensorsMaxRank) {
-        fail(label() + " has a shape of more than " + std::to_string(kSafetensorsMaxRank) +
-             " dimensions (the limit)");
-      }
-      scratch_shape_.push_back(v);
-      return true;
+      entry_.dimension(v);
+    } else if (place_ == Place::offsets) {
+      entry_.offset(v);
+    } else {
+      wrong(std::to_string(v));
     }
-    if (place_ == Place::offsets) {
-      if (offsets_seen_ == 2) fail(label() + ": data_offsets is not an array [begin, end]");
-      (offsets_seen_ == 0 ? entry_.begin : entry_.end) = v;
-      ++offsets_seen_;
-      return true;
-    }
-    wrong(std::to_string(v));
+    return true;
   }
   bool string(json::string_t& s) {
     if (place_ == Place::metadata) {
-      metadata_bytes_ += s.size();
-      check_metadata_size();
-      metadata_.emplace(std::move(metadata_key_), std::move(s));
-      return true;
+      metadata_.value(s);
+    } else if (place_ == Place::entry && entry_.field() == Field::dtype) {
+      entry_.dtype(s);
+    } else {
+      wrong("a string");
     }
-    if (place_ == Place::entry && field_ == Field::dtype) {
-      const auto d = dtype_from_name(s);
-      if (!d) fail(label() + " has the unknown dtype " + quote_untrusted(s, 40));
-      entry_.dtype = *d;
-      return true;
-    }
-    wrong("a string");
+    return true;
   }
   bool start_object(std::size_t) {
     if (place_ == Place::before) {
@@ -90,40 +249,25 @@ class HeaderSax {
       place_ = Place::metadata;
     } else if (place_ == Place::top) {
       place_ = Place::entry;
-      field_ = Field::none;
-      fields_seen_ = 0;
-      offsets_seen_ = 0;
-      scratch_shape_.clear();
+      entry_.start();
     } else {
       wrong("an object");
     }
     return true;
   }
   bool key(json::string_t& k) {
-    switch (place_) {
-      case Place::top:
-        top_key(k);
-        return true;
-      case Place::metadata:
-        if (metadata_.size() == kSafetensorsMaxMetadataEntries) {
-          fail("__metadata__ has more than " + std::to_string(kSafetensorsMaxMetadataEntries) +
-               " entries (the limit)");
-        }
-        if (metadata_.count(k) != 0) {
-          fail("__metadata__ has the key " + quote_untrusted(k) + " twice (keys must be unique)");
-        }
-        metadata_bytes_ += k.size();
-        check_metadata_size();
-        metadata_key_ = std::move(k);
-        return true;
-      default:  // Place::entry: the only other place where keys occur
-        entry_field(k);
-        return true;
+    if (place_ == Place::top) {
+      top_key(k);
+    } else if (place_ == Place::metadata) {
+      metadata_.key(k);
+    } else {  // Place::entry: the only other place where keys occur
+      entry_.field(k);
     }
+    return true;
   }
   bool end_object() {
     if (place_ == Place::entry) {
-      finish_entry();
+      entries_.push_back(entry_.finish());
       place_ = Place::top;
     } else if (place_ == Place::metadata) {
       place_ = Place::top;
@@ -133,20 +277,17 @@ class HeaderSax {
     return true;
   }
   bool start_array(std::size_t) {
-    if (place_ == Place::entry && field_ == Field::shape) {
+    if (place_ == Place::entry && entry_.field() == Field::shape) {
       place_ = Place::shape;
-      return true;
-    }
-    if (place_ == Place::entry && field_ == Field::offsets) {
+    } else if (place_ == Place::entry && entry_.field() == Field::offsets) {
       place_ = Place::offsets;
-      return true;
+    } else {
+      wrong("an array");
     }
-    wrong("an array");
+    return true;
   }
   bool end_array() {
-    if (place_ == Place::offsets && offsets_seen_ != 2) {
-      fail(label() + ": data_offsets is not an array [begin, end]");
-    }
+    if (place_ == Place::offsets) entry_.end_offsets();
     place_ = Place::entry;
     return true;
   }
@@ -171,8 +312,6 @@ class HeaderSax {
     throw FileFormatError(source_, problem);
   }
 
-  std::string label() const { return "tensor " + quote_untrusted(key_); }
-
   // A value of the wrong kind at the current place; `what` describes it ("an array", "-1").
   [[noreturn]] void wrong(const std::string& what) const {
     switch (place_) {
@@ -181,25 +320,25 @@ class HeaderSax {
         fail("header must be a single JSON object");
       case Place::top:
         if (is_metadata_) fail("__metadata__ is not a JSON object (it is " + what + ")");
-        fail(label() + " is not a JSON object (it is " + what + ")");
+        fail(entry_.label() + " is not a JSON object (it is " + what + ")");
       case Place::metadata:
-        fail("__metadata__ value of " + quote_untrusted(metadata_key_) + " is " + what +
+        fail("__metadata__ value of " + quote_untrusted(metadata_.key()) + " is " + what +
              ", not a string");
       case Place::shape:
-        fail(label() + ": a shape entry is " + what + ", not a non-negative integer");
+        fail(entry_.label() + ": a shape entry is " + what + ", not a non-negative integer");
       case Place::offsets:
-        fail(label() + ": data_offsets[" + std::to_string(offsets_seen_) + "] is " + what +
-             ", not a non-negative integer");
+        fail(entry_.label() + ": data_offsets[" + std::to_string(entry_.offsets_seen()) + "] is " +
+             what + ", not a non-negative integer");
       case Place::entry:
         break;
     }
-    switch (field_) {
+    switch (entry_.field()) {
       case Field::dtype:
-        fail(label() + ": dtype is " + what + ", not a string");
+        fail(entry_.label() + ": dtype is " + what + ", not a string");
       case Field::shape:
-        fail(label() + ": shape is " + what + ", not an array");
+        fail(entry_.label() + ": shape is " + what + ", not an array");
       default:
-        fail(label() + ": data_offsets is not an array [begin, end] (it is " + what + ")");
+        fail(entry_.label() + ": data_offsets is not an array [begin, end] (it is " + what + ")");
     }
   }
 
@@ -208,7 +347,6 @@ class HeaderSax {
     if (is_metadata_) {
       if (seen_metadata_) fail("header has the key '__metadata__' twice (keys must be unique)");
       seen_metadata_ = true;
-      key_ = std::move(k);
       return;
     }
     if (entries_.size() == kSafetensorsMaxTensors) {
@@ -219,92 +357,16 @@ class HeaderSax {
       fail("tensor name " + quote_untrusted(k, 60) + " is longer than the limit of " +
            std::to_string(kSafetensorsMaxNameBytes) + " bytes");
     }
-    key_ = std::move(k);
-  }
-
-  void entry_field(const json::string_t& k) {
-    Field f = Field::none;
-    if (k == "dtype") {
-      f = Field::dtype;
-    } else if (k == "shape") {
-      f = Field::shape;
-    } else if (k == "data_offsets") {
-      f = Field::offsets;
-    } else {
-      fail(label() + " has the unknown field " + quote_untrusted(k, 60) +
-           " (expected dtype, shape, data_offsets)");
-    }
-    const auto bit = static_cast<unsigned>(1u << static_cast<unsigned>(f));
-    if ((fields_seen_ & bit) != 0) fail(label() + " has the field '" + k + "' twice");
-    fields_seen_ |= bit;
-    field_ = f;
-  }
-
-  void check_metadata_size() const {
-    if (metadata_bytes_ > kSafetensorsMaxMetadataBytes) {
-      fail("__metadata__ holds more than " + std::to_string(kSafetensorsMaxMetadataBytes) +
-           " bytes of keys and values (the limit)");
-    }
-  }
-
-  void finish_entry() {
-    static constexpr unsigned kAll = (1u << 1) | (1u << 2) | (1u << 3);
-    if (fields_seen_ != kAll) {
-      std::string missing;
-      for (auto [f, name] : {std::pair{Field::dtype, "dtype"}, std::pair{Field::shape, "shape"},
-                             std::pair{Field::offsets, "data_offsets"}}) {
-        if ((fields_seen_ & (1u << static_cast<unsigned>(f))) == 0) {
-          missing += (missing.empty() ? "" : ", ") + std::string(name);
-        }
-      }
-      fail(label() + " lacks " + missing + " (each tensor has dtype, shape, data_offsets)");
-    }
-    SafetensorsEntry& e = entry_;
-    e.shape.assign(scratch_shape_.begin(), scratch_shape_.end());
-    std::uint64_t count = 1;
-    for (std::uint64_t dim : e.shape) {
-      if (dim != 0 && count > std::numeric_limits<std::uint64_t>::max() / dim) {
-        fail(label() + " has shape " + shape_string(e.shape) +
-             ", whose element count overflows 64 bits");
-      }
-      count *= dim;
-    }
-    const std::uint64_t size = dtype_size(e.dtype);
-    if (count > std::numeric_limits<std::uint64_t>::max() / size) {
-      fail(label() + " has shape " + shape_string(e.shape) +
-           ", whose byte count overflows 64 bits");
-    }
-    const std::string range = "[" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
-    if (e.begin > e.end) fail(label() + " has data_offsets " + range + " reversed");
-    if (e.end > data_size_) {
-      fail(label() + " has data_offsets " + range + " outside the " + std::to_string(data_size_) +
-           "-byte data section");
-    }
-    if (e.end - e.begin != count * size) {
-      fail(label() + " has shape " + shape_string(e.shape) + " of " +
-           std::string(dtype_name(e.dtype)) + ", which needs " + std::to_string(count * size) +
-           " bytes, but data_offsets " + range + " span " + std::to_string(e.end - e.begin));
-    }
-    e.name = std::move(key_);
-    entries_.push_back(std::move(e));
-    entry_ = SafetensorsEntry{};
+    entry_.name(k);
   }
 
   std::string_view source_;
-  std::uint64_t data_size_;
   Place place_ = Place::before;
-  Field field_ = Field::none;
   bool is_metadata_ = false;
   bool seen_metadata_ = false;
-  unsigned fields_seen_ = 0;
-  int offsets_seen_ = 0;
-  std::string key_;           // the current top-level key (tensor name)
-  std::string metadata_key_;  // the current __metadata__ key
-  std::size_t metadata_bytes_ = 0;
-  SafetensorsEntry entry_;
-  std::vector<std::uint64_t> scratch_shape_;
+  MetadataReader metadata_;
+  EntryReader entry_;
   std::vector<SafetensorsEntry> entries_;
-  Metadata metadata_;
 };
 
 // Names must be unique: sorted, equal neighbours are duplicates (O(n log n) for any input).

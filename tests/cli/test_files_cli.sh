@@ -151,7 +151,18 @@ for k in a:
     if k != 'wpe.weight': assert a[k].tobytes() == b[k].tobytes() and a[k].shape == b[k].shape, k
 assert b['wpe.weight'].shape == (32, 8) and (b['wpe.weight'] == np.tile(a['wpe.weight'], (2, 1))).all()
 assert mb['format'] == 'pt' and mb['posemb.tensor'] == 'wpe.weight'
-assert 'copy 16 -> 32' in mb['posemb.provenance'], mb"
+assert 'copy 16 -> 32' in mb['posemb.provenance'], mb
+r = json.loads(mb['posemb.resizes'])
+assert [(x['operation'], x['method'], x['from_positions'], x['to_positions'], x['source_tensor']) for x in r] == [('resize', 'copy', 16, 32, 'wpe.weight')], r"
+# A file resized before posemb.resizes existed: its text read back as records, the new resize added.
+expect 0 "resize an old-format file" -- resize "$data/provenance/resized-before-posemb-resizes.safetensors" --to 10 --method copy -o "$tmp/old-more.safetensors"
+contains out "8 -> 10 positions by copy (1 reserved rows kept)" "the old file's reserved rows kept"
+check_py "the old resizes become records" "$load_st
+b, mb, ob = load('old-more.safetensors')
+r = json.loads(mb['posemb.resizes'])
+assert [(x['method'], x['from_positions'], x['to_positions']) for x in r] == [('random', 5, 9), ('sinusoidal', 9, 11), ('truncate', 11, 8), ('copy', 8, 10)], r
+assert r[0]['seed'] == 7 and r[0]['stddev'] == 0.5 and r[1]['scale'] > 0, r
+assert mb['posemb.provenance'].endswith('; resize: copy 8 -> 10 positions, 1 reserved rows kept, from \'$data/provenance/resized-before-posemb-resizes.safetensors\' tensor \'wpe.weight\''), mb"
 expect 0 "--table-only" -- resize "$tmp/gpt2ck.safetensors" --to 32 --method copy --table-only -o "$tmp/gpt2-table.safetensors"
 check_py "--table-only writes the table alone" "$load_st
 b, mb, ob = load('gpt2-table.safetensors'); assert ob == ['wpe.weight'], ob"

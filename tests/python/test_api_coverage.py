@@ -31,6 +31,10 @@ COVERAGE = {
     "position_table_file.hpp": ("files.cpp", ["PositionTable", "load_position_table",
                                               "save_position_table"]),
     "resize.hpp": ("files.cpp", ["resize_table"]),
+    "table_analysis.hpp": ("analysis.cpp", ["row_norms", "row_norm_stats", "unit_rows",
+                                            "cosine_similarity", "distance_profile",
+                                            "likely_reserved_rows", "unstated_reserved_rows"]),
+    "table_provenance.hpp": ("files.cpp", ["recorded_resizes"]),
     "version.hpp": ("module.cpp", ["__version__"]),
     "simd.hpp": ("module.cpp", ["simd_target", "simd_targets"]),
     "matrix.hpp": None,         # numpy arrays play the part of matrices and views
@@ -53,6 +57,7 @@ ELEMENT_TYPES = {
     "embedding.hpp": {"float", "TokenId", "bfloat16", "float16"},
     "layer.hpp": {"float", "TokenId"},
     "initializers.hpp": {"float"},
+    "table_analysis.hpp": {"float"},
 }
 
 # Enumerations the bindings spell out (by name, from Python strings).
