@@ -129,11 +129,13 @@ void describe(DemoReport& rep, const DemoPlan& plan, const RunConfig& first,
       "table)",
       first.model.n_layers, first.model.n_heads, first.model.d_model,
       Model(first.model).total_elements());
+  const EncodingSpec* randomized = find_encoding_if(
+      [](const EncodingSpec& e) { return e.train_positions == PositionMode::randomized; });
   rep.training = fmt::format(
-      "{} AdamW steps of {} sequences per run (learned-randomized: {} steps, a {}-row table), lr "
+      "{} AdamW steps of {} sequences per run ({}: {} steps, a {}-row table), lr "
       "{:g} with {} warmup steps and cosine decay",
-      plan.steps, first.train.batch, plan.randomized_steps, plan.randomized_rows, first.train.lr,
-      first.train.warmup);
+      plan.steps, first.train.batch, randomized ? randomized->name : "randomized positions",
+      plan.randomized_steps, plan.randomized_rows, first.train.lr, first.train.warmup);
   rep.extension_training = fmt::format(
       "Each learned run (a table of {} rows, n <= {}) extended to {} rows by each method (random: "
       "N(0, 0.02) new rows, as Hugging Face's resize; sinusoidal: the encoding of the new "

@@ -5,8 +5,9 @@
 //   for (const auto& c : lab::judge_claims(rep)) c.reproduced;   // from the numbers, never fixed
 //   std::string md = lab::summary_markdown(rep);                 // summary.md (and stdout)
 //
-// The encodings are named as the demo trains them: learned, learned-randomized, sinusoidal,
-// rope, none; the extension methods copy and random are compared for Longformer's claim.
+// Each claim's encodings are found in the registry by their properties (lab/encoding.hpp: a
+// table at contiguous or randomized positions, computed at the input, rotary, none), never by
+// name; the extension methods copy and random are compared for Longformer's claim.
 #pragma once
 
 #include <cstddef>

@@ -57,21 +57,17 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
   }
   comm.all_or_none("sweep: writing the results", [&] {
     if (!root) return;
-    const std::filesystem::path dir(o.out);
-    write_file_atomically((dir / "results.csv").string(), "posemb sweep",
-                          lab::sweep_csv(grid, outcomes));
-    write_file_atomically((dir / "results.json").string(), "posemb sweep",
-                          lab::sweep_json(grid, outcomes));
-    std::vector<std::string> files{"results.csv", "results.json"};
-    for (const auto& [file, svg] : sweep_charts(grid, outcomes)) {
-      write_file_atomically((dir / file).string(), "posemb sweep", svg);
-      files.push_back(file);
+    auto files = sweep_charts(grid, outcomes);
+    files.insert(files.begin(), {{"results.csv", lab::sweep_csv(grid, outcomes)},
+                                 {"results.json", lab::sweep_json(grid, outcomes)}});
+    std::string names;
+    for (const auto& [file, bytes] : files) {
+      write_file_atomically((std::filesystem::path(o.out) / file).string(), "posemb sweep", bytes);
+      names += (names.empty() ? "" : ", ") + file;
     }
     if (!o.quiet) {
       print_sweep_summary(grid, outcomes);
-      fmt::print("\nwrote {}/", quote_untrusted(o.out));
-      for (std::size_t i = 0; i < files.size(); ++i) fmt::print("{}{}", i ? ", " : "", files[i]);
-      fmt::print("\n");
+      fmt::print("\nwrote {}/{}\n", quote_untrusted(o.out), names);
     }
   });
   // Every rank holds every outcome: every rank fails here, rank 0 reports.
