@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "posemb/parallel.hpp"
 #include "viz/image.hpp"
 #include "viz/ticks.hpp"
 
@@ -130,27 +131,28 @@ Matrix<float> cosine_similarity(MatrixView<const float> table, std::size_t step)
     for (std::size_t k = 0; k < dim; ++k) unit(i, k) = static_cast<float>(row[k] * inv);
   }
   Matrix<float> sim(n, n);
-  const auto ni = static_cast<std::int64_t>(n);
-#pragma omp parallel for schedule(dynamic, 16)
-  for (std::int64_t ii = 0; ii < ni; ++ii) {
-    const auto i = static_cast<std::size_t>(ii);
-    // Symmetric: compute j >= i, write both. 8 partial sums, added in a fixed order.
-    for (std::size_t j = i; j < n; ++j) {
-      const float* a = unit.row(i).data();
-      const float* b = unit.row(j).data();
-      float acc[8] = {};
-      std::size_t k = 0;
-      for (; k + 8 <= dim; k += 8) {
-        for (std::size_t q = 0; q < 8; ++q) acc[q] += a[k + q] * b[k + q];
+  // Rows in chunks of 16 (dynamic: row i does n - i dot products); symmetric: row i computes
+  // j >= i and writes both (i, j) and (j, i), so no two chunks write the same element.
+  parallel_for(n, 16, n * n * dim / 2, [&](std::size_t i0, std::size_t i1) {
+    for (std::size_t i = i0; i < i1; ++i) {
+      // 8 partial sums, added in a fixed order.
+      for (std::size_t j = i; j < n; ++j) {
+        const float* a = unit.row(i).data();
+        const float* b = unit.row(j).data();
+        float acc[8] = {};
+        std::size_t k = 0;
+        for (; k + 8 <= dim; k += 8) {
+          for (std::size_t q = 0; q < 8; ++q) acc[q] += a[k + q] * b[k + q];
+        }
+        float s = 0;
+        for (; k < dim; ++k) s += a[k] * b[k];
+        for (float v : acc) s += v;
+        s = std::clamp(s, -1.0f, 1.0f);
+        sim(i, j) = s;
+        sim(j, i) = s;
       }
-      float s = 0;
-      for (; k < dim; ++k) s += a[k] * b[k];
-      for (float v : acc) s += v;
-      s = std::clamp(s, -1.0f, 1.0f);
-      sim(i, j) = s;
-      sim(j, i) = s;
     }
-  }
+  });
   return sim;
 }
 
