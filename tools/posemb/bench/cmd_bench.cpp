@@ -6,7 +6,6 @@
 // average.
 #include <fmt/core.h>
 #include <fmt/format.h>
-#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +24,7 @@
 #include "harness/embedding_cases.hpp"
 #include "harness/harness.hpp"
 #include "peers/llmc_encoder.hpp"
+#include "posemb/parallel.hpp"
 #include "posemb/simd.hpp"
 
 namespace posemb::cli {
@@ -38,14 +38,16 @@ struct BenchOptions {
   std::string peer_dir;  // empty: the installed peers, else the source tree's
   bool no_peer = false;
   bool no_train_step = false;
-  bool min = false;  // the table from the fastest repetition instead of the median
+  bool min = false;          // the table from the fastest repetition instead of the median
+  bool lab_kernels = false;  // the lab's parallel kernels too (lab_kernel_cases)
 };
 
 std::vector<int> parse_threads(const std::string& text) {
   std::vector<int> out;
   if (text.empty()) {
     out.push_back(1);
-    if (omp_get_max_threads() > 1) out.push_back(omp_get_max_threads());
+    const auto most = static_cast<int>(parallel_threads());
+    if (most > 1) out.push_back(most);
     return out;
   }
   std::stringstream ss(text);
@@ -120,7 +122,10 @@ void run_bench(const BenchOptions& o) {
   }
 
   bench::Harness harness;
-  const std::vector<bench::Case> cases = bench::embedding_cases(threads, llmc);
+  std::vector<bench::Case> cases = bench::embedding_cases(threads, llmc);
+  if (o.lab_kernels) {
+    for (auto& c : lab_kernel_cases(threads)) cases.push_back(std::move(c));
+  }
   std::vector<bench::Variant> variants;
   for (const auto& c : cases) variants.push_back(c.variant());
   const std::vector<bench::Harness::Stats> stats = harness.run_interleaved(variants, o.repetitions);
@@ -284,6 +289,9 @@ void register_bench_command(CLI::App& app) {
                   "tree's bench/peers)");
   sub->add_flag("--no-peer", opts->no_peer, "Do not run the PyTorch peers");
   sub->add_flag("--no-train-step", opts->no_train_step, "Skip the train_step/demo case");
+  sub->add_flag("--lab-kernels", opts->lab_kernels,
+                "Also measure every kernel the lab runs in parallel (<kernel>/lab; the contention "
+                "check: --threads 1,2 with another process busy on one core, see docs/layer.md)");
   sub->add_flag("--min", opts->min,
                 "Report the fastest repetition of each case instead of the median (on a busy "
                 "machine)");
