@@ -223,8 +223,8 @@ std::size_t Model::gather_inputs(Activations& a, MatrixView<const TokenId> token
                                   std::to_string(tokens.rows()) + " x " + std::to_string(T));
     }
   }
-  // The one copy, (B, T) contiguous, checked on the way: the rows asked for, the targets (token
-  // ids and positions are checked by the input layer, posemb::embed_forward).
+  // The one copy, (B, T) contiguous, checked on the way: the rows asked for, positions >= 0 and
+  // the targets (token ids and the table's rows are checked by posemb::embed_forward).
   std::int64_t top = 0;
   for (std::size_t i = 0; i < B; ++i) {
     const std::size_t b = rows.empty() ? i : rows[i];
@@ -236,6 +236,11 @@ std::size_t Model::gather_inputs(Activations& a, MatrixView<const TokenId> token
     std::copy_n(positions.row(b).data(), T, a.positions.data() + i * T);
     std::copy_n(targets.row(b).data(), T, a.targets.data() + i * T);
     for (std::size_t t = 0; t < T; ++t) {
+      if (positions(b, t) < 0) {
+        throw std::invalid_argument("Model::forward: negative position " +
+                                    std::to_string(positions(b, t)) + " at batch row " +
+                                    std::to_string(b) + ", token " + std::to_string(t));
+      }
       top = std::max(top, positions(b, t));
       const std::int32_t y = targets(b, t);
       if (y < -1 || (y >= 0 && static_cast<std::size_t>(y) >= cfg_.vocab_size)) {
