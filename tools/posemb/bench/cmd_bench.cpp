@@ -89,6 +89,126 @@ nlohmann::json opt_json(std::optional<double> v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+// PyTorch's figures (its own process, per thread count): seconds by (case, threads); status
+// says what was measured or why not.
+std::map<std::pair<std::string, int>, double> run_torch_peer(const BenchOptions& o,
+                                                             const std::vector<int>& threads,
+                                                             const std::string& peer_dir,
+                                                             std::string& torch_status) {
+  std::map<std::pair<std::string, int>, double> torch;
+  torch_status = "not measured (--no-peer)";
+  if (o.no_peer) return torch;
+  for (int t : threads) {
+    const bench::PeerResult r =
+        bench::run_peer({o.python, peer_dir + "/torch_embed.py", "--threads", std::to_string(t),
+                         "--reps", std::to_string(o.repetitions)});
+    if (!r.json) {
+      torch_status = r.status;
+      break;
+    }
+    try {
+      for (const auto& [k, v] : r.json->at("cases").items()) torch[{k, t}] = v.get<double>();
+      torch_status = "torch " + r.json->at("torch").get<std::string>();
+    } catch (const std::exception& e) {
+      torch_status = std::string("not measured (") + e.what() + ")";
+    }
+  }
+  return torch;
+}
+
+// The measured cases: one JSON object each into doc["cases"], and a table line each unless
+// o.json.
+void report_cases(const BenchOptions& o, const std::vector<bench::Case>& cases,
+                  const std::vector<bench::Harness::Stats>& stats,
+                  const std::vector<double>& seconds, std::map<int, double>& copy_bw,
+                  std::map<std::pair<std::string, int>, double>& torch, nlohmann::json& doc) {
+  // Look-ups into this run's results.
+  auto find = [&](const std::string& name, bench::Impl impl, int t) -> std::optional<double> {
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      if (cases[i].name() == name && cases[i].impl == impl && cases[i].threads == t) {
+        return seconds[i];
+      }
+    }
+    return std::nullopt;
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const bench::Case& c = cases[i];
+    if (c.impl == bench::Impl::copy) continue;
+    const double s = seconds[i];
+    const double bw = c.bytes / s;
+    const double of_copy = copy_bw.count(c.threads) != 0 ? bw / copy_bw[c.threads] : 0;
+    std::optional<double> vs_llmc, vs_omp, vs_torch, vs_f32, vs_1t;
+    if (c.impl == bench::Impl::posemb) {
+      const bool half = c.op.ends_with("_bf16") || c.op.ends_with("_f16");
+      const std::string f32_name = "embed_forward/" + c.shape;
+      const std::string base = half ? f32_name : c.name();
+      vs_llmc = find(base, bench::Impl::llmc, 1);
+      vs_omp = find(base, bench::Impl::llmc_omp, c.threads);
+      if (!half && torch.count({c.name(), c.threads}) != 0) vs_torch = torch[{c.name(), c.threads}];
+      if (half) vs_f32 = find(f32_name, bench::Impl::posemb, c.threads);
+      if (c.threads != 1) vs_1t = find(c.name(), bench::Impl::posemb, 1);
+    }
+    if (c.impl == bench::Impl::llmc_omp && c.threads != 1) {
+      vs_1t = find(c.name(), bench::Impl::llmc_omp, 1);
+    }
+    nlohmann::json j{{"name", c.name()},
+                     {"impl", bench::impl_name(c.impl)},
+                     {"shape", c.shape_text},
+                     {"threads", c.threads},
+                     {"seconds", s},
+                     {"median_seconds", stats[i].median},
+                     {"min_seconds", stats[i].min},
+                     {"bytes", c.bytes},
+                     {"GBps", bw / 1e9},
+                     {"fraction_of_copy_bandwidth", of_copy},
+                     {"llmc_serial_seconds", opt_json(vs_llmc)},
+                     {"llmc_omp_seconds", opt_json(vs_omp)},
+                     {"pytorch_seconds", opt_json(vs_torch)},
+                     {"f32_seconds", opt_json(vs_f32)},
+                     {"one_thread_seconds", opt_json(vs_1t)}};
+    doc["cases"].push_back(j);
+    if (!o.json) {
+      fmt::print("{:<30} {:<10} {:>3} {:>9.3f} {:>7.2f} {:>6.0f}% {:>8} {:>9} {:>8} {:>8} {:>7}\n",
+                 c.name(), bench::impl_name(c.impl), c.threads, s * 1e3, bw / 1e9, 100 * of_copy,
+                 ratio(vs_llmc, s), ratio(vs_omp, s), ratio(vs_torch, s), ratio(vs_f32, s),
+                 ratio(vs_1t, s));
+    }
+  }
+}
+
+// The train_step/demo case: into doc["train_step"], and its line unless o.json.
+void report_train_step(const BenchOptions& o, const StandaloneResult& train, int threads,
+                       nlohmann::json& doc) {
+  doc["train_step"] = {{"name", train.name},
+                       {"shape", train.shape},
+                       {"threads", threads},
+                       {"openblas_kernels", train.blas},
+                       {"seconds", train.seconds},
+                       {"tokens_per_second", train.tokens / train.seconds},
+                       {"pytorch_seconds", opt_json(train.peer_seconds)},
+                       {"pytorch_status", train.peer_status}};
+  if (!train.peer_coretype.empty()) {
+    doc["train_step"]["pytorch_openblas_coretype"] = train.peer_coretype;
+    doc["train_step"]["pytorch_coretype_seconds"] = opt_json(train.peer_coretype_seconds);
+    doc["train_step"]["pytorch_coretype_status"] = train.peer_coretype_status;
+  }
+  if (!o.json) {
+    auto peer = [&](const std::optional<double>& s, const std::string& status) {
+      return s ? fmt::format("{:.0f} tokens/s ({})", train.tokens / *s, ratio(s, train.seconds))
+               : status;
+    };
+    fmt::print("{} ({}), {} threads, OpenBLAS {}: {:.3f} ms, {:.0f} tokens/s; PyTorch {}\n",
+               train.name, train.shape, threads, train.blas, train.seconds * 1e3,
+               train.tokens / train.seconds, peer(train.peer_seconds, train.peer_status));
+    if (!train.peer_coretype.empty()) {
+      fmt::print(
+          "  (OpenBLAS did not recognise this CPU: the lab loads it with "
+          "OPENBLAS_CORETYPE={}; PyTorch with the same: {})\n",
+          train.peer_coretype, peer(train.peer_coretype_seconds, train.peer_coretype_status));
+    }
+  }
+}
+
 void run_bench(const BenchOptions& o) {
   if (o.repetitions < 1 || o.repetitions > 1000) {
     throw UsageError("--reps " + std::to_string(o.repetitions) + " is not in [1, 1000]");
@@ -100,26 +220,8 @@ void run_bench(const BenchOptions& o) {
   std::string llmc_why;
   const bool llmc = bench::llmc_peer_available(llmc_why);
 
-  // PyTorch first (its own process, per thread count): seconds by (case, threads).
-  std::map<std::pair<std::string, int>, double> torch;
-  std::string torch_status = "not measured (--no-peer)";
-  if (!o.no_peer) {
-    for (int t : threads) {
-      const bench::PeerResult r =
-          bench::run_peer({o.python, peer_dir + "/torch_embed.py", "--threads", std::to_string(t),
-                           "--reps", std::to_string(o.repetitions)});
-      if (!r.json) {
-        torch_status = r.status;
-        break;
-      }
-      try {
-        for (const auto& [k, v] : r.json->at("cases").items()) torch[{k, t}] = v.get<double>();
-        torch_status = "torch " + r.json->at("torch").get<std::string>();
-      } catch (const std::exception& e) {
-        torch_status = std::string("not measured (") + e.what() + ")";
-      }
-    }
-  }
+  std::string torch_status;
+  auto torch = run_torch_peer(o, threads, peer_dir, torch_status);
 
   bench::Harness harness;
   std::vector<bench::Case> cases = bench::embedding_cases(threads, llmc);
@@ -132,15 +234,6 @@ void run_bench(const BenchOptions& o) {
   std::vector<double> seconds;
   for (const auto& st : stats) seconds.push_back(o.min ? st.min : st.median);
 
-  // Look-ups into this run's results.
-  auto find = [&](const std::string& name, bench::Impl impl, int t) -> std::optional<double> {
-    for (std::size_t i = 0; i < cases.size(); ++i) {
-      if (cases[i].name() == name && cases[i].impl == impl && cases[i].threads == t) {
-        return seconds[i];
-      }
-    }
-    return std::nullopt;
-  };
   std::map<int, double> copy_bw;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (cases[i].impl == bench::Impl::copy) copy_bw[cases[i].threads] = cases[i].bytes / seconds[i];
@@ -190,79 +283,8 @@ void run_bench(const BenchOptions& o) {
                "impl", "thr", "ms", "GB/s", "of copy", "vs llm.c", "vs omp", "vs torch", "vs f32",
                "vs 1t");
   }
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    const bench::Case& c = cases[i];
-    if (c.impl == bench::Impl::copy) continue;
-    const double s = seconds[i];
-    const double bw = c.bytes / s;
-    const double of_copy = copy_bw.count(c.threads) != 0 ? bw / copy_bw[c.threads] : 0;
-    std::optional<double> vs_llmc, vs_omp, vs_torch, vs_f32, vs_1t;
-    if (c.impl == bench::Impl::posemb) {
-      const bool half = c.op.ends_with("_bf16") || c.op.ends_with("_f16");
-      const std::string f32_name = "embed_forward/" + c.shape;
-      const std::string base = half ? f32_name : c.name();
-      vs_llmc = find(base, bench::Impl::llmc, 1);
-      vs_omp = find(base, bench::Impl::llmc_omp, c.threads);
-      if (!half && torch.count({c.name(), c.threads}) != 0) vs_torch = torch[{c.name(), c.threads}];
-      if (half) vs_f32 = find(f32_name, bench::Impl::posemb, c.threads);
-      if (c.threads != 1) vs_1t = find(c.name(), bench::Impl::posemb, 1);
-    }
-    if (c.impl == bench::Impl::llmc_omp && c.threads != 1) {
-      vs_1t = find(c.name(), bench::Impl::llmc_omp, 1);
-    }
-    nlohmann::json j{{"name", c.name()},
-                     {"impl", bench::impl_name(c.impl)},
-                     {"shape", c.shape_text},
-                     {"threads", c.threads},
-                     {"seconds", s},
-                     {"median_seconds", stats[i].median},
-                     {"min_seconds", stats[i].min},
-                     {"bytes", c.bytes},
-                     {"GBps", bw / 1e9},
-                     {"fraction_of_copy_bandwidth", of_copy},
-                     {"llmc_serial_seconds", opt_json(vs_llmc)},
-                     {"llmc_omp_seconds", opt_json(vs_omp)},
-                     {"pytorch_seconds", opt_json(vs_torch)},
-                     {"f32_seconds", opt_json(vs_f32)},
-                     {"one_thread_seconds", opt_json(vs_1t)}};
-    doc["cases"].push_back(j);
-    if (!o.json) {
-      fmt::print("{:<30} {:<10} {:>3} {:>9.3f} {:>7.2f} {:>6.0f}% {:>8} {:>9} {:>8} {:>8} {:>7}\n",
-                 c.name(), bench::impl_name(c.impl), c.threads, s * 1e3, bw / 1e9, 100 * of_copy,
-                 ratio(vs_llmc, s), ratio(vs_omp, s), ratio(vs_torch, s), ratio(vs_f32, s),
-                 ratio(vs_1t, s));
-    }
-  }
-  if (!o.no_train_step) {
-    doc["train_step"] = {{"name", train.name},
-                         {"shape", train.shape},
-                         {"threads", threads.back()},
-                         {"openblas_kernels", train.blas},
-                         {"seconds", train.seconds},
-                         {"tokens_per_second", train.tokens / train.seconds},
-                         {"pytorch_seconds", opt_json(train.peer_seconds)},
-                         {"pytorch_status", train.peer_status}};
-    if (!train.peer_coretype.empty()) {
-      doc["train_step"]["pytorch_openblas_coretype"] = train.peer_coretype;
-      doc["train_step"]["pytorch_coretype_seconds"] = opt_json(train.peer_coretype_seconds);
-      doc["train_step"]["pytorch_coretype_status"] = train.peer_coretype_status;
-    }
-    if (!o.json) {
-      auto peer = [&](const std::optional<double>& s, const std::string& status) {
-        return s ? fmt::format("{:.0f} tokens/s ({})", train.tokens / *s, ratio(s, train.seconds))
-                 : status;
-      };
-      fmt::print("{} ({}), {} threads, OpenBLAS {}: {:.3f} ms, {:.0f} tokens/s; PyTorch {}\n",
-                 train.name, train.shape, threads.back(), train.blas, train.seconds * 1e3,
-                 train.tokens / train.seconds, peer(train.peer_seconds, train.peer_status));
-      if (!train.peer_coretype.empty()) {
-        fmt::print(
-            "  (OpenBLAS did not recognise this CPU: the lab loads it with "
-            "OPENBLAS_CORETYPE={}; PyTorch with the same: {})\n",
-            train.peer_coretype, peer(train.peer_coretype_seconds, train.peer_coretype_status));
-      }
-    }
-  }
+  report_cases(o, cases, stats, seconds, copy_bw, torch, doc);
+  if (!o.no_train_step) report_train_step(o, train, threads.back(), doc);
   if (o.json) fmt::print("{}\n", doc.dump(2));
   std::fflush(stdout);
 }
