@@ -40,23 +40,27 @@ void attention_forward(MatrixView<float> y, std::span<float> probs, MatrixView<c
   const auto attend_head = simd::attend_head();
   HeadScratch scratch(hd, T);
   const std::size_t tasks = batch * heads;
+  // Head h of sequence b (task b * heads + h), k transposed into kt.
+  const auto one_head = [&](std::size_t task, float* kt) {
+    const std::size_t b = task / heads;
+    const std::size_t h = task % heads;
+    simd::AttendHeadJob job{};
+    job.y = y.data() + b * T * y.row_stride() + h * hd;
+    job.y_stride = y.row_stride();
+    job.probs = probs.data() + task * T * T;
+    job.qkv = qkv.data() + b * T * qkv.row_stride() + h * hd;
+    job.qkv_stride = qkv.row_stride();
+    job.kt = kt;
+    job.seq_len = T;
+    job.c = c;
+    job.hd = hd;
+    job.scale = scale;
+    attend_head(job);
+  };
   parallel_for_slots(tasks, 1, attention_work(tasks, T, hd), scratch.slots,
                      [&](std::size_t t0, std::size_t t1, std::size_t slot) {
                        for (std::size_t task = t0; task < t1; ++task) {
-                         const std::size_t b = task / heads;
-                         const std::size_t h = task % heads;
-                         simd::AttendHeadJob job{};
-                         job.y = y.data() + b * T * y.row_stride() + h * hd;
-                         job.y_stride = y.row_stride();
-                         job.probs = probs.data() + task * T * T;
-                         job.qkv = qkv.data() + b * T * qkv.row_stride() + h * hd;
-                         job.qkv_stride = qkv.row_stride();
-                         job.kt = scratch.slot(slot);
-                         job.seq_len = T;
-                         job.c = c;
-                         job.hd = hd;
-                         job.scale = scale;
-                         attend_head(job);
+                         one_head(task, scratch.slot(slot));
                        }
                      });
 }
@@ -69,26 +73,30 @@ void attention_backward(MatrixView<float> dqkv, MatrixView<const float> dy,
   const auto head = simd::attention_backward_head();
   HeadScratch transposes(hd, T);
   const std::size_t tasks = batch * heads;
+  // Head h of sequence b (task b * heads + h), its transposes in vt.
+  const auto one_head = [&](std::size_t task, float* vt) {
+    const std::size_t b = task / heads;
+    const std::size_t h = task % heads;
+    // The head's columns of sequence b: q at +0, k at +c, v at +2c.
+    simd::AttentionHeadJob job{};
+    job.dqkv = dqkv.data() + b * T * dqkv.row_stride() + h * hd;
+    job.dqkv_stride = dqkv.row_stride();
+    job.dy = dy.data() + b * T * dy.row_stride() + h * hd;
+    job.dy_stride = dy.row_stride();
+    job.qkv = qkv.data() + b * T * qkv.row_stride() + h * hd;
+    job.qkv_stride = qkv.row_stride();
+    job.probs = probs.data() + task * T * T;
+    job.vt = vt;
+    job.seq_len = T;
+    job.c = c;
+    job.hd = hd;
+    job.scale = scale;
+    head(job);
+  };
   parallel_for_slots(tasks, 1, 2 * attention_work(tasks, T, hd), transposes.slots,
                      [&](std::size_t t0, std::size_t t1, std::size_t slot) {
                        for (std::size_t task = t0; task < t1; ++task) {
-                         const std::size_t b = task / heads;
-                         const std::size_t h = task % heads;
-                         // The head's columns of sequence b: q at +0, k at +c, v at +2c.
-                         simd::AttentionHeadJob job{};
-                         job.dqkv = dqkv.data() + b * T * dqkv.row_stride() + h * hd;
-                         job.dqkv_stride = dqkv.row_stride();
-                         job.dy = dy.data() + b * T * dy.row_stride() + h * hd;
-                         job.dy_stride = dy.row_stride();
-                         job.qkv = qkv.data() + b * T * qkv.row_stride() + h * hd;
-                         job.qkv_stride = qkv.row_stride();
-                         job.probs = probs.data() + task * T * T;
-                         job.vt = transposes.slot(slot);
-                         job.seq_len = T;
-                         job.c = c;
-                         job.hd = hd;
-                         job.scale = scale;
-                         head(job);
+                         one_head(task, transposes.slot(slot));
                        }
                      });
 }
