@@ -55,8 +55,8 @@ constexpr bool worth_parallel(std::size_t elements) noexcept {
 // inside a chunk or task, or inside an OpenMP parallel region; else OpenMP's thread count.
 std::size_t parallel_threads() noexcept;
 
-// Sets the thread count parallel_threads() reports from now on, for the calling thread and the
-// threads it starts later (OpenMP's omp_set_num_threads). n >= 1; 0 is taken as 1.
+// Sets the thread count parallel_threads() reports from now on on the calling thread (OpenMP's
+// omp_set_num_threads: other threads keep OMP_NUM_THREADS). n >= 1; 0 is taken as 1.
 void set_parallel_threads(std::size_t n) noexcept;
 
 namespace detail {
