@@ -1,28 +1,34 @@
 #include "lab/attention.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <vector>
 
 #include "lab/kernels_simd.hpp"
+#include "posemb/parallel.hpp"
 
 namespace posemb::lab {
 
 namespace {
 
-// Scratch for the head kernels' transposes, one slice per thread of the coming parallel loop
-// (allocated before it: an exception cannot leave an OpenMP region).
+// Scratch for the head kernels' transposes, one slice per slot of the coming parallel loop
+// (allocated before it: nothing may throw inside).
 struct HeadScratch {
-  std::size_t per_thread;
+  std::size_t slots, per_slot;
   std::vector<float> buf;
   HeadScratch(std::size_t hd, std::size_t T)
-      : per_thread(simd::HeadScratchFloats(hd, T)),
-        buf(per_thread * static_cast<std::size_t>(std::max(1, omp_get_max_threads()))) {}
-  float* mine() { return buf.data() + per_thread * static_cast<std::size_t>(omp_get_thread_num()); }
+      : slots(parallel_threads()),
+        per_slot(simd::HeadScratchFloats(hd, T)),
+        buf(per_slot * slots) {}
+  float* slot(std::size_t s) { return buf.data() + per_slot * s; }
 };
+
+// parallel_for's work (elements) of the attention of `tasks` heads over T tokens of hd
+// columns: the T * T / 2 score rows of hd multiply-adds, twice (scores, then the weighted sum).
+std::size_t attention_work(std::size_t tasks, std::size_t T, std::size_t hd) {
+  return tasks * T * T * hd / 8;
+}
 
 }  // namespace
 
@@ -33,24 +39,30 @@ void attention_forward(MatrixView<float> y, std::span<float> probs, MatrixView<c
   assert(probs.size() >= batch * heads * T * T);
   const auto attend_head = simd::attend_head();
   HeadScratch scratch(hd, T);
-  const auto tasks = static_cast<std::int64_t>(batch * heads);
-#pragma omp parallel for schedule(static)
-  for (std::int64_t task = 0; task < tasks; ++task) {
-    const std::size_t b = static_cast<std::size_t>(task) / heads;
-    const std::size_t h = static_cast<std::size_t>(task) % heads;
+  const std::size_t tasks = batch * heads;
+  // Head h of sequence b (task b * heads + h), k transposed into kt.
+  const auto one_head = [&](std::size_t task, float* kt) {
+    const std::size_t b = task / heads;
+    const std::size_t h = task % heads;
     simd::AttendHeadJob job{};
     job.y = y.data() + b * T * y.row_stride() + h * hd;
     job.y_stride = y.row_stride();
-    job.probs = probs.data() + static_cast<std::size_t>(task) * T * T;
+    job.probs = probs.data() + task * T * T;
     job.qkv = qkv.data() + b * T * qkv.row_stride() + h * hd;
     job.qkv_stride = qkv.row_stride();
-    job.kt = scratch.mine();
+    job.kt = kt;
     job.seq_len = T;
     job.c = c;
     job.hd = hd;
     job.scale = scale;
     attend_head(job);
-  }
+  };
+  parallel_for_slots(tasks, 1, attention_work(tasks, T, hd), scratch.slots,
+                     [&](std::size_t t0, std::size_t t1, std::size_t slot) {
+                       for (std::size_t task = t0; task < t1; ++task) {
+                         one_head(task, scratch.slot(slot));
+                       }
+                     });
 }
 
 void attention_backward(MatrixView<float> dqkv, MatrixView<const float> dy,
@@ -60,11 +72,11 @@ void attention_backward(MatrixView<float> dqkv, MatrixView<const float> dy,
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const auto head = simd::attention_backward_head();
   HeadScratch transposes(hd, T);
-  const auto tasks = static_cast<std::int64_t>(batch * heads);
-#pragma omp parallel for schedule(static)
-  for (std::int64_t task = 0; task < tasks; ++task) {
-    const std::size_t b = static_cast<std::size_t>(task) / heads;
-    const std::size_t h = static_cast<std::size_t>(task) % heads;
+  const std::size_t tasks = batch * heads;
+  // Head h of sequence b (task b * heads + h), its transposes in vt.
+  const auto one_head = [&](std::size_t task, float* vt) {
+    const std::size_t b = task / heads;
+    const std::size_t h = task % heads;
     // The head's columns of sequence b: q at +0, k at +c, v at +2c.
     simd::AttentionHeadJob job{};
     job.dqkv = dqkv.data() + b * T * dqkv.row_stride() + h * hd;
@@ -73,14 +85,20 @@ void attention_backward(MatrixView<float> dqkv, MatrixView<const float> dy,
     job.dy_stride = dy.row_stride();
     job.qkv = qkv.data() + b * T * qkv.row_stride() + h * hd;
     job.qkv_stride = qkv.row_stride();
-    job.probs = probs.data() + static_cast<std::size_t>(task) * T * T;
-    job.vt = transposes.mine();
+    job.probs = probs.data() + task * T * T;
+    job.vt = vt;
     job.seq_len = T;
     job.c = c;
     job.hd = hd;
     job.scale = scale;
     head(job);
-  }
+  };
+  parallel_for_slots(tasks, 1, 2 * attention_work(tasks, T, hd), transposes.slots,
+                     [&](std::size_t t0, std::size_t t1, std::size_t slot) {
+                       for (std::size_t task = t0; task < t1; ++task) {
+                         one_head(task, transposes.slot(slot));
+                       }
+                     });
 }
 
 void attention_step(MatrixView<float> y, std::span<float> scratch, MatrixView<const float> qkv,
@@ -89,16 +107,17 @@ void attention_step(MatrixView<float> y, std::span<float> scratch, MatrixView<co
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   assert(scratch.size() >= batch * heads * (t + 1));
   const auto attend_row = simd::attend_row();
-  const auto tasks = static_cast<std::int64_t>(batch * heads);
-#pragma omp parallel for schedule(static)
-  for (std::int64_t task = 0; task < tasks; ++task) {
-    const std::size_t b = static_cast<std::size_t>(task) / heads;
-    const std::size_t h = static_cast<std::size_t>(task) % heads;
-    float* p = scratch.data() + static_cast<std::size_t>(task) * (t + 1);
-    const float* seq = qkv.data() + b * cap * qkv.row_stride() + h * hd;
-    attend_row(y.data() + b * y.row_stride() + h * hd, p, seq + t * qkv.row_stride(), seq,
-               qkv.row_stride(), c, hd, t, scale);
-  }
+  const std::size_t tasks = batch * heads;
+  parallel_for(tasks, 1, tasks * (t + 1) * hd / 4, [&](std::size_t t0, std::size_t t1) {
+    for (std::size_t task = t0; task < t1; ++task) {
+      const std::size_t b = task / heads;
+      const std::size_t h = task % heads;
+      float* p = scratch.data() + task * (t + 1);
+      const float* seq = qkv.data() + b * cap * qkv.row_stride() + h * hd;
+      attend_row(y.data() + b * y.row_stride() + h * hd, p, seq + t * qkv.row_stride(), seq,
+                 qkv.row_stride(), c, hd, t, scale);
+    }
+  });
 }
 
 }  // namespace posemb::lab

@@ -1,15 +1,15 @@
 #include "lab/evaluate.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <mutex>
 #include <stdexcept>
 
 #include "lab/kernels.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/memory.hpp"
+#include "posemb/parallel.hpp"
 
 namespace posemb::lab {
 
@@ -167,7 +167,7 @@ std::vector<LengthResult> evaluate(Model& model, const TaskConfig& task, const E
     const std::size_t one = evaluation_bytes(mc, cfg, 1);
     const std::size_t per = length_bytes(mc, cfg.samples, longest);
     const std::size_t room = (memory_limit() - one) / std::max<std::size_t>(per, 1) + 1;
-    concurrent = std::clamp<std::size_t>(room, 1, static_cast<std::size_t>(omp_get_max_threads()));
+    concurrent = std::clamp<std::size_t>(room, 1, parallel_threads());
     std::size_t top = input_len(longest);
     if (mode == PositionMode::randomized) top = std::max(top, mc.max_seq_len);
     model.reserve_positions(top);
@@ -175,30 +175,22 @@ std::vector<LengthResult> evaluate(Model& model, const TaskConfig& task, const E
   std::vector<LengthResult> out(total);
   std::vector<std::exception_ptr> errors(total);
   std::size_t done = 0;
-  // Lengths run in parallel (one per thread at a time; the kernels inside run serially), each
+  std::mutex progress_mutex;
+  // Lengths run in parallel (the longest first; the kernels inside each run on its thread), each
   // with its own batch and decoder: a length's result does not depend on the thread count.
-  // Nothing may leave the parallel region by an exception: each is kept and rethrown after.
-#pragma omp parallel for schedule(dynamic, 1) num_threads(static_cast <int>(concurrent))
-  for (std::int64_t ii = static_cast<std::int64_t>(total) - 1; ii >= 0; --ii) {
-    const auto i = static_cast<std::size_t>(ii);
+  // Nothing may leave a parallel task by an exception: each is kept and rethrown after.
+  parallel_tasks(total, concurrent, [&](std::size_t k) {
+    const std::size_t i = total - 1 - k;
     try {
       out[i] = evaluate_length(model, task, cfg, mode, cfg.min_len + i);
-      std::exception_ptr failed;
       if (progress) {
-#pragma omp critical(posemb_lab_eval_progress)
-        {
-          try {
-            progress(++done, total);
-          } catch (...) {
-            failed = std::current_exception();
-          }
-        }
+        const std::lock_guard<std::mutex> lock(progress_mutex);
+        progress(++done, total);
       }
-      if (failed) std::rethrow_exception(failed);
     } catch (...) {
       errors[i] = std::current_exception();
     }
-  }
+  });
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }

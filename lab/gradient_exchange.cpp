@@ -15,13 +15,14 @@ namespace {
 // dst (n) = the sum of srcs (each n), element by element in the order given: s = 0, s += src[k]
 // for each src. Deterministic; the one summation of micro-batch gradients, on one rank or many.
 void sum_in_order(float* dst, std::size_t n, const std::vector<const float*>& srcs) {
-  const auto count = static_cast<std::int64_t>(n);
-#pragma omp parallel for schedule(static) if (worth_parallel(n * srcs.size()))
-  for (std::int64_t k = 0; k < count; ++k) {
-    float s = 0.0f;
-    for (const float* src : srcs) s += src[k];
-    dst[k] = s;
-  }
+  constexpr std::size_t kGrain = std::size_t{1} << 14;  // elements per chunk
+  parallel_for(n, kGrain, n * srcs.size(), [&](std::size_t begin, std::size_t end) {
+    for (std::size_t k = begin; k < end; ++k) {
+      float s = 0.0f;
+      for (const float* src : srcs) s += src[k];
+      dst[k] = s;
+    }
+  });
 }
 
 // Copies elements [begin, end) of a gradient made of `segs` into dst.

@@ -1,6 +1,5 @@
 #include "lab/kernels.hpp"
 
-#include <omp.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 
 #include "lab/blas.hpp"
 #include "lab/kernels_simd.hpp"
+#include "posemb/parallel.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -27,6 +27,24 @@ std::size_t chunks(std::size_t n, std::size_t chunk) {
   return (n + chunk - 1) / chunk;
 }
 
+// parallel_for's work (elements) of a product of (m, k) and (k, n): a core does several
+// multiply-adds in the time it streams one element, so m k n / 8.
+std::size_t product_work(std::size_t m, std::size_t k, std::size_t n) {
+  return m * k * n / 8;
+}
+
+// Calls row_fn(r) for every row r of an (m, c) problem, rows in chunks of about 16K elements
+// (parallel_for: on several threads when the problem is large enough). Each row is computed
+// the same way whichever thread runs it.
+template <class F>
+void for_rows(std::size_t m, std::size_t c, F&& row_fn) {
+  const std::size_t grain =
+      std::max<std::size_t>(1, (std::size_t{1} << 14) / std::max<std::size_t>(c, 1));
+  parallel_for(m, grain, m * c, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) row_fn(r);
+  });
+}
+
 }  // namespace
 
 namespace {
@@ -35,11 +53,11 @@ namespace {
 // every BLAS call in progress, allocating one when all are in use, and retries that allocation
 // forever when it fails: under an address-space limit (ulimit -v) a matrix product would spin
 // instead of failing. So before the lab's first product: check that the limit leaves room for
-// a buffer per OpenMP thread (and the threads' stacks and malloc arenas), then take those
+// a buffer per thread (and the threads' stacks and malloc arenas), then take those
 // buffers at once and give them back (the pool keeps them): later products never allocate, and
 // a later shortage of memory is a std::bad_alloc of our own allocations, not a hang.
 void prepare_blas() {
-  const auto threads = static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
+  const std::size_t threads = parallel_threads();
   constexpr std::size_t kBuffer = (std::size_t{128} << 20) + (std::size_t{8} << 10);
   constexpr std::size_t kThread = std::size_t{72} << 20;  // an 8 MiB stack, a 64 MiB arena
   struct rlimit rl {};
@@ -63,9 +81,8 @@ void prepare_blas() {
   std::vector<void*> buffers;
   for (std::size_t i = 0; i < threads; ++i) buffers.push_back(blas().memory_alloc(0));
   for (void* b : buffers) blas().memory_free(b);
-    // Start the OpenMP threads now too (their stacks and malloc arenas).
-#pragma omp parallel
-  std::free(std::malloc(64));
+  // Start parallel_for's helper threads now too (their stacks and malloc arenas).
+  parallel_tasks(threads, threads, [](std::size_t) { std::free(std::malloc(64)); });
 }
 
 }  // namespace
@@ -76,26 +93,65 @@ void blas_single_threaded() {
   blas().set_num_threads(1);
 }
 
+namespace {
+
+// Rows [r0, r0 + kRowChunk) of linear_forward: one sgemm call.
+void linear_forward_rows(MatrixView<float> y, MatrixView<const float> x, MatrixView<const float> w,
+                         MatrixView<const float> b, std::size_t r0) {
+  const std::size_t k = x.cols(), n = w.cols(), rows = std::min(kRowChunk, x.rows() - r0);
+  float beta = 0.0f;
+  if (!b.empty()) {
+    for (std::size_t r = r0; r < r0 + rows; ++r) std::copy_n(b.data(), n, y.row(r).data());
+    beta = 1.0f;
+  }
+  blas().sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
+               static_cast<int>(n), static_cast<int>(k), 1.0f, x.data() + r0 * x.row_stride(),
+               static_cast<int>(x.row_stride()), w.data(), static_cast<int>(w.row_stride()), beta,
+               y.data() + r0 * y.row_stride(), static_cast<int>(y.row_stride()));
+}
+
+// Rows [r0, r0 + kRowChunk) of dx (M, K) = dy (M, N) w^T (N, K): one sgemm call.
+void linear_backward_dx_rows(MatrixView<float> dx, MatrixView<const float> dy,
+                             MatrixView<const float> w, bool accumulate, std::size_t r0) {
+  const std::size_t k = dx.cols(), n = dy.cols(), rows = std::min(kRowChunk, dy.rows() - r0);
+  blas().sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows), static_cast<int>(k),
+               static_cast<int>(n), 1.0f, dy.data() + r0 * dy.row_stride(),
+               static_cast<int>(dy.row_stride()), w.data(), static_cast<int>(w.row_stride()),
+               accumulate ? 1.0f : 0.0f, dx.data() + r0 * dx.row_stride(),
+               static_cast<int>(dx.row_stride()));
+}
+
+// Tile (i0, j0) of dw (K, N) += x^T (K, M) dy (M, N): one sgemm call summing all M rows.
+void linear_backward_dw_tile(MatrixView<float> dw, MatrixView<const float> dy,
+                             MatrixView<const float> x, std::size_t i0, std::size_t j0) {
+  const std::size_t ki = std::min(kTile, dw.rows() - i0), nj = std::min(kTile, dw.cols() - j0);
+  blas().sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(ki), static_cast<int>(nj),
+               static_cast<int>(x.rows()), 1.0f, x.data() + i0, static_cast<int>(x.row_stride()),
+               dy.data() + j0, static_cast<int>(dy.row_stride()), 1.0f,
+               dw.data() + i0 * dw.row_stride() + j0, static_cast<int>(dw.row_stride()));
+}
+
+// Columns [j0, j0 + kTile) of db (1, N) += the column sums of dy, rows in order.
+void linear_backward_db_columns(MatrixView<float> db, MatrixView<const float> dy, std::size_t j0) {
+  const std::size_t j1 = std::min(dy.cols(), j0 + kTile);
+  float acc[kTile] = {};
+  for (std::size_t r = 0; r < dy.rows(); ++r) {
+    const float* row = dy.data() + r * dy.row_stride();
+    for (std::size_t j = j0; j < j1; ++j) acc[j - j0] += row[j];
+  }
+  for (std::size_t j = j0; j < j1; ++j) db(0, j) += acc[j - j0];
+}
+
+}  // namespace
+
 void linear_forward(MatrixView<float> y, MatrixView<const float> x, MatrixView<const float> w,
                     MatrixView<const float> b) {
   const std::size_t m = x.rows(), k = x.cols(), n = w.cols();
   assert(w.rows() == k && y.rows() == m && y.cols() == n);
   assert(b.empty() || b.cols() == n);
-  const auto nc = static_cast<std::int64_t>(chunks(m, kRowChunk));
-#pragma omp parallel for schedule(static)
-  for (std::int64_t ci = 0; ci < nc; ++ci) {
-    const std::size_t r0 = static_cast<std::size_t>(ci) * kRowChunk;
-    const std::size_t rows = std::min(kRowChunk, m - r0);
-    float beta = 0.0f;
-    if (!b.empty()) {
-      for (std::size_t r = r0; r < r0 + rows; ++r) std::copy_n(b.data(), n, y.row(r).data());
-      beta = 1.0f;
-    }
-    blas().sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
-                 static_cast<int>(n), static_cast<int>(k), 1.0f, x.data() + r0 * x.row_stride(),
-                 static_cast<int>(x.row_stride()), w.data(), static_cast<int>(w.row_stride()), beta,
-                 y.data() + r0 * y.row_stride(), static_cast<int>(y.row_stride()));
-  }
+  parallel_for(chunks(m, kRowChunk), 1, product_work(m, k, n), [&](std::size_t c0, std::size_t c1) {
+    for (std::size_t ci = c0; ci < c1; ++ci) linear_forward_rows(y, x, w, b, ci * kRowChunk);
+  });
 }
 
 void linear_backward(MatrixView<float> dx, MatrixView<float> dw, MatrixView<float> db,
@@ -103,60 +159,36 @@ void linear_backward(MatrixView<float> dx, MatrixView<float> dw, MatrixView<floa
                      MatrixView<const float> w, bool accumulate_dx) {
   const std::size_t m = x.rows(), k = x.cols(), n = w.cols();
   assert(dy.rows() == m && dy.cols() == n && dw.rows() == k && dw.cols() == n);
+  const std::size_t work = product_work(m, k, n);
   if (!dx.empty()) {
-    // dx (M, K) = dy (M, N) w^T (N, K), row chunks.
-    const auto nc = static_cast<std::int64_t>(chunks(m, kRowChunk));
-#pragma omp parallel for schedule(static)
-    for (std::int64_t ci = 0; ci < nc; ++ci) {
-      const std::size_t r0 = static_cast<std::size_t>(ci) * kRowChunk;
-      const std::size_t rows = std::min(kRowChunk, m - r0);
-      blas().sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
-                   static_cast<int>(k), static_cast<int>(n), 1.0f, dy.data() + r0 * dy.row_stride(),
-                   static_cast<int>(dy.row_stride()), w.data(), static_cast<int>(w.row_stride()),
-                   accumulate_dx ? 1.0f : 0.0f, dx.data() + r0 * dx.row_stride(),
-                   static_cast<int>(dx.row_stride()));
-    }
-  }
-  // dw (K, N) += x^T (K, M) dy (M, N), in fixed kTile x kTile tiles, each summing all M rows in
-  // one call; db (1, N) += column sums of dy, one column range per task, rows in order.
-  const std::size_t ti = chunks(k, kTile), tj = chunks(n, kTile);
-  const auto ntiles = static_cast<std::int64_t>(ti * tj);
-  const auto nbias = db.empty() ? std::int64_t{0} : static_cast<std::int64_t>(tj);
-#pragma omp parallel for schedule(static)
-  for (std::int64_t task = 0; task < ntiles + nbias; ++task) {
-    if (task < ntiles) {
-      const std::size_t i0 = static_cast<std::size_t>(task) / tj * kTile;
-      const std::size_t j0 = static_cast<std::size_t>(task) % tj * kTile;
-      const std::size_t ki = std::min(kTile, k - i0), nj = std::min(kTile, n - j0);
-      blas().sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(ki),
-                   static_cast<int>(nj), static_cast<int>(m), 1.0f, x.data() + i0,
-                   static_cast<int>(x.row_stride()), dy.data() + j0,
-                   static_cast<int>(dy.row_stride()), 1.0f, dw.data() + i0 * dw.row_stride() + j0,
-                   static_cast<int>(dw.row_stride()));
-    } else {
-      const std::size_t j0 = static_cast<std::size_t>(task - ntiles) * kTile;
-      const std::size_t j1 = std::min(n, j0 + kTile);
-      float acc[kTile] = {};
-      for (std::size_t r = 0; r < m; ++r) {
-        const float* row = dy.data() + r * dy.row_stride();
-        for (std::size_t j = j0; j < j1; ++j) acc[j - j0] += row[j];
+    parallel_for(chunks(m, kRowChunk), 1, work, [&](std::size_t c0, std::size_t c1) {
+      for (std::size_t ci = c0; ci < c1; ++ci) {
+        linear_backward_dx_rows(dx, dy, w, accumulate_dx, ci * kRowChunk);
       }
-      for (std::size_t j = j0; j < j1; ++j) db(0, j) += acc[j - j0];
-    }
+    });
   }
+  // dw in fixed kTile x kTile tiles, then db in column ranges: one task each.
+  const std::size_t tj = chunks(n, kTile), ntiles = chunks(k, kTile) * tj;
+  const std::size_t nbias = db.empty() ? 0 : tj;
+  parallel_for(ntiles + nbias, 1, work, [&](std::size_t t0, std::size_t t1) {
+    for (std::size_t task = t0; task < t1; ++task) {
+      if (task < ntiles) {
+        linear_backward_dw_tile(dw, dy, x, task / tj * kTile, task % tj * kTile);
+      } else {
+        linear_backward_db_columns(db, dy, (task - ntiles) * kTile);
+      }
+    }
+  });
 }
 
 void layernorm_forward(MatrixView<float> y, std::span<float> mean, std::span<float> rstd,
                        MatrixView<const float> x, MatrixView<const float> w,
                        MatrixView<const float> b) {
-  const std::size_t m = x.rows(), c = x.cols();
-  const auto mi = static_cast<std::int64_t>(m);
+  const std::size_t c = x.cols();
   const auto row = simd::layernorm_forward_row();
-#pragma omp parallel for schedule(static)
-  for (std::int64_t ri = 0; ri < mi; ++ri) {
-    const auto r = static_cast<std::size_t>(ri);
+  for_rows(x.rows(), c, [&](std::size_t r) {
     row(y.row(r).data(), &mean[r], &rstd[r], x.row(r).data(), w.data(), b.data(), c);
-  }
+  });
 }
 
 void layernorm_backward(MatrixView<float> dx, MatrixView<float> dw, MatrixView<float> db,
@@ -164,63 +196,49 @@ void layernorm_backward(MatrixView<float> dx, MatrixView<float> dw, MatrixView<f
                         std::span<const float> mean, std::span<const float> rstd,
                         MatrixView<const float> w) {
   const std::size_t m = x.rows(), c = x.cols();
-  const auto mi = static_cast<std::int64_t>(m);
   // dx, row by row: dx += rstd * (dy w - mean(dy w) - xhat * mean(dy w xhat)).
   const auto row = simd::layernorm_backward_row();
-#pragma omp parallel for schedule(static)
-  for (std::int64_t ri = 0; ri < mi; ++ri) {
-    const auto r = static_cast<std::size_t>(ri);
+  for_rows(m, c, [&](std::size_t r) {
     row(dx.row(r).data(), dy.row(r).data(), x.row(r).data(), mean[r], rstd[r], w.data(), c);
-  }
+  });
   // dw, db: column sums over the rows in row order, one column range per task.
   const auto columns = simd::layernorm_param_columns();
-  const auto nt = static_cast<std::int64_t>(chunks(c, kTile));
-#pragma omp parallel for schedule(static)
-  for (std::int64_t ti = 0; ti < nt; ++ti) {
-    const std::size_t j0 = static_cast<std::size_t>(ti) * kTile, j1 = std::min(c, j0 + kTile);
-    float aw[kTile] = {}, ab[kTile] = {};
-    columns(aw, ab, dy.data() + j0, dy.row_stride(), x.data() + j0, x.row_stride(), mean.data(),
-            rstd.data(), m, j1 - j0);
-    for (std::size_t j = j0; j < j1; ++j) {
-      dw(0, j) += aw[j - j0];
-      db(0, j) += ab[j - j0];
+  parallel_for(chunks(c, kTile), 1, m * c, [&](std::size_t t0, std::size_t t1) {
+    for (std::size_t ti = t0; ti < t1; ++ti) {
+      const std::size_t j0 = ti * kTile, j1 = std::min(c, j0 + kTile);
+      float aw[kTile] = {}, ab[kTile] = {};
+      columns(aw, ab, dy.data() + j0, dy.row_stride(), x.data() + j0, x.row_stride(), mean.data(),
+              rstd.data(), m, j1 - j0);
+      for (std::size_t j = j0; j < j1; ++j) {
+        dw(0, j) += aw[j - j0];
+        db(0, j) += ab[j - j0];
+      }
     }
-  }
+  });
 }
 
 void gelu_forward(MatrixView<float> y, MatrixView<float> th, MatrixView<const float> x) {
-  const auto mi = static_cast<std::int64_t>(x.rows());
   const std::size_t c = x.cols();
   const bool keep = !th.empty();
   const auto row = simd::gelu_forward_row();
-#pragma omp parallel for schedule(static)
-  for (std::int64_t ri = 0; ri < mi; ++ri) {
-    const auto r = static_cast<std::size_t>(ri);
+  for_rows(x.rows(), c, [&](std::size_t r) {
     row(y.row(r).data(), keep ? th.row(r).data() : nullptr, x.row(r).data(), c);
-  }
+  });
 }
 
 void gelu_backward(MatrixView<float> dx, MatrixView<const float> dy, MatrixView<const float> x,
                    MatrixView<const float> th) {
-  const auto mi = static_cast<std::int64_t>(x.rows());
   const std::size_t c = x.cols();
   const auto row = simd::gelu_backward_row();
-#pragma omp parallel for schedule(static)
-  for (std::int64_t ri = 0; ri < mi; ++ri) {
-    const auto r = static_cast<std::size_t>(ri);
+  for_rows(x.rows(), c, [&](std::size_t r) {
     row(dx.row(r).data(), dy.row(r).data(), x.row(r).data(), th.row(r).data(), c);
-  }
+  });
 }
 
 void add_into(MatrixView<float> x, MatrixView<const float> y) {
-  const auto mi = static_cast<std::int64_t>(x.rows());
   const std::size_t c = x.cols();
   const auto row = simd::add_row();
-#pragma omp parallel for schedule(static)
-  for (std::int64_t ri = 0; ri < mi; ++ri) {
-    const auto r = static_cast<std::size_t>(ri);
-    row(x.row(r).data(), y.row(r).data(), c);
-  }
+  for_rows(x.rows(), c, [&](std::size_t r) { row(x.row(r).data(), y.row(r).data(), c); });
 }
 
 double softmax_cross_entropy(MatrixView<float> dlogits, std::span<float> losses,
@@ -232,22 +250,19 @@ double softmax_cross_entropy(MatrixView<float> dlogits, std::span<float> losses,
     for (std::size_t r = 0; r < m; ++r) count += targets[r] >= 0 ? 1 : 0;
   }
   const float inv = count == 0 ? 0.0f : 1.0f / static_cast<float>(count);
-  const auto mi = static_cast<std::int64_t>(m);
   const auto row = simd::softmax_row();
-#pragma omp parallel for schedule(static)
-  for (std::int64_t ri = 0; ri < mi; ++ri) {
-    const auto r = static_cast<std::size_t>(ri);
+  for_rows(m, v, [&](std::size_t r) {
     float* d = dlogits.row(r).data();
     if (targets[r] < 0) {
       std::fill_n(d, v, 0.0f);
       losses[r] = 0.0f;
-      continue;
+      return;
     }
     const float* l = logits.row(r).data();
     const auto tgt = static_cast<std::size_t>(targets[r]);
     const simd::SoftmaxSums sums = row(d, l, v, tgt, inv);
     losses[r] = std::log(sums.sum) + sums.max - l[tgt];
-  }
+  });
   double total = 0.0;
   for (std::size_t r = 0; r < m; ++r) total += losses[r];
   return count == 0 ? 0.0 : total / static_cast<double>(count);

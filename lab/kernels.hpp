@@ -2,7 +2,7 @@
 //
 // Conventions: row-major float32, one token per row. Forward and backward take the same
 // arguments in the same order, outputs first; each comment says whether a result is written over
-// or added into. Every kernel is deterministic whatever the OpenMP thread count: work is split
+// or added into. Every kernel is deterministic whatever the thread count: work is split
 // into fixed chunks (never "one chunk per thread") and every reduction runs in a fixed order.
 // Matrix products go through single-threaded OpenBLAS calls, one per chunk (call
 // blas_single_threaded() once before using them: OpenBLAS's own threads would oversubscribe the
@@ -20,7 +20,7 @@
 
 namespace posemb::lab {
 
-// Sets OpenBLAS to one thread (our OpenMP loops do the parallel work). Idempotent.
+// Sets OpenBLAS to one thread (posemb::parallel_for does the parallel work). Idempotent.
 void blas_single_threaded();
 
 // y = x w + b. x: (M, K), w: (K, N), b: (1, N) or empty; y: (M, N), written over.

@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "lab/attention.hpp"
 #include "lab/kernels.hpp"
@@ -187,46 +188,60 @@ Gradients Model::make_gradients() {
 
 void Model::reserve_positions(std::size_t positions) {
   enc_->reserve(positions);
+  reserved_ = std::max(reserved_, positions);
 }
 
-void Model::check_inputs(MatrixView<const TokenId> tokens, MatrixView<const std::int64_t> positions,
-                         std::size_t max_batch, std::size_t max_seq) const {
-  const std::size_t B = tokens.rows(), T = tokens.cols();
-  if (B == 0 || T == 0 || B > max_batch || T > max_seq) {
+void Model::require_positions(std::size_t top, const char* op) const {
+  if (spec_->has_table || top < reserved_) return;  // a table checks its own rows
+  throw std::logic_error(std::string(op) + ": position " + std::to_string(top) + " is past the " +
+                         std::to_string(reserved_) + " positions reserved for the " + cfg_.pe +
+                         " encoding: call Model::reserve_positions(" + std::to_string(top + 1) +
+                         ") first, before any forward pass runs concurrently");
+}
+
+double Model::forward(Activations& a, MatrixView<const TokenId> tokens,
+                      MatrixView<const std::int64_t> positions,
+                      MatrixView<const std::int32_t> targets, std::size_t normalizer) {
+  return forward(a, tokens, positions, targets, {}, normalizer);
+}
+
+std::size_t Model::gather_inputs(Activations& a, MatrixView<const TokenId> tokens,
+                                 MatrixView<const std::int64_t> positions,
+                                 MatrixView<const std::int32_t> targets,
+                                 std::span<const std::size_t> rows) const {
+  const std::size_t B = rows.empty() ? tokens.rows() : rows.size(), T = tokens.cols();
+  if (B == 0 || T == 0 || B > a.max_batch || T > a.max_seq) {
     throw std::invalid_argument("Model::forward: batch " + std::to_string(B) + " x " +
                                 std::to_string(T) + " tokens does not fit the planned " +
-                                std::to_string(max_batch) + " x " + std::to_string(max_seq));
+                                std::to_string(a.max_batch) + " x " + std::to_string(a.max_seq));
   }
-  if (positions.rows() != B || positions.cols() != T) {
-    throw std::invalid_argument("Model::forward: positions are " +
-                                std::to_string(positions.rows()) + " x " +
-                                std::to_string(positions.cols()) + ", tokens " + std::to_string(B) +
-                                " x " + std::to_string(T));
+  for (const auto& [what, r, c] : {std::tuple{"positions", positions.rows(), positions.cols()},
+                                   std::tuple{"targets", targets.rows(), targets.cols()}}) {
+    if (r != tokens.rows() || c != T) {
+      throw std::invalid_argument("Model::forward: " + std::string(what) + " are " +
+                                  std::to_string(r) + " x " + std::to_string(c) + ", tokens " +
+                                  std::to_string(tokens.rows()) + " x " + std::to_string(T));
+    }
   }
-  for (std::size_t b = 0; b < B; ++b) {
+  // The one copy, (B, T) contiguous, checked on the way: the rows asked for, positions >= 0 and
+  // the targets (token ids and the table's rows are checked by posemb::embed_forward).
+  std::int64_t top = 0;
+  for (std::size_t i = 0; i < B; ++i) {
+    const std::size_t b = rows.empty() ? i : rows[i];
+    if (b >= tokens.rows()) {
+      throw std::invalid_argument("Model::forward: row " + std::to_string(b) + " of a batch of " +
+                                  std::to_string(tokens.rows()));
+    }
+    std::copy_n(tokens.row(b).data(), T, a.tokens.data() + i * T);
+    std::copy_n(positions.row(b).data(), T, a.positions.data() + i * T);
+    std::copy_n(targets.row(b).data(), T, a.targets.data() + i * T);
     for (std::size_t t = 0; t < T; ++t) {
       if (positions(b, t) < 0) {
         throw std::invalid_argument("Model::forward: negative position " +
                                     std::to_string(positions(b, t)) + " at batch row " +
                                     std::to_string(b) + ", token " + std::to_string(t));
       }
-    }
-  }
-}
-
-double Model::forward(Activations& a, MatrixView<const TokenId> tokens,
-                      MatrixView<const std::int64_t> positions,
-                      MatrixView<const std::int32_t> targets, std::size_t normalizer) {
-  check_inputs(tokens, positions, a.max_batch, a.max_seq);
-  const std::size_t B = tokens.rows(), T = tokens.cols(), n = B * T;
-  const std::size_t H = cfg_.n_heads;
-  if (targets.rows() != B || targets.cols() != T) {
-    throw std::invalid_argument("Model::forward: targets are " + std::to_string(targets.rows()) +
-                                " x " + std::to_string(targets.cols()) + ", tokens " +
-                                std::to_string(B) + " x " + std::to_string(T));
-  }
-  for (std::size_t b = 0; b < B; ++b) {
-    for (std::size_t t = 0; t < T; ++t) {
+      top = std::max(top, positions(b, t));
       const std::int32_t y = targets(b, t);
       if (y < -1 || (y >= 0 && static_cast<std::size_t>(y) >= cfg_.vocab_size)) {
         throw std::invalid_argument("Model::forward: target " + std::to_string(y) +
@@ -236,24 +251,25 @@ double Model::forward(Activations& a, MatrixView<const TokenId> tokens,
       }
     }
   }
-  // Contiguous copies (B, T): the inputs may come in as strided views.
-  auto tok = MatrixView<TokenId>(a.tokens.data(), B, T);
-  auto pos = MatrixView<std::int64_t>(a.positions.data(), B, T);
-  std::span<std::int32_t> tg(a.targets.data(), n);
-  for (std::size_t b = 0; b < B; ++b) {
-    std::copy_n(tokens.row(b).data(), T, tok.row(b).data());
-    std::copy_n(positions.row(b).data(), T, pos.row(b).data());
-    std::copy_n(targets.row(b).data(), T, tg.data() + b * T);
-  }
-  a.batch = B;
-  a.seq_len = T;
+  require_positions(static_cast<std::size_t>(top), "Model::forward");
+  return B;
+}
+
+double Model::forward(Activations& a, MatrixView<const TokenId> tokens,
+                      MatrixView<const std::int64_t> positions,
+                      MatrixView<const std::int32_t> targets, std::span<const std::size_t> rows,
+                      std::size_t normalizer) {
+  a.batch = a.seq_len = 0;  // no forward to differentiate until this one is done
+  const std::size_t B = gather_inputs(a, tokens, positions, targets, rows);
+  const std::size_t T = tokens.cols(), n = B * T, H = cfg_.n_heads;
+  const auto tok = MatrixView<const TokenId>(a.tokens.data(), B, T);
+  const auto pos = MatrixView<const std::int64_t>(a.positions.data(), B, T);
+  const std::span<const std::int32_t> tg(a.targets.data(), n);
   auto& P = params_;
   const std::span<const std::int64_t> pos_flat(pos.data(), n);
-  enc_->reserve(top_position(pos_flat) + 1);
   // The input layer (the library's fused kernel; validates token ids and positions first).
   auto x0 = head_rows(a.x0, n);
-  const MatrixView<const std::int64_t> cpos = pos;
-  enc_->embed_forward(x0, tok, PositionSource::explicit_ids(cpos), P.value(P.wte));
+  enc_->embed_forward(x0, tok, PositionSource::explicit_ids(pos), P.value(P.wte));
   MatrixView<const float> x = x0;
   for (std::size_t l = 0; l < cfg_.n_layers; ++l) {
     auto& blk = a.blocks[l];
@@ -277,8 +293,12 @@ double Model::forward(Activations& a, MatrixView<const TokenId> tokens,
   layernorm_forward(head_rows(a.lnf, n), a.lnf_mean, a.lnf_rstd, x, P.value(P.lnf_w),
                     P.value(P.lnf_b));
   linear_forward(head_rows(a.logits, n), chead(a.lnf, n), P.value(P.head), {});
-  return softmax_cross_entropy(head_rows(a.dlogits, n), std::span<float>(a.losses.data(), n),
-                               chead(a.logits, n), tg, normalizer);
+  const double loss =
+      softmax_cross_entropy(head_rows(a.dlogits, n), std::span<float>(a.losses.data(), n),
+                            chead(a.logits, n), tg, normalizer);
+  a.batch = B;
+  a.seq_len = T;
+  return loss;
 }
 
 void Model::backward(Activations& a, Gradients* into) {
@@ -398,7 +418,7 @@ MatrixView<const float> Decoder::run(std::span<const TokenId> tokens,
   }
   std::copy(tokens.begin(), tokens.end(), tok_.data());
   const std::span<const std::int64_t> pos(pos_.data(), B);
-  enc.reserve(top_position(pos) + 1);
+  model_.require_positions(top_position(pos), "Decoder::step");
   // The input layer at this step's positions (validates token ids and positions first).
   enc.embed_forward(x_, tok_, source, P.value(P.wte));
   const std::size_t t = t_;

@@ -9,6 +9,7 @@
 //   lab::Model model(cfg);
 //   model.initialize(seed);
 //   lab::Activations acts(cfg, batch, seq_len);            // planned once per shape
+//   model.reserve_positions(seq_len);                       // computed encodings: before forwards
 //   double loss = model.forward(acts, tokens, positions, targets);   // (B, T) each
 //   model.zero_grad();
 //   model.backward(acts);                                   // gradients added into the model's
@@ -98,34 +99,55 @@ class Model {
 
   // tokens, positions, targets: (B, T) with B <= acts.max_batch, T <= acts.max_seq. Tokens must
   // be < vocab_size; targets are token ids or -1 (not counted). Returns the mean cross-entropy of
-  // the counted rows; keeps what backward needs in acts. Throws SequenceTooLong when a position
-  // is past the learned table, std::out_of_range for a token id outside the vocabulary,
-  // std::invalid_argument for bad targets, positions or shapes (nothing computed).
+  // the counted rows; keeps what backward needs in acts (the inputs are copied there, once).
+  // Reads the model only, so forwards may run concurrently, each with its own acts, once
+  // reserve_positions has covered their positions. Throws SequenceTooLong when a position is
+  // past the learned table, std::logic_error when it is past the positions reserved for a
+  // computed encoding, std::out_of_range for a token id outside the vocabulary,
+  // std::invalid_argument for bad targets, positions or shapes (no kernel run).
   // normalizer: divide the summed loss by this count instead of the batch's own (used when the
   // batch is one micro-batch of a larger one).
   double forward(Activations& acts, MatrixView<const TokenId> tokens,
                  MatrixView<const std::int64_t> positions, MatrixView<const std::int32_t> targets,
                  std::size_t normalizer = 0);
+  // The same on the rows `rows` of tokens, positions, targets (each (B_all, T)), in that order:
+  // row i of the forward is row rows[i] of the inputs (empty: every row in order). The trainer's
+  // micro-batches, gathered straight from the step's batch (rows sorted by length, T cut to
+  // their longest: a column view).
+  double forward(Activations& acts, MatrixView<const TokenId> tokens,
+                 MatrixView<const std::int64_t> positions, MatrixView<const std::int32_t> targets,
+                 std::span<const std::size_t> rows, std::size_t normalizer);
   // Gradients of the last forward's loss, added into the model's own gradients, or into `into`
   // (from make_gradients()) when given. Reads the parameters only, so micro-batches may run
   // concurrently, each with its own acts and gradients.
   void backward(Activations& acts, Gradients* into = nullptr);
 
-  // Makes positions [0, positions) available to a computed encoding now, so that forward
-  // passes on those positions only read shared state (and may run concurrently).
+  // Makes positions [0, positions) available to a computed encoding (it grows its cached
+  // values), so that forward passes and decoders on those positions only read shared state and
+  // may run concurrently. The one call that changes the encoding: not thread-safe, call it before
+  // any concurrent forward (forward and Decoder::step never call it; they throw when a position
+  // is not covered).
   void reserve_positions(std::size_t positions);
+  // Throws std::logic_error naming `op` when a computed encoding has not reserved position top.
+  void require_positions(std::size_t top, const char* op) const;
 
  private:
-  void check_inputs(MatrixView<const TokenId> tokens, MatrixView<const std::int64_t> positions,
-                    std::size_t max_batch, std::size_t max_seq) const;
+  // Copies rows of the inputs into acts (checking shapes and targets); returns the batch size.
+  std::size_t gather_inputs(Activations& acts, MatrixView<const TokenId> tokens,
+                            MatrixView<const std::int64_t> positions,
+                            MatrixView<const std::int32_t> targets,
+                            std::span<const std::size_t> rows) const;
   ModelConfig cfg_;
   const EncodingSpec* spec_;
   Parameters params_;
   std::unique_ptr<Encoding> enc_;
+  std::size_t reserved_ = 0;  // positions reserve_positions has covered
 };
 
 // Incremental (KV-cached) decoding of a batch of sequences, one token position at a time, for
 // greedy evaluation: step t feeds token t of every sequence and returns the next-token logits.
+// Reads the model only (decoders may run concurrently); a computed encoding must have reserved
+// the positions first (Model::reserve_positions).
 class Decoder {
  public:
   // Room for `capacity` tokens per sequence.

@@ -1,7 +1,5 @@
 #include "lab/sweep.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -11,12 +9,14 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <stdexcept>
 
 #include "lab/checkpoint.hpp"
 #include "lab/encoding.hpp"
+#include "posemb/parallel.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -142,19 +142,14 @@ GridOutcome run_one(std::size_t index, const GridRun& g, const GridOptions& opt,
   };
   try {
     std::unique_ptr<Trainer> tr;
-    std::exception_ptr failed;
-    // Building a model sets OpenBLAS's thread count (a process-wide setting): one at a time.
-#pragma omp critical(posemb_lab_grid_setup)
     {
-      try {
-        tr = g.init_from.empty()
-                 ? std::make_unique<Trainer>(g.run)
-                 : std::make_unique<Trainer>(Trainer::from_checkpoint(g.init_from, g.run, g.table));
-      } catch (...) {
-        failed = std::current_exception();
-      }
+      // Building a model sets OpenBLAS's thread count (a process-wide setting): one at a time.
+      static std::mutex setup;
+      const std::lock_guard<std::mutex> lock(setup);
+      tr = g.init_from.empty()
+               ? std::make_unique<Trainer>(g.run)
+               : std::make_unique<Trainer>(Trainer::from_checkpoint(g.init_from, g.run, g.table));
     }
-    if (failed) std::rethrow_exception(failed);
     if (g.prepare) g.prepare(*tr);
     const RunConfig& cfg = tr->config();  // init_from: the table gives max_seq_len
     if (tr->model().encoding_spec().has_table) out.results.max_seq_len = cfg.model.max_seq_len;
@@ -233,21 +228,12 @@ std::vector<GridOutcome> run_grid(std::span<const GridRun> runs, const GridOptio
     return estimated_cost(runs[a].run) > estimated_cost(runs[b].run);
   });
   std::vector<GridOutcome> local(mine.size());
-  const auto n = static_cast<std::int64_t>(mine.size());
-  if (options.parallel_runs == 1) {
-    for (std::int64_t k = 0; k < n; ++k) {
-      const auto i = mine[static_cast<std::size_t>(k)];
-      local[static_cast<std::size_t>(k)] = run_one(i, runs[i], options, comm.rank());
-    }
-  } else {
-    const int threads = static_cast<int>(std::min<std::size_t>(options.parallel_runs, 1024));
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-    for (std::int64_t k = 0; k < n; ++k) {
-      omp_set_num_threads(1);  // each run on this one thread
-      const auto i = mine[static_cast<std::size_t>(k)];
-      local[static_cast<std::size_t>(k)] = run_one(i, runs[i], options, comm.rank());
-    }
-  }
+  // parallel_runs at a time, the costliest first, each on the thread that took it (its kernels
+  // and micro-batches run there alone); one at a time, each run uses the process's threads.
+  // run_one keeps a run's failure in its outcome: nothing leaves a task.
+  parallel_tasks(
+      mine.size(), std::min<std::size_t>(options.parallel_runs, 1024),
+      [&](std::size_t k) { local[k] = run_one(mine[k], runs[mine[k]], options, comm.rank()); });
   std::vector<GridOutcome> all(runs.size());
   if (comm.size() == 1) {
     for (std::size_t k = 0; k < mine.size(); ++k) all[mine[k]] = std::move(local[k]);

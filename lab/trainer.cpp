@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -86,11 +87,13 @@ std::size_t Trainer::memory_bytes(const RunConfig& cfg) {
   const std::size_t positions = std::max(T, m.max_seq_len);
   const std::size_t model = Model::bytes(m, positions);
   // Per micro-batch: its gradients (laid out like the model's) and its activations; AdamW's two
-  // moments are the size of the parameters; the batch and its sorted copy.
+  // moments are the size of the parameters; the batch (16 bytes a token) and its row order.
   std::size_t total = saturating_mul(2, model);
   total = saturating_add(total,
                          saturating_mul(nm, saturating_add(model, Activations::bytes(m, mb, T))));
-  return saturating_add(total, saturating_mul(saturating_mul(2 * cfg.train.batch, T), 16));
+  return saturating_add(
+      total,
+      saturating_mul(cfg.train.batch, saturating_add(saturating_mul(T, 16), sizeof(std::size_t))));
 }
 
 float Trainer::lr_at(std::size_t s) const {
@@ -111,83 +114,59 @@ void Trainer::set_total_steps(std::size_t steps) {
   cfg_.train.steps = steps;
 }
 
-double Trainer::train_step() {
-  const std::size_t B = cfg_.train.batch, mb = std::min(cfg_.train.micro_batch, B);
-  const auto mine = exchange_.mine();
-  std::vector<std::exception_ptr> errors(mine.size() + 1);
+std::exception_ptr Trainer::make_batch() {
   try {
     // Every rank makes the whole batch (cheap, a function of seed and step) and computes its own
     // micro-batches of it.
+    const std::size_t B = cfg_.train.batch;
     make_train_batch(batch_, cfg_.task, B, cfg_.train.seed, step_,
                      model_.encoding_spec().train_positions, cfg_.model.max_seq_len);
+    // The one change to the model's encoding, before the micro-batches run concurrently.
     std::int64_t top = 0;
     for (auto p : batch_.positions.flat()) top = std::max(top, p);
     model_.reserve_positions(static_cast<std::size_t>(top) + 1);
+    // With sort_by_length, micro-batches take the rows in order of n (stable), so that each is
+    // only as long as its own longest sequence: the same gradient (padding contributes
+    // nothing), less work. The rows are read in place (Model::forward copies them once).
+    order_.resize(B);
+    std::iota(order_.begin(), order_.end(), std::size_t{0});
+    if (cfg_.train.sort_by_length) {
+      std::stable_sort(order_.begin(), order_.end(), [&](std::size_t x, std::size_t y) {
+        return batch_.lengths[x] < batch_.lengths[y];
+      });
+    }
   } catch (...) {
-    errors.back() = std::current_exception();
+    return std::current_exception();
   }
-  const std::size_t count = batch_.answer_tokens;
-  // With sort_by_length, rows are ordered by n (stable) so that each micro-batch is only as long
-  // as its own longest sequence: the same gradient (padding contributes nothing), less work.
-  const Batch* src = &batch_;
-  if (!errors.back() && cfg_.train.sort_by_length) {
-    std::vector<std::size_t> order(B);
-    for (std::size_t b = 0; b < B; ++b) order[b] = b;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-      return batch_.lengths[x] < batch_.lengths[y];
-    });
-    if (sorted_.tokens.rows() != B || sorted_.tokens.cols() != batch_.tokens.cols()) {
-      sorted_.tokens = Matrix<TokenId>(B, batch_.tokens.cols());
-      sorted_.positions = Matrix<std::int64_t>(B, batch_.tokens.cols());
-      sorted_.targets = Matrix<std::int32_t>(B, batch_.tokens.cols());
-    }
-    sorted_.lengths.resize(B);
-    for (std::size_t b = 0; b < B; ++b) {
-      const std::size_t o = order[b];
-      std::copy_n(batch_.tokens.row(o).data(), batch_.tokens.cols(), sorted_.tokens.row(b).data());
-      std::copy_n(batch_.positions.row(o).data(), batch_.tokens.cols(),
-                  sorted_.positions.row(b).data());
-      std::copy_n(batch_.targets.row(o).data(), batch_.tokens.cols(),
-                  sorted_.targets.row(b).data());
-      sorted_.lengths[b] = batch_.lengths[o];
-    }
-    src = &sorted_;
+  return nullptr;
+}
+
+std::exception_ptr Trainer::run_micro_batch(std::size_t k, double& loss) {
+  const std::size_t B = cfg_.train.batch, mb = std::min(cfg_.train.micro_batch, B);
+  const std::size_t r0 = exchange_.mine()[k] * mb, rows = std::min(mb, B - r0);
+  const std::span<const std::size_t> mine(order_.data() + r0, rows);
+  std::size_t T = batch_.tokens.cols();
+  if (cfg_.train.sort_by_length) {
+    std::size_t longest = 0;
+    for (const std::size_t b : mine) longest = std::max(longest, batch_.lengths[b]);
+    T = input_len(longest);
   }
-  std::vector<double> my_losses(mine.size());
-  if (!errors.back()) {
-#pragma omp parallel for schedule(dynamic, 1)
-    for (std::int64_t kk = static_cast<std::int64_t>(mine.size()) - 1; kk >= 0; --kk) {
-      const auto k = static_cast<std::size_t>(kk);
-      const std::size_t r0 = mine[k] * mb, rows = std::min(mb, B - r0);
-      std::size_t T = src->tokens.cols();
-      if (cfg_.train.sort_by_length) {
-        std::size_t longest = 0;
-        for (std::size_t b = r0; b < r0 + rows; ++b) longest = std::max(longest, src->lengths[b]);
-        T = input_len(longest);
-      }
-      auto cut = [&](const auto& m) {
-        using V = std::remove_cvref_t<decltype(*m.data())>;
-        return MatrixView<const V>(m.data() + r0 * m.cols(), rows, T, m.cols());
-      };
-      try {
-        my_losses[k] = model_.forward(acts_[k], cut(src->tokens), cut(src->positions),
-                                      cut(src->targets), count);
-        auto& g = grads_[k];
-        std::fill(g.arena.flat().begin(), g.arena.flat().end(), 0.0f);
-        for (auto& e : g.encoding) std::fill(e.flat().begin(), e.flat().end(), 0.0f);
-        model_.backward(acts_[k], &g);
-      } catch (...) {
-        errors[k] = std::current_exception();
-      }
-    }
+  try {
+    loss = model_.forward(acts_[k], batch_.tokens.cview().subcols(0, T),
+                          batch_.positions.cview().subcols(0, T),
+                          batch_.targets.cview().subcols(0, T), mine, batch_.answer_tokens);
+    auto& g = grads_[k];
+    std::fill(g.arena.flat().begin(), g.arena.flat().end(), 0.0f);
+    for (auto& e : g.encoding) std::fill(e.flat().begin(), e.flat().end(), 0.0f);
+    model_.backward(acts_[k], &g);
+  } catch (...) {
+    return std::current_exception();
   }
-  std::exception_ptr first;
-  for (const auto& e : errors) {
-    if (e && !first) first = e;
-  }
-  // Every rank learns whether any failed before the exchange (one process: rethrows).
-  comm_->check(first, "train: step " + std::to_string(step_ + 1));
-  exchange_.gather(my_losses, losses_);
+  return nullptr;
+}
+
+double Trainer::exchanged_loss(std::span<const double> mine) {
+  exchange_.gather(mine, losses_);
   double loss = 0.0;
   for (double l : losses_) loss += l;
   if (!std::isfinite(loss)) {
@@ -199,10 +178,15 @@ double Trainer::train_step() {
     if (comm_->size() > 1) throw JobFailure(msg);
     throw std::runtime_error(msg);
   }
+  return loss;
+}
+
+void Trainer::apply_gradients() {
   // Sum the micro-batch gradients in micro-batch order (on one rank or across ranks: the same
   // bits) into the arena of the model's parameters and each tensor of the encoding.
-  std::vector<std::vector<std::span<const float>>> parts(mine.size());
-  for (std::size_t k = 0; k < mine.size(); ++k) {
+  const std::size_t n = exchange_.mine().size();
+  std::vector<std::vector<std::span<const float>>> parts(n);
+  for (std::size_t k = 0; k < n; ++k) {
     parts[k].emplace_back(grads_[k].arena.data(), grads_[k].arena.size());
     for (const auto& e : grads_[k].encoding) parts[k].emplace_back(e.data(), e.size());
   }
@@ -229,6 +213,30 @@ double Trainer::train_step() {
   opt_.step(refs);
   // The learned table records the rows this step trained.
   model_.encoding().zero_grad();
+}
+
+double Trainer::train_step() {
+  const std::size_t n = exchange_.mine().size();
+  // errors[k]: micro-batch k's; errors[n]: the batch's. Nothing may leave a parallel task.
+  std::vector<std::exception_ptr> errors(n + 1);
+  errors[n] = make_batch();
+  std::vector<double> my_losses(n);
+  if (!errors[n]) {
+    // This rank's micro-batches concurrently (the kernels inside each run on its thread), the
+    // last (with sort_by_length the longest) first; each into its own acts and gradients.
+    parallel_tasks(n, 0, [&](std::size_t i) {
+      const std::size_t k = n - 1 - i;
+      errors[k] = run_micro_batch(k, my_losses[k]);
+    });
+  }
+  std::exception_ptr first;
+  for (const auto& e : errors) {
+    if (e && !first) first = e;
+  }
+  // Every rank learns whether any failed before the exchange (one process: rethrows).
+  comm_->check(first, "train: step " + std::to_string(step_ + 1));
+  const double loss = exchanged_loss(my_losses);
+  apply_gradients();
   ++step_;
   return loss;
 }

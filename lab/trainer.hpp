@@ -33,6 +33,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <span>
 #include <string>
@@ -111,6 +112,14 @@ class Trainer {
                                       const std::string& table_path, Communicator& comm);
   void verify_same_state(const char* what);
   std::uint64_t fingerprint();
+  // The steps of train_step: the step's batch, the encoding's positions reserved and the row
+  // order; micro-batch k (forward and backward into its own acts and gradients); the loss of
+  // every rank's micro-batches; the summed gradients clipped and applied. The first two return
+  // their exception (they run where nothing may throw out).
+  std::exception_ptr make_batch();
+  std::exception_ptr run_micro_batch(std::size_t k, double& loss);
+  double exchanged_loss(std::span<const double> mine);
+  void apply_gradients();
 
   RunConfig cfg_;
   Communicator* comm_;
@@ -120,7 +129,8 @@ class Trainer {
   std::vector<Gradients> grads_;   // one per micro-batch of this rank
   std::vector<double> losses_;     // (micro_batches) every micro-batch's, after a step
   AdamW opt_;
-  Batch batch_, sorted_;
+  Batch batch_;                     // the step's batch (every rank makes all of it)
+  std::vector<std::size_t> order_;  // its rows in micro-batch order (sorted by length or not)
   std::size_t step_ = 0;
   std::string lineage_;
 };

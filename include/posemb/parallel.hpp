@@ -1,10 +1,23 @@
 // posemb/parallel.hpp: the one policy for when and how posemb's loops use more than the calling
-// thread.
+// thread: the library's kernels, the lab's, the renderer's and the lab's concurrent runs all go
+// through it (no OpenMP pragma anywhere else).
 //
 //   // rows [0, n) in chunks of 16 rows; n * cols elements of work decide whether to go parallel
 //   posemb::parallel_for(n, 16, n * cols, [&](std::size_t begin, std::size_t end) {
 //     for (std::size_t r = begin; r < end; ++r) scale_row(r);
 //   });
+//
+//   // the same with one scratch buffer per thread: slot < slots, distinct among running chunks
+//   const std::size_t slots = posemb::parallel_threads();
+//   std::vector<float> scratch(slots * per_thread);
+//   posemb::parallel_for_slots(n, 16, n * cols, slots,
+//                              [&](std::size_t begin, std::size_t end, std::size_t slot) {
+//     float* mine = scratch.data() + slot * per_thread;
+//     for (std::size_t r = begin; r < end; ++r) transform_row(r, mine);
+//   });
+//
+//   // a few large independent jobs (training runs, evaluated lengths), up to 4 at a time
+//   posemb::parallel_tasks(jobs.size(), 4, [&](std::size_t i) { results[i] = run(jobs[i]); });
 //
 // Small work stays on the calling thread: below kParallelMinWork elements (1 MiB of floats),
 // waking helpers costs more than it saves, and far more on a busy machine.
@@ -16,9 +29,10 @@
 // caller waits only for chunks a helper has already taken. Helpers spin for at most about 50
 // microseconds after a job (to catch the next one) and then sleep.
 //
-// The thread count is OpenMP's (OMP_NUM_THREADS, omp_set_num_threads). A call made from inside
-// an OpenMP parallel region, from a chunk of another parallel_for, or while another thread's
-// parallel_for holds the helpers, runs on the calling thread alone.
+// The thread count is OpenMP's (OMP_NUM_THREADS, or set_parallel_threads). A call made from
+// inside an OpenMP parallel region, from a chunk or task of another parallel_for /
+// parallel_tasks, or while another thread's call holds the helpers, runs on the calling thread
+// alone: the loops inside a parallel task run serially.
 //
 // Determinism: which thread runs a chunk varies from run to run, so a chunk must write outputs
 // no other chunk writes, and compute them the same way whoever runs it. Then results never
@@ -26,6 +40,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 namespace posemb {
 
@@ -36,40 +51,92 @@ constexpr bool worth_parallel(std::size_t elements) noexcept {
   return elements >= kParallelMinWork;
 }
 
-// The most threads (the caller included) a parallel_for started from this thread may use.
+// The most threads (the caller included) a parallel_for started from this thread may use: 1
+// inside a chunk or task, or inside an OpenMP parallel region; else OpenMP's thread count.
 std::size_t parallel_threads() noexcept;
 
+// Sets the thread count parallel_threads() reports from now on on the calling thread (OpenMP's
+// omp_set_num_threads: other threads keep OMP_NUM_THREADS). n >= 1; 0 is taken as 1.
+void set_parallel_threads(std::size_t n) noexcept;
+
 namespace detail {
-// Runs fn(ctx, k) for every k in [0, n_chunks), each exactly once, on the calling thread and the
-// helpers (see above). fn must not throw.
-void run_chunks(std::size_t n_chunks, void (*fn)(void* ctx, std::size_t chunk), void* ctx);
+// True inside a chunk or task of a call above, or inside an OpenMP parallel region.
+bool nested() noexcept;
+
+// Runs fn(ctx, k, slot) for every k in [0, n_chunks), each exactly once, on the calling thread
+// and up to max_threads - 1 helpers (see above), chunks started in increasing k. slot is 0 on
+// the calling thread, 1.. on helpers: below max_threads, and distinct among chunks running at
+// the same time. Nested (see nested()): all on the calling thread. fn must not throw.
+void run_chunks(std::size_t n_chunks, std::size_t max_threads,
+                void (*fn)(void* ctx, std::size_t chunk, std::size_t slot), void* ctx);
+
+// Chunk k of [0, n) in chunks of `grain`.
+template <class F>
+struct ChunkedBody {
+  F* body;
+  std::size_t n, grain;
+  static void call(void* p, std::size_t k, std::size_t slot) {
+    const ChunkedBody& c = *static_cast<const ChunkedBody*>(p);
+    const std::size_t begin = k * c.grain;
+    const std::size_t end = c.n - begin < c.grain ? c.n : begin + c.grain;
+    (*c.body)(begin, end, slot);
+  }
+};
 }  // namespace detail
+
+// Calls body(begin, end, slot) over [0, n) in chunks of `grain` indices (the last may be
+// shorter), each index exactly once, on at most `slots` threads (slots >= 1; 0 is taken as 1):
+// slot < slots, and no two chunks running at the same time have the same slot, so body may
+// use scratch buffer `slot` of `slots`. On several threads when worth_parallel(work) and there
+// is more than one chunk, else as body(0, n, 0) on the calling thread. body must not throw.
+template <class F>
+void parallel_for_slots(std::size_t n, std::size_t grain, std::size_t work, std::size_t slots,
+                        F&& body) {
+  if (n == 0) return;
+  if (grain == 0) grain = 1;
+  const std::size_t chunks = n / grain + (n % grain != 0 ? 1 : 0);
+  const std::size_t threads = slots < parallel_threads() ? slots : parallel_threads();
+  if (chunks == 1 || !worth_parallel(work) || threads <= 1) {
+    body(std::size_t{0}, n, std::size_t{0});
+    return;
+  }
+  using Body = std::remove_reference_t<F>;
+  detail::ChunkedBody<Body> ctx{&body, n, grain};
+  detail::run_chunks(chunks, threads, &detail::ChunkedBody<Body>::call, &ctx);
+}
 
 // Calls body(begin, end) over [0, n) in chunks of `grain` indices (the last may be shorter),
 // each index exactly once; on several threads when worth_parallel(work) and there is more than
 // one chunk, else as body(0, n) on the calling thread. body must not throw.
 template <class F>
 void parallel_for(std::size_t n, std::size_t grain, std::size_t work, F&& body) {
+  parallel_for_slots(
+      n, grain, work, parallel_threads(),
+      [&body](std::size_t begin, std::size_t end, std::size_t) { body(begin, end); });
+}
+
+// Calls task(i) for every i in [0, n), each exactly once, up to `concurrency` at a time (the
+// calling thread and concurrency - 1 helpers; 0: parallel_threads()), whatever the size: for a
+// few large independent jobs. Tasks start in increasing i (put the longest first) and each
+// thread takes the next one when it is done; while tasks run concurrently, the loops inside each
+// run on its thread alone. With concurrency 1, one task, or inside a chunk or task of another
+// call or an OpenMP region, they run one after another on the calling thread (their loops then
+// follow the rules above). task must not throw (catch inside and keep the exception).
+template <class F>
+void parallel_tasks(std::size_t n, std::size_t concurrency, F&& task) {
   if (n == 0) return;
-  if (grain == 0) grain = 1;
-  const std::size_t chunks = n / grain + (n % grain != 0 ? 1 : 0);
-  if (chunks == 1 || !worth_parallel(work) || parallel_threads() == 1) {
-    body(std::size_t{0}, n);
+  if (concurrency == 0) concurrency = parallel_threads();
+  // Nested: one thread. Otherwise a concurrency above OpenMP's count is honoured.
+  if (detail::nested()) concurrency = 1;
+  if (n == 1 || concurrency <= 1) {
+    for (std::size_t i = 0; i < n; ++i) task(i);
     return;
   }
-  struct Ctx {
-    F* body;
-    std::size_t n, grain;
-  } ctx{&body, n, grain};
-  detail::run_chunks(
-      chunks,
-      [](void* p, std::size_t k) {
-        const Ctx& c = *static_cast<const Ctx*>(p);
-        const std::size_t begin = k * c.grain;
-        const std::size_t end = c.n - begin < c.grain ? c.n : begin + c.grain;
-        (*c.body)(begin, end);
-      },
-      &ctx);
+  auto body = [&task](std::size_t begin, std::size_t end, std::size_t) {
+    for (std::size_t i = begin; i < end; ++i) task(i);
+  };
+  detail::ChunkedBody<decltype(body)> ctx{&body, n, 1};
+  detail::run_chunks(n, concurrency, &detail::ChunkedBody<decltype(body)>::call, &ctx);
 }
 
 }  // namespace posemb

@@ -6,7 +6,9 @@
 // and that the job is still open; it then takes chunks from `next_` until none is left and
 // deregisters. The caller takes chunks too; when they run out it closes the job (no helper can
 // join any more) and waits only for the helpers that did join. A helper that wakes up late finds
-// the job closed and goes back to sleep: nobody waits for it.
+// the job closed and goes back to sleep: nobody waits for it. A helper's slot (the scratch index
+// the job's chunks see) is its place in the registration count: helpers that register after the
+// job's last chunk was taken run no chunk, so the slots of running chunks never collide.
 #include <omp.h>
 
 #include <algorithm>
@@ -46,6 +48,8 @@ bool spin_until(Pred pred) {
 
 thread_local bool t_in_chunk = false;  // this thread is running a chunk of some job
 
+using ChunkFn = void (*)(void* ctx, std::size_t chunk, std::size_t slot);
+
 class Pool {
  public:
   static Pool& instance() {
@@ -55,7 +59,7 @@ class Pool {
   }
 
   // Runs the job; false when the helpers are busy with another caller's job (run it serially).
-  bool run(std::size_t n_chunks, void (*fn)(void*, std::size_t), void* ctx, std::size_t helpers) {
+  bool run(std::size_t n_chunks, ChunkFn fn, void* ctx, std::size_t helpers) {
     std::unique_lock<std::mutex> lock(caller_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
     grow(helpers);
@@ -69,7 +73,7 @@ class Pool {
     wake_.fetch_add(1, std::memory_order_release);
     wake_.notify_all();
 
-    take_chunks();
+    take_chunks(0);
 
     const std::uint64_t before = state_.fetch_or(kClosed, std::memory_order_acq_rel);
     if (count(before) != 0) wait_for_helpers();
@@ -80,12 +84,12 @@ class Pool {
   static constexpr std::uint64_t kClosed = std::uint64_t{1} << 31;
   static std::uint64_t count(std::uint64_t s) { return s & (kClosed - 1); }
 
-  void take_chunks() {
+  void take_chunks(std::size_t slot) {
     t_in_chunk = true;
     for (;;) {
       const std::size_t k = next_.fetch_add(1, std::memory_order_relaxed);
       if (k >= n_chunks_) break;
-      fn_(ctx_, k);
+      fn_(ctx_, k, slot);
     }
     t_in_chunk = false;
   }
@@ -126,7 +130,7 @@ class Pool {
     } while (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
                                            std::memory_order_acquire));
     // Registered: the job's fields stay as they are until this helper leaves.
-    if (count(s) < max_helpers_) take_chunks();
+    if (count(s) < max_helpers_) take_chunks(count(s) + 1);
     const std::uint64_t before = state_.fetch_sub(1, std::memory_order_acq_rel);
     if ((before & kClosed) != 0 && count(before) == 1) {
       finished_.fetch_add(1, std::memory_order_release);
@@ -142,7 +146,7 @@ class Pool {
   std::atomic<std::uint32_t> finished_{0};  // bumped when the last helper leaves a closed job
   std::atomic<std::size_t> next_{0};        // the next chunk to take
   // The job; written by the caller only while no helper is registered.
-  void (*fn_)(void*, std::size_t) = nullptr;
+  ChunkFn fn_ = nullptr;
   void* ctx_ = nullptr;
   std::size_t n_chunks_ = 0;
   std::size_t max_helpers_ = 0;
@@ -151,19 +155,28 @@ class Pool {
 }  // namespace
 
 std::size_t parallel_threads() noexcept {
-  if (t_in_chunk || omp_in_parallel()) return 1;
+  if (detail::nested()) return 1;
   return static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
+}
+
+void set_parallel_threads(std::size_t n) noexcept {
+  constexpr std::size_t kMost = 1 << 20;
+  omp_set_num_threads(static_cast<int>(std::clamp<std::size_t>(n, 1, kMost)));
 }
 
 namespace detail {
 
-void run_chunks(std::size_t n_chunks, void (*fn)(void* ctx, std::size_t chunk), void* ctx) {
-  const std::size_t threads = parallel_threads();
+bool nested() noexcept {
+  return t_in_chunk || omp_in_parallel();
+}
+
+void run_chunks(std::size_t n_chunks, std::size_t max_threads, ChunkFn fn, void* ctx) {
+  const std::size_t threads = nested() ? 1 : max_threads;
   if (threads > 1 && n_chunks > 1 &&
       Pool::instance().run(n_chunks, fn, ctx, std::min(threads, n_chunks) - 1)) {
     return;
   }
-  for (std::size_t k = 0; k < n_chunks; ++k) fn(ctx, k);
+  for (std::size_t k = 0; k < n_chunks; ++k) fn(ctx, k, 0);
 }
 
 }  // namespace detail

@@ -46,6 +46,7 @@ contains help_out "train" "help lists train"
 contains help_out "eval" "help lists eval"
 expect 0 "bench help" -- bench --help
 contains out "--json" "bench help lists --json"
+contains out "--lab-kernels" "bench help lists --lab-kernels"
 expect 2 "bench with zero repetitions" -- bench --reps 0 --no-peer
 one_line "bench with zero repetitions"
 contains err "--reps" "bench usage error names the flag"

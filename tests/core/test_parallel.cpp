@@ -1,10 +1,14 @@
 // posemb::parallel_for (posemb/parallel.hpp): every index exactly once for any size, grain and
 // thread count; small work on the calling thread; nested calls, calls from inside an OpenMP
-// region and calls from several threads at once.
+// region and calls from several threads at once. parallel_for_slots: slots in range and never
+// shared by two chunks running at once. parallel_tasks: every task once, at most `concurrency`
+// at a time, nested loops alone on their thread.
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -131,6 +135,130 @@ TEST(ParallelFor, ConcurrentCallersFromSeveralThreadsEachGetEveryIndexOnce) {
   }
   for (auto& t : callers) t.join();
   EXPECT_EQ(bad.load(), 0);
+}
+
+// Each slot is held by one running chunk at a time: a chunk marks its slot busy, works a while,
+// and frees it; a second chunk finding the slot busy would be a collision.
+TEST(ParallelForSlots, SlotsAreBelowTheCountAndNeverSharedByRunningChunks) {
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    for (std::size_t slots : {1u, 2u, 3u, 8u}) {
+      std::vector<std::atomic<int>> busy(slots);
+      std::atomic<int> collisions{0}, out_of_range{0}, other{0};
+      Visits v(200);
+      const auto caller = std::this_thread::get_id();
+      parallel_for_slots(200, 1, kParallelMinWork, slots,
+                         [&](std::size_t begin, std::size_t end, std::size_t slot) {
+                           if (slot >= slots) {
+                             out_of_range.fetch_add(1);
+                             return;
+                           }
+                           if (busy[slot].exchange(1) != 0) collisions.fetch_add(1);
+                           for (std::size_t i = begin; i < end; ++i) v.count[i].fetch_add(1);
+                           if (std::this_thread::get_id() != caller) other.fetch_add(1);
+                           std::this_thread::sleep_for(std::chrono::microseconds(20));
+                           busy[slot].store(0);
+                         });
+      EXPECT_EQ(out_of_range.load(), 0) << "threads " << threads << " slots " << slots;
+      EXPECT_EQ(collisions.load(), 0) << "threads " << threads << " slots " << slots;
+      EXPECT_TRUE(v.each_once());
+      if (slots == 1 || threads == 1) {
+        EXPECT_EQ(other.load(), 0);
+      }
+    }
+  }
+  omp_set_num_threads(2);
+}
+
+TEST(ParallelForSlots, SmallWorkIsOneCallWithSlotZero) {
+  omp_set_num_threads(2);
+  int calls = 0;
+  parallel_for_slots(500, 10, kParallelMinWork - 1, 4,
+                     [&](std::size_t begin, std::size_t end, std::size_t slot) {
+                       ++calls;
+                       EXPECT_EQ(begin, 0u);
+                       EXPECT_EQ(end, 500u);
+                       EXPECT_EQ(slot, 0u);
+                     });
+  EXPECT_EQ(calls, 1);
+}
+
+// Records how many tasks run at once and the most seen.
+struct Concurrency {
+  std::atomic<int> now{0}, most{0};
+  void enter() {
+    const int n = now.fetch_add(1) + 1;
+    int m = most.load();
+    while (n > m && !most.compare_exchange_weak(m, n)) {
+    }
+  }
+  void leave() { now.fetch_sub(1); }
+};
+
+TEST(ParallelTasks, EveryTaskOnceAtMostConcurrencyAtATime) {
+  omp_set_num_threads(2);
+  for (std::size_t concurrency : {0u, 1u, 2u, 3u}) {
+    for (std::size_t n : {0u, 1u, 2u, 5u, 17u}) {
+      Visits v(n);
+      Concurrency c;
+      std::atomic<int> not_alone{0};
+      parallel_tasks(n, concurrency, [&](std::size_t i) {
+        c.enter();
+        v.count[i].fetch_add(1);
+        // While tasks run concurrently, a loop inside one runs on its thread alone.
+        if (c.now.load() > 1 && parallel_threads() != 1) not_alone.fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        c.leave();
+      });
+      EXPECT_TRUE(v.each_once()) << "n " << n << " concurrency " << concurrency;
+      const int allowed = static_cast<int>(concurrency == 0 ? 2 : concurrency);
+      EXPECT_LE(c.most.load(), allowed) << "n " << n << " concurrency " << concurrency;
+      EXPECT_EQ(not_alone.load(), 0);
+    }
+  }
+}
+
+// An explicit concurrency above OpenMP's thread count is honoured (the sweep's --parallel-runs):
+// with 3 slow tasks at concurrency 3 and OMP_NUM_THREADS=1, at some point two run at once.
+TEST(ParallelTasks, ConcurrencyAboveTheThreadCountIsHonoured) {
+  omp_set_num_threads(1);
+  int most = 0;
+  for (int attempt = 0; attempt < 20 && most < 2; ++attempt) {
+    Concurrency c;
+    parallel_tasks(3, 3, [&](std::size_t) {
+      c.enter();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      c.leave();
+    });
+    most = std::max(most, c.most.load());
+  }
+  EXPECT_GE(most, 2);
+  omp_set_num_threads(2);
+}
+
+TEST(ParallelTasks, InsideAChunkTheyRunInOrderOnTheCallingThread) {
+  omp_set_num_threads(2);
+  std::atomic<int> wrong{0};
+  parallel_for(4, 1, kParallelMinWork, [&](std::size_t, std::size_t) {
+    const auto me = std::this_thread::get_id();
+    std::vector<std::size_t> seen;
+    parallel_tasks(6, 2, [&](std::size_t i) {
+      if (std::this_thread::get_id() != me) wrong.fetch_add(1);
+      seen.push_back(i);
+    });
+    if (seen != std::vector<std::size_t>{0, 1, 2, 3, 4, 5}) wrong.fetch_add(1);
+  });
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(ParallelThreads, SetParallelThreadsIsWhatParallelThreadsReports) {
+  set_parallel_threads(3);
+  EXPECT_EQ(parallel_threads(), 3u);
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  set_parallel_threads(0);
+  EXPECT_EQ(parallel_threads(), 1u);
+  set_parallel_threads(2);
+  EXPECT_EQ(parallel_threads(), 2u);
 }
 
 }  // namespace

@@ -240,6 +240,7 @@ TEST(Encodings, GradientBuffersEqualTheModelsGradients) {
     Batch batch;
     make_train_batch(batch, r.task, 4, 1, 0, e->train_positions, r.model.max_seq_len);
     Activations acts(r.model, 4, batch.tokens.cols());
+    model.reserve_positions(batch.tokens.cols() + r.model.max_seq_len);
     model.forward(acts, batch.tokens, batch.positions, batch.targets);
     model.zero_grad();
     model.backward(acts);

@@ -85,6 +85,12 @@ std::vector<double> read_f64(const fs::path& f, std::size_t n) {
   return v;
 }
 
+// The largest position of the case (a computed encoding reserves up to it before the forward).
+std::size_t top_position(const Case& c) {
+  const auto flat = c.positions.flat();
+  return static_cast<std::size_t>(*std::max_element(flat.begin(), flat.end()));
+}
+
 class LabModelVsTorch : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LabModelVsTorch, LossAndEveryGradientMatch) {
@@ -92,6 +98,7 @@ TEST_P(LabModelVsTorch, LossAndEveryGradientMatch) {
   Case c = make_case(pe, 11);
   Model model(c.cfg);
   randomize(model, 5);
+  model.reserve_positions(top_position(c) + 1);
   Activations acts(c.cfg, c.B, c.T);
   const double loss = model.forward(acts, c.tokens, c.positions, c.targets);
   model.zero_grad();
@@ -169,6 +176,7 @@ TEST_P(LabModelVsTorch, CentralFiniteDifferences) {
   Case c = make_case(pe, 23);
   Model model(c.cfg);
   randomize(model, 9);
+  model.reserve_positions(top_position(c) + 1);
   Activations acts(c.cfg, c.B, c.T);
   const double loss = model.forward(acts, c.tokens, c.positions, c.targets);
   model.zero_grad();

@@ -6,6 +6,9 @@
 #include <optional>
 #include <string>
 
+#include <vector>
+
+#include "harness/embedding_cases.hpp"
 #include "harness/harness.hpp"
 
 namespace posemb::cli {
@@ -37,5 +40,11 @@ struct StandaloneResult {
 
 // One AdamW training step of the demo model (lab/) against the same model in PyTorch.
 StandaloneResult train_step_demo(const BenchContext& ctx);
+
+// Every kernel the lab runs through posemb::parallel_for (matrix products, attention,
+// LayerNorm, GELU, residual add, softmax cross-entropy; RoPE and AdamW from the library) on one
+// problem large enough to go parallel, at each thread count: named "<kernel>/lab", so the
+// table's "vs 1t" column gives each kernel's 2-thread time against its 1-thread time.
+std::vector<bench::Case> lab_kernel_cases(const std::vector<int>& threads);
 
 }  // namespace posemb::cli

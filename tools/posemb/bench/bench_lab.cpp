@@ -1,17 +1,25 @@
+// `posemb bench --lab-kernels`: the lab's parallel kernels (and the library's RoPE and AdamW
+// that the lab calls) at each thread count, for the contention check (2 threads against 1 with
+// another process busy on one core); see lab_kernel_cases below.
+//
 // `posemb bench` case train_step/demo: one AdamW training step (forward, backward, gradient
 // clipping, update) of the demo model (lab/: 2 layers, 4 heads, d_model 64, batch 32 x 34
 // tokens, learned table), steps run back to back as in training (median over repetitions of 10
 // steps each, per step), against the same model, shapes and batch in PyTorch
 // (bench/peers/torch_model.py under /usr/bin/python3, same thread count), the two taking turns.
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "bench_cases.hpp"
+#include "lab/attention.hpp"
 #include "lab/blas.hpp"
 #include "lab/encoding.hpp"
+#include "lab/kernels.hpp"
 #include "lab/trainer.hpp"
+#include "posemb/posemb.hpp"
 
 namespace posemb::cli {
 
@@ -90,6 +98,85 @@ StandaloneResult train_step_demo(const BenchContext& ctx) {
   res.peer_seconds = median(peer);
   res.peer_coretype_seconds = median(peer_ct);
   return res;
+}
+
+}  // namespace posemb::cli
+
+namespace posemb::cli {
+namespace {
+
+// The contention problem: a batch of 16 x 256 tokens of a model with d_model 128, 4 heads,
+// d_ff 512 and 256 symbols, large enough that every kernel below goes parallel
+// (posemb::worth_parallel) when given a second thread. Inputs N(0, 1) (fixed seeds).
+struct LabProblem {
+  static constexpr std::size_t B = 16, T = 256, C = 128, H = 4, F = 512, V = 256, M = B * T;
+  Matrix<float> x{M, C}, y{M, C}, dy{M, C}, dx{M, C}, qkv{M, 3 * C}, dqkv{M, 3 * C};
+  Matrix<float> w{C, 3 * C}, dw{C, 3 * C}, b{1, 3 * C}, db{1, 3 * C}, lnw{1, C}, lnb{1, C};
+  Matrix<float> dlnw{1, C}, dlnb{1, C}, fc{M, F}, fct{M, F}, fcg{M, F}, dfc{M, F};
+  Matrix<float> logits{M, V}, dlogits{M, V}, adam_w{M / 2, F}, adam_g{M / 2, F};
+  std::vector<float> mean = std::vector<float>(M), rstd = std::vector<float>(M);
+  std::vector<float> losses = std::vector<float>(M), probs = std::vector<float>(B * H * T * T);
+  std::vector<std::int32_t> targets = std::vector<std::int32_t>(M);
+  RopeCache rope{Rope(C / H, RopeLayout::interleaved), T};
+  AdamW adam;
+
+  LabProblem() {
+    std::uint64_t seed = 10;
+    for (Matrix<float>* m : {&x, &dy, &qkv, &w, &b, &lnw, &lnb, &fc, &logits, &adam_w, &adam_g}) {
+      initialize_table(m->view(), {InitKind::normal, 1.0, seed++});
+    }
+    for (std::size_t r = 0; r < M; ++r) targets[r] = static_cast<std::int32_t>(r % V);
+    lab::blas_single_threaded();
+    lab::gelu_forward(fcg.view(), fct.view(), fc);
+    lab::attention_forward(y.view(), probs, qkv, B, T, H);
+  }
+  static double float_bytes(std::size_t floats) {
+    return static_cast<double>(floats) * sizeof(float);
+  }
+};
+
+}  // namespace
+
+std::vector<bench::Case> lab_kernel_cases(const std::vector<int>& threads) {
+  auto p = std::make_shared<LabProblem>();
+  using P = LabProblem;
+  const std::string shape = "B=16 T=256 C=128 H=4 F=512 V=256";
+  std::vector<bench::Case> cases;
+  // bytes: the inputs read and the outputs written once (the least an implementation moves).
+  auto add = [&](const char* op, double bytes, std::function<void()> run) {
+    for (int t : threads) cases.push_back({op, "lab", shape, bench::Impl::posemb, t, bytes, run});
+  };
+  const double MC = P::float_bytes(P::M * P::C), MF = P::float_bytes(P::M * P::F),
+               MV = P::float_bytes(P::M * P::V);
+  const double qkv = P::float_bytes(P::M * 3 * P::C),
+               attn = P::float_bytes(P::B * P::H * P::T * P::T);
+  add("linear_forward", MC + qkv, [p] { lab::linear_forward(p->qkv.view(), p->x, p->w, p->b); });
+  add("linear_backward", 2 * MC + qkv + 2 * P::float_bytes(3 * P::C * P::C),
+      [p] { lab::linear_backward(p->dx.view(), p->dw.view(), p->db.view(), p->qkv, p->x, p->w); });
+  add("attention_forward", qkv + MC + attn,
+      [p] { lab::attention_forward(p->y.view(), p->probs, p->qkv, P::B, P::T, P::H); });
+  add("attention_backward", 2 * qkv + MC + attn,
+      [p] { lab::attention_backward(p->dqkv.view(), p->dy, p->probs, p->qkv, P::B, P::T, P::H); });
+  add("layernorm_forward", 2 * MC,
+      [p] { lab::layernorm_forward(p->y.view(), p->mean, p->rstd, p->x, p->lnw, p->lnb); });
+  add("layernorm_backward", 3 * MC, [p] {
+    lab::layernorm_backward(p->dx.view(), p->dlnw.view(), p->dlnb.view(), p->dy, p->x, p->mean,
+                            p->rstd, p->lnw);
+  });
+  add("gelu_forward", 3 * MF, [p] { lab::gelu_forward(p->fcg.view(), p->fct.view(), p->fc); });
+  add("gelu_backward", 4 * MF, [p] { lab::gelu_backward(p->dfc.view(), p->fcg, p->fc, p->fct); });
+  add("add_into", 3 * MC, [p] { lab::add_into(p->y.view(), p->x); });
+  add("softmax_cross_entropy", 2 * MV,
+      [p] { lab::softmax_cross_entropy(p->dlogits.view(), p->losses, p->logits, p->targets); });
+  // The library kernels the lab calls: RoPE on q (the lab rotates q and k), AdamW on a
+  // (2048, 512) parameter.
+  const auto q = [p] { return p->qkv.view().subcols(0, P::C); };
+  add("rope_forward", 2 * MC,
+      [p, q] { rope_forward(q(), P::H, P::B, P::T, PositionSource::contiguous(), p->rope); });
+  add("rope_backward", 2 * MC,
+      [p, q] { rope_backward(q(), P::H, P::B, P::T, PositionSource::contiguous(), p->rope); });
+  add("adamw_step", 5 * MF / 2, [p] { p->adam.step({{p->adam_w.view(), p->adam_g.cview()}}); });
+  return cases;
 }
 
 }  // namespace posemb::cli

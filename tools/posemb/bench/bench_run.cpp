@@ -3,8 +3,6 @@
 // document.
 #include "bench_run.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -19,6 +17,7 @@
 #include "harness/embedding_cases.hpp"
 #include "harness/harness.hpp"
 #include "peers/llmc_encoder.hpp"
+#include "posemb/parallel.hpp"
 #include "posemb/simd.hpp"
 
 namespace posemb::cli {
@@ -28,7 +27,8 @@ std::vector<int> parse_threads(const std::string& text) {
   std::vector<int> out;
   if (text.empty()) {
     out.push_back(1);
-    if (omp_get_max_threads() > 1) out.push_back(omp_get_max_threads());
+    const auto most = static_cast<int>(parallel_threads());
+    if (most > 1) out.push_back(most);
     return out;
   }
   std::stringstream ss(text);
@@ -181,7 +181,10 @@ nlohmann::json measure_bench(const BenchOptions& o) {
   auto torch = torch_peer(o, threads, peer_dir, torch_status);
 
   bench::Harness harness;
-  const std::vector<bench::Case> cases = bench::embedding_cases(threads, llmc);
+  std::vector<bench::Case> cases = bench::embedding_cases(threads, llmc);
+  if (o.lab_kernels) {
+    for (auto& c : lab_kernel_cases(threads)) cases.push_back(std::move(c));
+  }
   std::vector<bench::Variant> variants;
   for (const auto& c : cases) variants.push_back(c.variant());
   const auto stats = harness.run_interleaved(variants, o.repetitions);

@@ -15,12 +15,13 @@ namespace posemb::cli {
 struct BenchOptions {
   bool json = false;
   int repetitions = 15;
-  std::string threads;  // "1,2"; empty: 1 and OpenMP's thread count
+  std::string threads;  // "1,2"; empty: 1 and parallel_threads()
   std::string python = "/usr/bin/python3";
   std::string peer_dir;  // empty: the installed peers, else the source tree's
   bool no_peer = false;
   bool no_train_step = false;
-  bool min = false;  // the table from the fastest repetition instead of the median
+  bool min = false;          // the table from the fastest repetition instead of the median
+  bool lab_kernels = false;  // the lab's parallel kernels too (lab_kernel_cases)
 };
 
 // Runs every case with the harness's protocol; throws UsageError for bad --reps or --threads.

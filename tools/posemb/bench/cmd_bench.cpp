@@ -35,6 +35,9 @@ void register_bench_command(CLI::App& app) {
                   "tree's bench/peers)");
   sub->add_flag("--no-peer", opts->no_peer, "Do not run the PyTorch peers");
   sub->add_flag("--no-train-step", opts->no_train_step, "Skip the train_step/demo case");
+  sub->add_flag("--lab-kernels", opts->lab_kernels,
+                "Also measure every kernel the lab runs in parallel (<kernel>/lab; the contention "
+                "check: --threads 1,2 with another process busy on one core, see docs/layer.md)");
   sub->add_flag("--min", opts->min,
                 "Report the fastest repetition of each case instead of the median (on a busy "
                 "machine)");

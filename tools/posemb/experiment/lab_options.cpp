@@ -1,7 +1,5 @@
 #include "lab_options.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -9,6 +7,7 @@
 
 #include "lab/encoding.hpp"
 #include "posemb/errors.hpp"
+#include "posemb/parallel.hpp"
 
 namespace posemb::cli {
 namespace {
@@ -207,7 +206,7 @@ std::filesystem::path prepare_output_dir(const std::string& dir,
 }
 
 void set_threads(int threads) {
-  if (threads > 0) omp_set_num_threads(threads);
+  if (threads > 0) set_parallel_threads(static_cast<std::size_t>(threads));
 }
 
 }  // namespace posemb::cli
