@@ -40,8 +40,10 @@ HWY_INLINE void RotateScalar(float* pa, float* pb, float c, float s) {
   }
 }
 
+// One row: every head by the same angles (c, s hold `pairs` values).
 template <bool Inverse>
-void RotateRowT(float* row, const float* c, const float* s, const RopeGeometry& g) {
+HWY_INLINE void RotateRowT(float* HWY_RESTRICT row, const float* HWY_RESTRICT c,
+                           const float* HWY_RESTRICT s, const RopeGeometry& g) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const std::size_t P = g.pairs;
@@ -69,12 +71,20 @@ void RotateRowT(float* row, const float* c, const float* s, const RopeGeometry& 
   }
 }
 
-void RotateForward(float* row, const float* c, const float* s, const RopeGeometry& g) {
-  RotateRowT<false>(row, c, s, g);
+template <bool Inverse>
+void RotateRowsT(float* x, std::size_t stride, std::size_t rows, const float* c, const float* s,
+                 const RopeGeometry& g) {
+  for (std::size_t r = 0; r < rows; ++r) RotateRowT<Inverse>(x + r * stride, c, s, g);
 }
 
-void RotateInverse(float* row, const float* c, const float* s, const RopeGeometry& g) {
-  RotateRowT<true>(row, c, s, g);
+void RotateForward(float* x, std::size_t stride, std::size_t rows, const float* c, const float* s,
+                   const RopeGeometry& g) {
+  RotateRowsT<false>(x, stride, rows, c, s, g);
+}
+
+void RotateInverse(float* x, std::size_t stride, std::size_t rows, const float* c, const float* s,
+                   const RopeGeometry& g) {
+  RotateRowsT<true>(x, stride, rows, c, s, g);
 }
 
 }  // namespace posemb::detail::HWY_NAMESPACE
@@ -86,7 +96,7 @@ namespace posemb::detail {
 HWY_EXPORT(RotateForward);
 HWY_EXPORT(RotateInverse);
 
-RotateRowFn rotate_row(bool inverse) {
+RotateRowsFn rotate_rows(bool inverse) {
   return inverse ? &POSEMB_DISPATCH(RotateInverse) : &POSEMB_DISPATCH(RotateForward);
 }
 

@@ -15,6 +15,7 @@ COVERAGE = {
     "sinusoidal.hpp": ("sinusoidal.cpp", ["sinusoidal_positional_encoding",
                                           "sinusoidal_positional_encoding_into"]),
     "rope.hpp": ("rope.cpp", ["rope_forward", "rope_backward"]),
+    "alibi.hpp": ("alibi.cpp", ["alibi_slopes", "alibi_forward", "alibi_backward"]),
     "positions.hpp": ("positions.cpp", ["PositionSource", "resolve_positions"]),
     "embedding.hpp": ("embedding.cpp", ["embed_forward", "embed_backward",
                                         "add_positions_forward", "add_positions_backward"]),
@@ -46,6 +47,7 @@ ELEMENT_TYPES = {
     "sinusoidal.hpp": {"float", "double"},
     "positions.hpp": {"TokenId", "std::int32_t", "std::int64_t", "std::uint8_t", "bool"},
     "rope.hpp": {"float"},
+    "alibi.hpp": {"float"},
     # float16 tables in embed_forward; numpy has no bfloat16 (torch users: .float() first)
     "embedding.hpp": {"float", "TokenId", "bfloat16", "float16"},
     "layer.hpp": {"float", "TokenId"},
@@ -55,6 +57,7 @@ ELEMENT_TYPES = {
 # Enumerations the bindings spell out (by name, from Python strings).
 ENUMS = {"InitKind", "Kind", "ResizeMethod", "DType", "RopeLayout", "SinusoidalLayout",
          "SinusoidalFrequencies",
+         "AlibiForm",  # 'causal' / 'symmetric' (alibi.cpp)
          "TensorFileFormat"}  # read by content, never chosen: nothing to bind
 
 

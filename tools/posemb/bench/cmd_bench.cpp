@@ -179,10 +179,12 @@ void run_bench(const BenchOptions& o) {
     for (const auto& [t, bw] : copy_bw) {
       fmt::print("copy bandwidth, {} thread{}: {:.2f} GB/s\n", t, t == 1 ? "" : "s", bw / 1e9);
     }
-    fmt::print("peers: llm.c encoder loop (-O3 -march=native): {}; PyTorch: {}\n",
-               llmc ? "measured" : "not measured (" + llmc_why + ")", torch_status);
+    fmt::print(
+        "peers: llm.c encoder loop, and for rope_* the plain rotate-half loop over cached cos and "
+        "sin ('loop'), both -O3 -march=native: {}; PyTorch: {}\n",
+        llmc ? "measured" : "not measured (" + llmc_why + ")", torch_status);
     fmt::print("{:<30} {:<10} {:>3} {:>9} {:>7} {:>7} {:>8} {:>9} {:>8} {:>8} {:>7}\n", "case",
-               "impl", "thr", "ms", "GB/s", "of copy", "vs llm.c", "vs omp", "vs torch", "vs f32",
+               "impl", "thr", "ms", "GB/s", "of copy", "vs loop", "vs omp", "vs torch", "vs f32",
                "vs 1t");
   }
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -196,14 +198,17 @@ void run_bench(const BenchOptions& o) {
       const bool half = c.op.ends_with("_bf16") || c.op.ends_with("_f16");
       const std::string f32_name = "embed_forward/" + c.shape;
       const std::string base = half ? f32_name : c.name();
+      // The serial and OpenMP peers: llm.c's loops, or for the rope cases the plain loop.
       vs_llmc = find(base, bench::Impl::llmc, 1);
+      if (!vs_llmc) vs_llmc = find(base, bench::Impl::loop, 1);
       vs_omp = find(base, bench::Impl::llmc_omp, c.threads);
+      if (!vs_omp) vs_omp = find(base, bench::Impl::loop_omp, c.threads);
       if (!half && torch.count({c.name(), c.threads}) != 0) vs_torch = torch[{c.name(), c.threads}];
       if (half) vs_f32 = find(f32_name, bench::Impl::posemb, c.threads);
       if (c.threads != 1) vs_1t = find(c.name(), bench::Impl::posemb, 1);
     }
-    if (c.impl == bench::Impl::llmc_omp && c.threads != 1) {
-      vs_1t = find(c.name(), bench::Impl::llmc_omp, 1);
+    if ((c.impl == bench::Impl::llmc_omp || c.impl == bench::Impl::loop_omp) && c.threads != 1) {
+      vs_1t = find(c.name(), c.impl, 1);
     }
     nlohmann::json j{{"name", c.name()},
                      {"impl", bench::impl_name(c.impl)},
@@ -215,8 +220,9 @@ void run_bench(const BenchOptions& o) {
                      {"bytes", c.bytes},
                      {"GBps", bw / 1e9},
                      {"fraction_of_copy_bandwidth", of_copy},
-                     {"llmc_serial_seconds", opt_json(vs_llmc)},
-                     {"llmc_omp_seconds", opt_json(vs_omp)},
+                     {"peer", c.op.starts_with("rope") ? "loop" : "llm.c"},
+                     {"peer_serial_seconds", opt_json(vs_llmc)},
+                     {"peer_omp_seconds", opt_json(vs_omp)},
                      {"pytorch_seconds", opt_json(vs_torch)},
                      {"f32_seconds", opt_json(vs_f32)},
                      {"one_thread_seconds", opt_json(vs_1t)}};
