@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -33,34 +34,40 @@ constexpr std::size_t kMaxPosition =
 // A task (a chunk of parallel_for) rotates about this many bytes of x: enough to amortize taking
 // it, small enough that a thread which lost its core leaves little for the others to wait on.
 constexpr std::size_t kTaskBytes = std::size_t{96} << 10;
-// At most this many batch rows per task: they are T rows apart, often a multiple of 4 KiB, which
-// maps them onto the same L1 sets.
+// Without a cache, at most this many batch rows share a task's angles (computed once for them).
 constexpr std::size_t kMaxBatchPerTask = 8;
 
 std::size_t ceil_div(std::size_t a, std::size_t b) {
   return a / b + (a % b != 0 ? 1 : 0);
 }
 
-// Which rows a call rotates with which angles, and how they are cut into tasks. Contiguous
-// positions need no array: a task is a block of positions t by a block of batch rows b, t outer
-// and b inner, so that each position's cos and sin (cached or computed) serve the task's batch
-// rows while in L1, and its rows are a few sequential streams. Other sources: a task is a block
-// of rows in order, each at its own position.
+// Which rows a call rotates with which angles, and how they are cut into tasks.
+//
+// Contiguous positions need no array: a task is a block of positions [t0, t1) of a block of
+// batch rows, visited batch row by batch row, each row's positions in order, so that the task
+// walks through x in memory order (rows of one batch row are contiguous; visiting the batch rows
+// at one position instead, whose rows are T * H * D floats apart, often a multiple of 4 KiB,
+// makes every load wait on the store to the same offset of the previous batch row: 4K
+// aliasing). With a cache, a task is one batch row (the angles are rows of the cache, in L1 or
+// L2); without one, up to kMaxBatchPerTask batch rows, and the task computes the angles of its
+// positions once for all of them. Other sources: a task is a block of rows in order, each row at
+// its own position.
 struct RopePlan {
   bool contiguous = false;
   std::size_t start = 0;     // contiguous: position of t = 0
   Matrix<std::int64_t> pos;  // other sources: (B, T), -1 for pads
   std::size_t B = 0, T = 0;
-  std::size_t t_per_task = 0, b_per_task = 0, b_tasks = 0;  // contiguous
+  std::size_t t_per_task = 0, b_per_task = 0, t_tasks = 0;  // contiguous
   std::size_t rows_per_task = 0;                            // other sources
   std::size_t tasks = 0;
 };
 
 // Validates x against (heads, batch, seq_len) and the rope, then the positions (resolved into an
-// array unless contiguous), all before anything is written.
+// array unless contiguous), all before anything is written. `share` batch rows at most share a
+// task (contiguous positions).
 RopePlan prepare(const char* op, MatrixView<const float> x, std::size_t heads, std::size_t batch,
                  std::size_t seq_len, const PositionSource& positions, const Rope& rope,
-                 std::size_t limit, const std::string& remedy) {
+                 std::size_t limit, const std::string& remedy, std::size_t share) {
   const std::size_t D = rope.head_dim();
   if (heads == 0) throw std::invalid_argument(std::string(op) + ": heads is 0");
   if (batch != 0 && seq_len != 0 && (x.rows() % seq_len != 0 || x.rows() / seq_len != batch)) {
@@ -88,10 +95,10 @@ RopePlan prepare(const char* op, MatrixView<const float> x, std::size_t heads, s
     detail::check_contiguous_positions(positions.start(), batch, seq_len, limit, op, remedy);
     plan.contiguous = true;
     plan.start = positions.start();
-    plan.b_per_task = std::min({batch, rows, kMaxBatchPerTask});
-    plan.t_per_task = std::max<std::size_t>(1, rows / plan.b_per_task);
-    plan.b_tasks = ceil_div(batch, plan.b_per_task);
-    plan.tasks = ceil_div(seq_len, plan.t_per_task) * plan.b_tasks;
+    plan.b_per_task = std::min({batch, rows, share});
+    plan.t_per_task = std::min(seq_len, std::max<std::size_t>(1, rows / plan.b_per_task));
+    plan.t_tasks = ceil_div(seq_len, plan.t_per_task);
+    plan.tasks = plan.t_tasks * ceil_div(batch, plan.b_per_task);
   } else {
     plan.pos = detail::resolve_positions(positions, batch, seq_len, limit, op, remedy);
     plan.rows_per_task = rows;
@@ -104,22 +111,25 @@ detail::RopeGeometry geometry(const Rope& rope, std::size_t heads) {
   return {heads, rope.head_dim(), rope.pairs(), rope.layout() == RopeLayout::interleaved};
 }
 
-// Runs the plan's tasks over parallel_for: angles(p, task) gives the cosines and sines of
-// position p (a task's own scratch may hold them), rotate(row, n, stride, c, s) rotates n rows.
+// Runs the plan's tasks over parallel_for. The angles: angles.block(p0, p1, call) gives the
+// cosines and sines of positions [p0, p1) (`call` is the first task of the body's call,
+// different for every call running at once: a scratch slot) as (cos, sin, stride): position
+// p0 + n at cos + n * stride.
 template <class Angles>
 void run_plan(const RopePlan& plan, MatrixView<float> x, detail::RotateRowsFn rotate,
-              const detail::RopeGeometry& g, const Angles& angles) {
+              const detail::RopeGeometry& g, Angles& angles) {
   const std::size_t stride = x.row_stride();
   parallel_for(plan.tasks, 1, x.size(), [&](std::size_t begin, std::size_t end) {
     for (std::size_t k = begin; k < end; ++k) {
       if (plan.contiguous) {
-        const std::size_t t0 = (k / plan.b_tasks) * plan.t_per_task;
+        // Tasks in memory order: the blocks of positions of the first batch rows, then the next.
+        const std::size_t t0 = (k % plan.t_tasks) * plan.t_per_task;
         const std::size_t t1 = std::min(plan.T, t0 + plan.t_per_task);
-        const std::size_t b0 = (k % plan.b_tasks) * plan.b_per_task;
-        const std::size_t nb = std::min(plan.B - b0, plan.b_per_task);
-        for (std::size_t t = t0; t < t1; ++t) {
-          const auto [c, s] = angles(plan.start + t, begin);
-          rotate(x.row(b0 * plan.T + t).data(), plan.T * stride, nb, c, s, g);
+        const std::size_t b0 = (k / plan.t_tasks) * plan.b_per_task;
+        const std::size_t b1 = std::min(plan.B, b0 + plan.b_per_task);
+        const auto [c, s, cs_stride] = angles.block(plan.start + t0, plan.start + t1, begin);
+        for (std::size_t b = b0; b < b1; ++b) {
+          rotate(x.row(b * plan.T + t0).data(), stride, t1 - t0, c, s, cs_stride, g);
         }
       } else {
         const std::size_t r0 = k * plan.rows_per_task;
@@ -127,46 +137,72 @@ void run_plan(const RopePlan& plan, MatrixView<float> x, detail::RotateRowsFn ro
         for (std::size_t r = r0; r < r1; ++r) {
           const std::int64_t p = plan.pos.data()[r];
           if (p < 0) continue;  // a pad: no position, no rotation
-          const auto [c, s] = angles(static_cast<std::size_t>(p), begin);
-          rotate(x.row(r).data(), stride, 1, c, s, g);
+          const auto up = static_cast<std::size_t>(p);
+          const auto [c, s, cs_stride] = angles.block(up, up + 1, begin);
+          rotate(x.row(r).data(), stride, 1, c, s, cs_stride, g);
         }
       }
     }
   });
 }
 
+// The angles of a RopeCache: its rows.
+struct CachedAngles {
+  MatrixView<const float> cos, sin;
+  std::tuple<const float*, const float*, std::size_t> block(std::size_t p0, std::size_t,
+                                                            std::size_t) const {
+    return {cos.row(p0).data(), sin.row(p0).data(), cos.row_stride()};
+  }
+};
+
+// The angles of a Rope, computed for each block of positions into the scratch slot of the call:
+// `per_call` positions of cos and sin (pairs each).
+struct ComputedAngles {
+  const Rope& rope;
+  std::size_t pairs, per_call;
+  std::vector<float> scratch;  // (slots, per_call, 2, pairs)
+  float* slot(std::size_t call, std::size_t i) {
+    return scratch.data() + (call * per_call + i) * 2 * pairs;
+  }
+  std::tuple<const float*, const float*, std::size_t> block(std::size_t p0, std::size_t p1,
+                                                            std::size_t call) {
+    for (std::size_t p = p0; p < p1; ++p) {
+      float* c = slot(call, p - p0);
+      rope.angles(p, {c, pairs}, {c + pairs, pairs});  // sizes right: does not throw
+    }
+    const float* c = slot(call, 0);
+    return {c, c + pairs, 2 * pairs};
+  }
+};
+
 template <bool Inverse>
 void rotate_cached(const char* op, MatrixView<float> x, std::size_t heads, std::size_t batch,
                    std::size_t seq_len, const PositionSource& positions, const RopeCache& cache) {
   const RopePlan plan = prepare(op, x, heads, batch, seq_len, positions, cache.rope(),
-                                cache.positions(), remedy_for_cache(cache.positions()));
+                                cache.positions(), remedy_for_cache(cache.positions()), 1);
   const detail::RopeGeometry g = geometry(cache.rope(), heads);
   const detail::RotateRowsFn rotate = detail::rotate_rows(Inverse);  // may throw: before writing
-  const MatrixView<const float> cs = cache.cos(), sn = cache.sin();
-  run_plan(plan, x, rotate, g, [&](std::size_t p, std::size_t) {
-    return std::pair{cs.row(p).data(), sn.row(p).data()};
-  });
+  CachedAngles angles{cache.cos(), cache.sin()};
+  run_plan(plan, x, rotate, g, angles);
 }
 
 template <bool Inverse>
 void rotate_direct(const char* op, MatrixView<float> x, std::size_t heads, std::size_t batch,
                    std::size_t seq_len, const PositionSource& positions, const Rope& rope) {
-  const RopePlan plan = prepare(op, x, heads, batch, seq_len, positions, rope, kMaxPosition,
-                                "The rotary embedding takes positions below 2^63 - 1");
+  const RopePlan plan =
+      prepare(op, x, heads, batch, seq_len, positions, rope, kMaxPosition,
+              "The rotary embedding takes positions below 2^63 - 1", kMaxBatchPerTask);
   const detail::RopeGeometry g = geometry(rope, heads);
   // Both kernels chosen here, where an invalid POSEMB_SIMD can still throw (not in a task).
   const detail::RotateRowsFn rotate = detail::rotate_rows(Inverse);
   (void)detail::sin_cos_angles();
-  // The cos and sin of each call of the body (it runs tasks [begin, end) on one thread; begins
-  // differ), allocated before any task runs: a task must not throw, and x is untouched if the
-  // allocation fails.
-  const std::size_t P = g.pairs;
-  std::vector<float> scratch(2 * P * plan.tasks);
-  run_plan(plan, x, rotate, g, [&](std::size_t p, std::size_t begin) {
-    float* c = scratch.data() + 2 * P * begin;
-    rope.angles(p, {c, P}, {c + P, P});  // sizes right: does not throw
-    return std::pair<const float*, const float*>{c, c + P};
-  });
+  // A slot of cos and sin for every task (a call of the body uses the slot of its first task),
+  // allocated before any task runs: a task must not throw, and x is untouched if the allocation
+  // fails.
+  const std::size_t per_call = plan.contiguous ? plan.t_per_task : 1;
+  ComputedAngles angles{rope, g.pairs, per_call, {}};
+  angles.scratch.resize(plan.tasks * per_call * 2 * g.pairs);
+  run_plan(plan, x, rotate, g, angles);
 }
 
 }  // namespace

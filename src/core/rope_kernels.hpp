@@ -18,13 +18,13 @@ struct RopeGeometry {
 };
 
 // Rotates `rows` rows in place, row r at x + r * stride (heads * head_dim floats each), every
-// head of every row by the same angles, whose cosines and sines are c[i], s[i] (i < pairs): the
-// rows of one position (the batch rows at position t), so that the angles are read once while
-// they are in L1. Rows are visited in order, each row's heads in order.
+// head of row r by the angles whose cosines and sines are c[r * cs_stride + i] and
+// s[r * cs_stride + i] (i < pairs): consecutive rows of consecutive positions (cs_stride: the
+// cache's row stride) or of one position (cs_stride 0).
 //   forward  a' = a * c - b * s,  b' = a * s + b * c
 //   inverse  a' = a * c + b * s,  b' = b * c - a * s   (the transpose)
 using RotateRowsFn = void (*)(float* x, std::size_t stride, std::size_t rows, const float* c,
-                              const float* s, const RopeGeometry& g);
+                              const float* s, std::size_t cs_stride, const RopeGeometry& g);
 RotateRowsFn rotate_rows(bool inverse);
 
 }  // namespace posemb::detail
