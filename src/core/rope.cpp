@@ -34,8 +34,10 @@ constexpr std::size_t kMaxPosition =
 // A task (a chunk of parallel_for) rotates about this many bytes of x: enough to amortize taking
 // it, small enough that a thread which lost its core leaves little for the others to wait on.
 constexpr std::size_t kTaskBytes = std::size_t{96} << 10;
-// Without a cache, at most this many batch rows share a task's angles (computed once for them).
+// Without a cache, at most this many batch rows share a task's angles (computed once for them),
+// and the tasks go in at most this many chunks (each chunk has its own scratch for the angles).
 constexpr std::size_t kMaxBatchPerTask = 8;
+constexpr std::size_t kMaxChunks = 256;
 
 std::size_t ceil_div(std::size_t a, std::size_t b) {
   return a / b + (a % b != 0 ? 1 : 0);
@@ -111,15 +113,16 @@ detail::RopeGeometry geometry(const Rope& rope, std::size_t heads) {
   return {heads, rope.head_dim(), rope.pairs(), rope.layout() == RopeLayout::interleaved};
 }
 
-// Runs the plan's tasks over parallel_for. The angles: angles.block(p0, p1, call) gives the
-// cosines and sines of positions [p0, p1) (`call` is the first task of the body's call,
-// different for every call running at once: a scratch slot) as (cos, sin, stride): position
-// p0 + n at cos + n * stride.
+// Runs the plan's tasks over parallel_for in chunks of `grain` tasks. The angles:
+// angles.block(p0, p1, chunk) gives the cosines and sines of positions [p0, p1) as (cos, sin,
+// stride), position p0 + n at cos + n * stride; `chunk` (the index of the body's first chunk,
+// different for every call running at once) names a scratch slot.
 template <class Angles>
 void run_plan(const RopePlan& plan, MatrixView<float> x, detail::RotateRowsFn rotate,
-              const detail::RopeGeometry& g, Angles& angles) {
+              const detail::RopeGeometry& g, Angles& angles, std::size_t grain) {
   const std::size_t stride = x.row_stride();
-  parallel_for(plan.tasks, 1, x.size(), [&](std::size_t begin, std::size_t end) {
+  parallel_for(plan.tasks, grain, x.size(), [&](std::size_t begin, std::size_t end) {
+    const std::size_t chunk = begin / grain;
     for (std::size_t k = begin; k < end; ++k) {
       if (plan.contiguous) {
         // Tasks in memory order: the blocks of positions of the first batch rows, then the next.
@@ -127,7 +130,7 @@ void run_plan(const RopePlan& plan, MatrixView<float> x, detail::RotateRowsFn ro
         const std::size_t t1 = std::min(plan.T, t0 + plan.t_per_task);
         const std::size_t b0 = (k / plan.t_tasks) * plan.b_per_task;
         const std::size_t b1 = std::min(plan.B, b0 + plan.b_per_task);
-        const auto [c, s, cs_stride] = angles.block(plan.start + t0, plan.start + t1, begin);
+        const auto [c, s, cs_stride] = angles.block(plan.start + t0, plan.start + t1, chunk);
         for (std::size_t b = b0; b < b1; ++b) {
           rotate(x.row(b * plan.T + t0).data(), stride, t1 - t0, c, s, cs_stride, g);
         }
@@ -138,7 +141,7 @@ void run_plan(const RopePlan& plan, MatrixView<float> x, detail::RotateRowsFn ro
           const std::int64_t p = plan.pos.data()[r];
           if (p < 0) continue;  // a pad: no position, no rotation
           const auto up = static_cast<std::size_t>(p);
-          const auto [c, s, cs_stride] = angles.block(up, up + 1, begin);
+          const auto [c, s, cs_stride] = angles.block(up, up + 1, chunk);
           rotate(x.row(r).data(), stride, 1, c, s, cs_stride, g);
         }
       }
@@ -183,7 +186,7 @@ void rotate_cached(const char* op, MatrixView<float> x, std::size_t heads, std::
   const detail::RopeGeometry g = geometry(cache.rope(), heads);
   const detail::RotateRowsFn rotate = detail::rotate_rows(Inverse);  // may throw: before writing
   CachedAngles angles{cache.cos(), cache.sin()};
-  run_plan(plan, x, rotate, g, angles);
+  run_plan(plan, x, rotate, g, angles, 1);
 }
 
 template <bool Inverse>
@@ -196,13 +199,14 @@ void rotate_direct(const char* op, MatrixView<float> x, std::size_t heads, std::
   // Both kernels chosen here, where an invalid POSEMB_SIMD can still throw (not in a task).
   const detail::RotateRowsFn rotate = detail::rotate_rows(Inverse);
   (void)detail::sin_cos_angles();
-  // A slot of cos and sin for every task (a call of the body uses the slot of its first task),
-  // allocated before any task runs: a task must not throw, and x is untouched if the allocation
-  // fails.
+  // A slot of cos and sin for each chunk of tasks (a call of the body uses the slot of its first
+  // chunk), allocated before any task runs: a task must not throw, and x is untouched if the
+  // allocation fails. At most kMaxChunks chunks, so the slots stay small beside x.
+  const std::size_t grain = std::max<std::size_t>(1, ceil_div(plan.tasks, kMaxChunks));
   const std::size_t per_call = plan.contiguous ? plan.t_per_task : 1;
   ComputedAngles angles{rope, g.pairs, per_call, {}};
-  angles.scratch.resize(plan.tasks * per_call * 2 * g.pairs);
-  run_plan(plan, x, rotate, g, angles);
+  angles.scratch.resize(ceil_div(plan.tasks, grain) * per_call * 2 * g.pairs);
+  run_plan(plan, x, rotate, g, angles, grain);
 }
 
 }  // namespace

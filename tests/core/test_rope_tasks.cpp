@@ -76,6 +76,33 @@ TEST(RopeTasks, ManyTasksEqualTheScalarReferenceOnOneAndTwoThreads) {
   omp_set_num_threads(1);
 }
 
+TEST(RopeTasks, MoreTasksThanScratchSlotsWithoutACache) {
+  // Rows of 96 KiB: one row per task, 400 tasks, in chunks of 2 (at most 256 chunks), each chunk
+  // computing its angles in its own slot.
+  const std::size_t B = 2, T = 200, H = 384, D = 64, N = B * T, C = H * D;
+  Matrix<std::int64_t> ids(B, T);
+  std::vector<std::int64_t> contiguous, explicit_ids;
+  for (std::size_t n = 0; n < N; ++n) {
+    ids.data()[n] = static_cast<std::int64_t>((n * 13) % 500);
+    contiguous.push_back(static_cast<std::int64_t>(3 + n % T));
+    explicit_ids.push_back(ids.data()[n]);
+  }
+  const Rope rope(D, RopeLayout::half);
+  const reference::RopeGeometry g{H, D, D, RopeLayout::half};
+  const Matrix<float> x0 = random_matrix(N, C, 8);
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    Matrix<float> a = x0, b = x0, want_a = x0, want_b = x0;
+    reference::rope(want_a.view(), contiguous, g, false);
+    reference::rope(want_b.view(), explicit_ids, g, false);
+    rope_forward(a.view(), H, B, T, PositionSource::contiguous(3), rope);
+    rope_forward(b.view(), H, B, T, PositionSource::explicit_ids(ids), rope);
+    EXPECT_EQ(bytes_of(a), bytes_of(want_a)) << threads << " threads";
+    EXPECT_EQ(bytes_of(b), bytes_of(want_b)) << threads << " threads";
+  }
+  omp_set_num_threads(1);
+}
+
 TEST(RopeTasks, ReserveGivesTheSameRowsOnOneAndTwoThreads) {
   // 5000 positions of 64 pairs: 320000 values, above the parallel threshold.
   const Rope rope(128, RopeLayout::half, {.base = 500000.0});
