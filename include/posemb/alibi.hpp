@@ -41,7 +41,8 @@ namespace posemb {
 // The slopes of Press et al. for `heads` heads, head h (0-based) first: for a power of two n,
 // 2^(-8(h+1)/n); otherwise, with n' the largest power of two below `heads`, the n' slopes of n'
 // followed by the slopes 1, 3, 5, ... (1-based) of 2n' until there are `heads` (the reference
-// code's get_slopes, HF BLOOM's build_alibi_tensor; MPT's gen_slopes gives the same list).
+// code's get_slopes, HF BLOOM's build_alibi_tensor; MPT's gen_slopes with alibi_bias_max 8 gives
+// the same list).
 // Each is 2 to an exact rational power, computed in long double and rounded once to float.
 // Throws std::invalid_argument when heads is 0.
 std::vector<float> alibi_slopes(std::size_t heads);

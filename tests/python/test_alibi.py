@@ -1,6 +1,6 @@
 """posemb.alibi_slopes / alibi_forward / alibi_backward against the ALiBi paper's reference code
-(get_slopes, written out below), Hugging Face BLOOM's build_alibi_tensor (in torch, below), a
-numpy reference of the bias, and torch autograd for the slopes' gradient."""
+(get_slopes, written out below), MPT's gen_slopes, Hugging Face BLOOM's build_alibi_tensor (in
+torch, below), a numpy reference of the bias, and torch autograd for the slopes' gradient."""
 import math
 
 import numpy as np
@@ -37,14 +37,26 @@ def bloom_slopes(num_heads):
     return slopes.numpy()
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 8, 12, 16, 24, 40, 64, 112])
+def mpt_gen_slopes(n_heads, alibi_bias_max=8):
+    """MosaicML llm-foundry's gen_slopes (MPT), in float64: the next power of two's slopes, the
+    odd-numbered then the even-numbered ones."""
+    n = 2 ** math.ceil(math.log2(n_heads))
+    slopes = [1.0 / 2 ** ((i + 1) * alibi_bias_max / n) for i in range(n)]
+    if n != n_heads:
+        slopes = (slopes[1::2] + slopes[::2])[:n_heads]
+    return slopes
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 12, 16, 24, 40, 64, 96, 112, 128])
 def test_slopes_equal_press_et_al_and_bloom(n):
     got = posemb.alibi_slopes(n)
     assert got.dtype == np.float32 and got.shape == (n,)
     # The reference code in float64 is within a few double ulps of the exact value; posemb's is
     # the float32 nearest to it: within half a float32 ulp (2^-24 relative).
-    want = np.array(press_get_slopes(n), dtype=np.float64)
-    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2.0 ** -24 * (1 + 1e-6), atol=0)
+    for reference in (press_get_slopes(n), mpt_gen_slopes(n)):
+        want = np.array(reference, dtype=np.float64)
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=2.0 ** -24 * (1 + 1e-6),
+                                   atol=0)
     # BLOOM raises a float32 base (within 2^-24 of its value) to integer powers up to n' = the
     # largest power of two <= n in float32: within (n' + 2) * 2^-24 of the exact value.
     closest = 2 ** math.floor(math.log2(n))
