@@ -42,6 +42,7 @@ LAYER_OF = {
     "simd.hpp": "core",
     "simd_dispatch.hpp": "core",
     "memory.hpp": "core",
+    "alibi.hpp": "core",
     "embedding.hpp": "nn",
     "layer.hpp": "nn",
     "initializers.hpp": "nn",

@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "harness/rope_cases.hpp"
 #include "peers/llmc_encoder.hpp"
 #include "posemb/posemb.hpp"
 
@@ -31,6 +32,10 @@ const char* impl_name(Impl impl) {
       return "llm.c omp";
     case Impl::copy:
       return "copy";
+    case Impl::loop:
+      return "loop";
+    case Impl::loop_omp:
+      return "loop omp";
   }
   return "?";
 }
@@ -178,6 +183,8 @@ std::vector<Case> embedding_cases(const std::vector<int>& threads, bool with_llm
       add("add_positions_backward", Impl::posemb, t, abwd, [p] { p->add_backward(); });
     }
   }
+  std::vector<Case> rope = rope_cases(threads, with_llmc);
+  cases.insert(cases.end(), rope.begin(), rope.end());
   return cases;
 }
 

@@ -27,13 +27,16 @@ struct Shape {
 inline constexpr Shape kGpt2Shape{"gpt2", 4, 1024, 768, 50257};
 inline constexpr Shape kSmallShape{"small", 32, 64, 64, 64};
 
-enum class Impl { posemb, llmc, llmc_omp, copy };
-const char* impl_name(Impl impl);  // "posemb", "llm.c", "llm.c omp", "copy"
+// loop, loop_omp: the plain rotate-half loop of the rope cases (rope_cases.hpp).
+enum class Impl { posemb, llmc, llmc_omp, copy, loop, loop_omp };
+// "posemb", "llm.c", "llm.c omp", "copy", "loop", "loop omp"
+const char* impl_name(Impl impl);
 
 struct Case {
   std::string op;     // embed_forward, embed_backward, embed_forward_backward,
                       // embed_forward_bf16, embed_forward_f16, add_positions_forward,
-                      // add_positions_backward, copy
+                      // add_positions_backward, copy; rope_forward, rope_backward,
+                      // rope_forward_uncached, rope_backward_uncached (rope_cases.hpp)
   std::string shape;  // Shape::tag ("" for copy)
   std::string shape_text;
   Impl impl = Impl::posemb;
@@ -47,8 +50,9 @@ struct Case {
   Variant variant() const;
 };
 
-// Every case at every thread count in `threads`. The serial llm.c loops appear once (threads
-// 1) and only when `with_llmc` (see llmc_peer_available).
+// Every case at every thread count in `threads`, the rope cases (rope_cases.hpp) last. The
+// serial llm.c loops appear once (threads 1) and only when `with_llmc` (see
+// llmc_peer_available), the rope loops likewise.
 std::vector<Case> embedding_cases(const std::vector<int>& threads, bool with_llmc);
 
 }  // namespace posemb::bench

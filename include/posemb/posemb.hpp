@@ -6,6 +6,7 @@
 //   auto pe = posemb::sinusoidal_positional_encoding(4096, 768);      // any length
 #pragma once
 
+#include "posemb/alibi.hpp"
 #include "posemb/atomic_file.hpp"
 #include "posemb/embedding.hpp"
 #include "posemb/errors.hpp"

@@ -1,6 +1,6 @@
 // The binding files of posemb._posemb, one per area of the public API; module.cpp calls each.
 //
-//   core   lookup.cpp (learned_positional_embedding), sinusoidal.cpp, rope.cpp
+//   core   lookup.cpp (learned_positional_embedding), sinusoidal.cpp, rope.cpp, alibi.cpp
 //   nn     positions.cpp (PositionSource, resolve_positions), embedding.cpp (embed_*,
 //          add_positions_*), layer.cpp (LearnedPositionalEmbedding, initialize_table)
 //   io     files.cpp (position tables as files, resize, tensor files)
@@ -18,6 +18,7 @@ void bind_errors(py::module_& m);
 void bind_lookup(py::module_& m);
 void bind_sinusoidal(py::module_& m);
 void bind_rope(py::module_& m);
+void bind_alibi(py::module_& m);
 void bind_positions(py::module_& m);
 void bind_embedding(py::module_& m);
 void bind_layer(py::module_& m);

@@ -32,4 +32,5 @@ PYBIND11_MODULE(_posemb, m) {
   pyb::bind_files(m);
   pyb::bind_analysis(m);
   pyb::bind_testing(m);
+  pyb::bind_alibi(m);
 }

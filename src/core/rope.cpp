@@ -1,13 +1,14 @@
 #include "posemb/rope.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "angles.hpp"
 #include "posemb/parallel.hpp"
@@ -30,12 +31,45 @@ constexpr std::size_t kAngleBlock = 64;
 constexpr std::size_t kMaxPosition =
     static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
 
-// Validates x against (heads, batch, seq_len) and the rope, then resolves the positions, all
-// before anything is written.
-Matrix<std::int64_t> prepare(const char* op, MatrixView<const float> x, std::size_t heads,
-                             std::size_t batch, std::size_t seq_len,
-                             const PositionSource& positions, const Rope& rope, std::size_t limit,
-                             const std::string& remedy) {
+// A task (a chunk of parallel_for) rotates about this many bytes of x: enough to amortize taking
+// it, small enough that a thread which lost its core leaves little for the others to wait on.
+constexpr std::size_t kTaskBytes = std::size_t{96} << 10;
+// Without a cache, at most this many batch rows share a task's angles (computed once for them),
+// and the tasks go in at most this many chunks (each chunk has its own scratch for the angles).
+constexpr std::size_t kMaxBatchPerTask = 8;
+constexpr std::size_t kMaxChunks = 256;
+
+std::size_t ceil_div(std::size_t a, std::size_t b) {
+  return a / b + (a % b != 0 ? 1 : 0);
+}
+
+// Which rows a call rotates with which angles, and how they are cut into tasks.
+//
+// Contiguous positions need no array: a task is a block of positions [t0, t1) of a block of
+// batch rows, visited batch row by batch row, each row's positions in order, so that the task
+// walks through x in memory order (rows of one batch row are contiguous; visiting the batch rows
+// at one position instead, whose rows are T * H * D floats apart, often a multiple of 4 KiB,
+// makes every load wait on the store to the same offset of the previous batch row: 4K
+// aliasing). With a cache, a task is one batch row (the angles are rows of the cache, in L1 or
+// L2); without one, up to kMaxBatchPerTask batch rows, and the task computes the angles of its
+// positions once for all of them. Other sources: a task is a block of rows in order, each row at
+// its own position.
+struct RopePlan {
+  bool contiguous = false;
+  std::size_t start = 0;     // contiguous: position of t = 0
+  Matrix<std::int64_t> pos;  // other sources: (B, T), -1 for pads
+  std::size_t B = 0, T = 0;
+  std::size_t t_per_task = 0, b_per_task = 0, t_tasks = 0;  // contiguous
+  std::size_t rows_per_task = 0;                            // other sources
+  std::size_t tasks = 0;
+};
+
+// Validates x against (heads, batch, seq_len) and the rope, then the positions (resolved into an
+// array unless contiguous), all before anything is written. `share` batch rows at most share a
+// task (contiguous positions).
+RopePlan prepare(const char* op, MatrixView<const float> x, std::size_t heads, std::size_t batch,
+                 std::size_t seq_len, const PositionSource& positions, const Rope& rope,
+                 std::size_t limit, const std::string& remedy, std::size_t share) {
   const std::size_t D = rope.head_dim();
   if (heads == 0) throw std::invalid_argument(std::string(op) + ": heads is 0");
   if (batch != 0 && seq_len != 0 && (x.rows() % seq_len != 0 || x.rows() / seq_len != batch)) {
@@ -55,60 +89,124 @@ Matrix<std::int64_t> prepare(const char* op, MatrixView<const float> x, std::siz
         std::to_string(D) + " (x must be (B*T, H*D) = (" + std::to_string(batch) + "*" +
         std::to_string(seq_len) + ", " + std::to_string(heads) + "*" + std::to_string(D) + "))");
   }
-  return detail::resolve_positions(positions, batch, seq_len, limit, op, remedy);
+  RopePlan plan;
+  plan.B = batch;
+  plan.T = seq_len;
+  const std::size_t rows = std::max<std::size_t>(1, kTaskBytes / (x.cols() * sizeof(float)));
+  if (positions.kind() == PositionSource::Kind::contiguous) {
+    detail::check_contiguous_positions(positions.start(), batch, seq_len, limit, op, remedy);
+    plan.contiguous = true;
+    plan.start = positions.start();
+    plan.b_per_task = std::min({batch, rows, share});
+    plan.t_per_task = std::min(seq_len, std::max<std::size_t>(1, rows / plan.b_per_task));
+    plan.t_tasks = ceil_div(seq_len, plan.t_per_task);
+    plan.tasks = plan.t_tasks * ceil_div(batch, plan.b_per_task);
+  } else {
+    plan.pos = detail::resolve_positions(positions, batch, seq_len, limit, op, remedy);
+    plan.rows_per_task = rows;
+    plan.tasks = ceil_div(batch * seq_len, rows);
+  }
+  return plan;
 }
 
 detail::RopeGeometry geometry(const Rope& rope, std::size_t heads) {
   return {heads, rope.head_dim(), rope.pairs(), rope.layout() == RopeLayout::interleaved};
 }
 
+// Runs the plan's tasks over parallel_for in chunks of `grain` tasks. The angles:
+// angles.block(p0, p1, chunk) gives the cosines and sines of positions [p0, p1) as (cos, sin,
+// stride), position p0 + n at cos + n * stride; `chunk` (the index of the body's first chunk,
+// different for every call running at once) names a scratch slot.
+template <class Angles>
+void run_plan(const RopePlan& plan, MatrixView<float> x, detail::RotateRowsFn rotate,
+              const detail::RopeGeometry& g, Angles& angles, std::size_t grain) {
+  const std::size_t stride = x.row_stride();
+  parallel_for(plan.tasks, grain, x.size(), [&](std::size_t begin, std::size_t end) {
+    const std::size_t chunk = begin / grain;
+    for (std::size_t k = begin; k < end; ++k) {
+      if (plan.contiguous) {
+        // Tasks in memory order: the blocks of positions of the first batch rows, then the next.
+        const std::size_t t0 = (k % plan.t_tasks) * plan.t_per_task;
+        const std::size_t t1 = std::min(plan.T, t0 + plan.t_per_task);
+        const std::size_t b0 = (k / plan.t_tasks) * plan.b_per_task;
+        const std::size_t b1 = std::min(plan.B, b0 + plan.b_per_task);
+        const auto [c, s, cs_stride] = angles.block(plan.start + t0, plan.start + t1, chunk);
+        for (std::size_t b = b0; b < b1; ++b) {
+          rotate(x.row(b * plan.T + t0).data(), stride, t1 - t0, c, s, cs_stride, g);
+        }
+      } else {
+        const std::size_t r0 = k * plan.rows_per_task;
+        const std::size_t r1 = std::min(plan.B * plan.T, r0 + plan.rows_per_task);
+        for (std::size_t r = r0; r < r1; ++r) {
+          const std::int64_t p = plan.pos.data()[r];
+          if (p < 0) continue;  // a pad: no position, no rotation
+          const auto up = static_cast<std::size_t>(p);
+          const auto [c, s, cs_stride] = angles.block(up, up + 1, chunk);
+          rotate(x.row(r).data(), stride, 1, c, s, cs_stride, g);
+        }
+      }
+    }
+  });
+}
+
+// The angles of a RopeCache: its rows.
+struct CachedAngles {
+  MatrixView<const float> cos, sin;
+  std::tuple<const float*, const float*, std::size_t> block(std::size_t p0, std::size_t,
+                                                            std::size_t) const {
+    return {cos.row(p0).data(), sin.row(p0).data(), cos.row_stride()};
+  }
+};
+
+// The angles of a Rope, computed for each block of positions into the scratch slot of the call:
+// `per_call` positions of cos and sin (pairs each).
+struct ComputedAngles {
+  const Rope& rope;
+  std::size_t pairs, per_call;
+  std::vector<float> scratch;  // (slots, per_call, 2, pairs)
+  float* slot(std::size_t call, std::size_t i) {
+    return scratch.data() + (call * per_call + i) * 2 * pairs;
+  }
+  std::tuple<const float*, const float*, std::size_t> block(std::size_t p0, std::size_t p1,
+                                                            std::size_t call) {
+    for (std::size_t p = p0; p < p1; ++p) {
+      float* c = slot(call, p - p0);
+      rope.angles(p, {c, pairs}, {c + pairs, pairs});  // sizes right: does not throw
+    }
+    const float* c = slot(call, 0);
+    return {c, c + pairs, 2 * pairs};
+  }
+};
+
 template <bool Inverse>
 void rotate_cached(const char* op, MatrixView<float> x, std::size_t heads, std::size_t batch,
                    std::size_t seq_len, const PositionSource& positions, const RopeCache& cache) {
-  const Matrix<std::int64_t> pos = prepare(op, x, heads, batch, seq_len, positions, cache.rope(),
-                                           cache.positions(), remedy_for_cache(cache.positions()));
+  const RopePlan plan = prepare(op, x, heads, batch, seq_len, positions, cache.rope(),
+                                cache.positions(), remedy_for_cache(cache.positions()), 1);
   const detail::RopeGeometry g = geometry(cache.rope(), heads);
-  const detail::RotateRowFn rotate_row = detail::rotate_row(Inverse);  // may throw: before writing
-  const MatrixView<const float> cs = cache.cos(), sn = cache.sin();
-  const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(x.rows());
-#pragma omp parallel for schedule(static) if (worth_parallel(x.size()))
-  for (std::ptrdiff_t ri = 0; ri < rows; ++ri) {
-    const std::int64_t p = pos.data()[ri];
-    if (p < 0) continue;  // a pad: no position, no rotation
-    const auto up = static_cast<std::size_t>(p);
-    rotate_row(x.row(static_cast<std::size_t>(ri)).data(), cs.row(up).data(), sn.row(up).data(), g);
-  }
+  const detail::RotateRowsFn rotate = detail::rotate_rows(Inverse);  // may throw: before writing
+  CachedAngles angles{cache.cos(), cache.sin()};
+  run_plan(plan, x, rotate, g, angles, 1);
 }
 
 template <bool Inverse>
 void rotate_direct(const char* op, MatrixView<float> x, std::size_t heads, std::size_t batch,
                    std::size_t seq_len, const PositionSource& positions, const Rope& rope) {
-  const Matrix<std::int64_t> pos =
+  const RopePlan plan =
       prepare(op, x, heads, batch, seq_len, positions, rope, kMaxPosition,
-              "The rotary embedding takes positions below 2^63 - 1");
+              "The rotary embedding takes positions below 2^63 - 1", kMaxBatchPerTask);
   const detail::RopeGeometry g = geometry(rope, heads);
-  // Both kernels chosen here, where an invalid POSEMB_SIMD can still throw (not in the region).
-  const detail::RotateRowFn rotate_row = detail::rotate_row(Inverse);
+  // Both kernels chosen here, where an invalid POSEMB_SIMD can still throw (not in a task).
+  const detail::RotateRowsFn rotate = detail::rotate_rows(Inverse);
   (void)detail::sin_cos_angles();
-  const std::ptrdiff_t rows = static_cast<std::ptrdiff_t>(x.rows());
-  // Each thread's cos and sin, allocated before the parallel region: an exception cannot leave
-  // an OpenMP region (it would end the process), and x is untouched if the allocation fails.
-  const bool parallel = worth_parallel(x.size());
-  const auto threads = static_cast<std::size_t>(parallel ? omp_get_max_threads() : 1);
-  std::vector<float> scratch(2 * g.pairs * threads);
-#pragma omp parallel if (parallel)
-  {
-    const std::size_t t = static_cast<std::size_t>(omp_get_thread_num()) % threads;
-    const std::span<float> c(scratch.data() + 2 * g.pairs * t, g.pairs);
-    const std::span<float> s(scratch.data() + 2 * g.pairs * t + g.pairs, g.pairs);
-#pragma omp for schedule(static)
-    for (std::ptrdiff_t ri = 0; ri < rows; ++ri) {
-      const std::int64_t p = pos.data()[ri];
-      if (p < 0) continue;
-      rope.angles(static_cast<std::size_t>(p), c, s);  // sizes right: does not throw
-      rotate_row(x.row(static_cast<std::size_t>(ri)).data(), c.data(), s.data(), g);
-    }
-  }
+  // A slot of cos and sin for each chunk of tasks (a call of the body uses the slot of its first
+  // chunk), allocated before any task runs: a task must not throw, and x is untouched if the
+  // allocation fails. At most kMaxChunks chunks, so the slots stay small beside x.
+  const std::size_t grain = std::max<std::size_t>(1, ceil_div(plan.tasks, kMaxChunks));
+  const std::size_t per_call = plan.contiguous ? plan.t_per_task : 1;
+  ComputedAngles angles{rope, g.pairs, per_call, {}};
+  angles.scratch.resize(ceil_div(plan.tasks, grain) * per_call * 2 * g.pairs);
+  run_plan(plan, x, rotate, g, angles, grain);
 }
 
 }  // namespace
@@ -179,15 +277,15 @@ void RopeCache::reserve(std::size_t positions) {
     std::memcpy(c.data(), cos_.data(), have * pairs * sizeof(float));
     std::memcpy(s.data(), sin_.data(), have * pairs * sizeof(float));
   }
-  const std::ptrdiff_t first = static_cast<std::ptrdiff_t>(have);
-  const std::ptrdiff_t last = static_cast<std::ptrdiff_t>(positions);
   const Rope& rope = rope_;
-  (void)detail::sin_cos_angles();  // may throw (POSEMB_SIMD): here, not in the parallel region
-#pragma omp parallel for schedule(static) if (worth_parallel((positions - have) * pairs))
-  for (std::ptrdiff_t p = first; p < last; ++p) {
-    const auto up = static_cast<std::size_t>(p);
-    rope.angles(up, c.row(up), s.row(up));
-  }
+  (void)detail::sin_cos_angles();  // may throw (POSEMB_SIMD): here, not in a task
+  // Rows in chunks of 16 (each row's angles are computed alone: the same bits on any thread).
+  parallel_for(positions - have, 16, (positions - have) * pairs,
+               [&](std::size_t begin, std::size_t end) {
+                 for (std::size_t p = have + begin; p < have + end; ++p) {
+                   rope.angles(p, c.row(p), s.row(p));
+                 }
+               });
   cos_ = std::move(c);
   sin_ = std::move(s);
 }

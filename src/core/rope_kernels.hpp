@@ -1,4 +1,4 @@
-// Internal (core): the rotary embedding's rotation of one row (rope.cpp), compiled for every SIMD
+// Internal (core): the rotary embedding's rotation of rows (rope.cpp), compiled for every SIMD
 // target (rope_simd.cpp). Each pair is rotated with exactly the float operations of the formulas
 // below, in this order and without fused multiply-add, in the vector lanes and the scalar tail
 // alike, so every target gives the same bits.
@@ -17,11 +17,14 @@ struct RopeGeometry {
   bool interleaved;
 };
 
-// Rotates every head of `row` (heads * head_dim floats) in place by the angles whose cosines and
-// sines are c[i], s[i] (i < pairs):
+// Rotates `rows` rows in place, row r at x + r * stride (heads * head_dim floats each), every
+// head of row r by the angles whose cosines and sines are c[r * cs_stride + i] and
+// s[r * cs_stride + i] (i < pairs): consecutive rows of consecutive positions (cs_stride: the
+// cache's row stride) or of one position (cs_stride 0).
 //   forward  a' = a * c - b * s,  b' = a * s + b * c
 //   inverse  a' = a * c + b * s,  b' = b * c - a * s   (the transpose)
-using RotateRowFn = void (*)(float* row, const float* c, const float* s, const RopeGeometry& g);
-RotateRowFn rotate_row(bool inverse);
+using RotateRowsFn = void (*)(float* x, std::size_t stride, std::size_t rows, const float* c,
+                              const float* s, std::size_t cs_stride, const RopeGeometry& g);
+RotateRowsFn rotate_rows(bool inverse);
 
 }  // namespace posemb::detail

@@ -18,6 +18,7 @@ COVERAGE = {
     "rope_scaling.hpp": ("rope.cpp", ["rope_frequencies"]),
     "rope_config.hpp": ("rope.cpp", ["rope_frequencies", "rope_forward"]),  # config= (a dict)
     "rope_precision.hpp": ("rope.cpp", ["rope_angle_precision"]),
+    "alibi.hpp": ("alibi.cpp", ["alibi_slopes", "alibi_forward", "alibi_backward"]),
     "positions.hpp": ("positions.cpp", ["PositionSource", "resolve_positions"]),
     "embedding.hpp": ("embedding.cpp", ["embed_forward", "embed_backward",
                                         "add_positions_forward", "add_positions_backward"]),
@@ -53,6 +54,7 @@ ELEMENT_TYPES = {
     "sinusoidal.hpp": {"float", "double"},
     "positions.hpp": {"TokenId", "std::int32_t", "std::int64_t", "std::uint8_t", "bool"},
     "rope.hpp": {"float"},
+    "alibi.hpp": {"float"},
     # float16 tables in embed_forward; numpy has no bfloat16 (torch users: .float() first)
     "embedding.hpp": {"float", "TokenId", "bfloat16", "float16"},
     "layer.hpp": {"float", "TokenId"},
@@ -66,6 +68,7 @@ ENUMS = {"InitKind", "Kind", "ResizeMethod", "DType", "RopeLayout", "SinusoidalL
          "RopeScalingType",  # read by name from the config's rope_type
          "AngleFormat",  # rope_angle_precision's keys
          "RopePairTreatment",  # what `posemb rope` reports per pair; not returned to Python
+         "AlibiForm",  # 'causal' / 'symmetric' (alibi.cpp)
          "TensorFileFormat"}  # read by content, never chosen: nothing to bind
 
 

@@ -122,15 +122,18 @@ struct CaseTable {
       const bool half = c.op.ends_with("_bf16") || c.op.ends_with("_f16");
       const std::string f32_name = "embed_forward/" + c.shape;
       const std::string base = half ? f32_name : c.name();
+      // The serial and OpenMP peers: llm.c's loops, or for the rope cases the plain loop.
       vs_llmc = find(base, bench::Impl::llmc, 1);
+      if (!vs_llmc) vs_llmc = find(base, bench::Impl::loop, 1);
       vs_omp = find(base, bench::Impl::llmc_omp, c.threads);
+      if (!vs_omp) vs_omp = find(base, bench::Impl::loop_omp, c.threads);
       const auto t = torch.find({c.name(), c.threads});
       if (!half && t != torch.end()) vs_torch = t->second;
       if (half) vs_f32 = find(f32_name, bench::Impl::posemb, c.threads);
       if (c.threads != 1) vs_1t = find(c.name(), bench::Impl::posemb, 1);
     }
-    if (c.impl == bench::Impl::llmc_omp && c.threads != 1) {
-      vs_1t = find(c.name(), bench::Impl::llmc_omp, 1);
+    if ((c.impl == bench::Impl::llmc_omp || c.impl == bench::Impl::loop_omp) && c.threads != 1) {
+      vs_1t = find(c.name(), c.impl, 1);
     }
     return {{"name", c.name()},
             {"impl", bench::impl_name(c.impl)},
@@ -142,8 +145,9 @@ struct CaseTable {
             {"bytes", c.bytes},
             {"GBps", bw / 1e9},
             {"fraction_of_copy_bandwidth", of_copy},
-            {"llmc_serial_seconds", opt_json(vs_llmc)},
-            {"llmc_omp_seconds", opt_json(vs_omp)},
+            {"peer", c.op.starts_with("rope") ? "loop" : "llm.c"},
+            {"peer_serial_seconds", opt_json(vs_llmc)},
+            {"peer_omp_seconds", opt_json(vs_omp)},
             {"pytorch_seconds", opt_json(vs_torch)},
             {"f32_seconds", opt_json(vs_f32)},
             {"one_thread_seconds", opt_json(vs_1t)}};

@@ -37,14 +37,16 @@ void print_header(const nlohmann::json& doc) {
     }
   }
   const std::string llmc = doc["llmc_peer"];
-  fmt::print("peers: llm.c encoder loop (-O3 -march=native): {}; PyTorch: {}\n",
+  fmt::print(
+      "peers: llm.c encoder loop, and for rope_* the plain rotate-half loop over cached cos and "
+      "sin ('loop'), both -O3 -march=native: {}; PyTorch: {}\n",
              llmc.starts_with("not measured") ? llmc : std::string("measured"),
              doc["pytorch_peer"].get<std::string>());
 }
 
 void print_cases(const nlohmann::json& doc) {
   fmt::print("{:<30} {:<10} {:>3} {:>9} {:>7} {:>7} {:>8} {:>9} {:>8} {:>8} {:>7}\n", "case",
-             "impl", "thr", "ms", "GB/s", "of copy", "vs llm.c", "vs omp", "vs torch", "vs f32",
+             "impl", "thr", "ms", "GB/s", "of copy", "vs loop", "vs omp", "vs torch", "vs f32",
              "vs 1t");
   for (const auto& c : doc["cases"]) {
     const double s = c["seconds"];
@@ -52,7 +54,7 @@ void print_cases(const nlohmann::json& doc) {
                c["name"].get<std::string>(), c["impl"].get<std::string>(), c["threads"].get<int>(),
                s * 1e3, c["GBps"].get<double>(),
                100 * c["fraction_of_copy_bandwidth"].get<double>(),
-               ratio(opt(c["llmc_serial_seconds"]), s), ratio(opt(c["llmc_omp_seconds"]), s),
+               ratio(opt(c["peer_serial_seconds"]), s), ratio(opt(c["peer_omp_seconds"]), s),
                ratio(opt(c["pytorch_seconds"]), s), ratio(opt(c["f32_seconds"]), s),
                ratio(opt(c["one_thread_seconds"]), s));
   }
