@@ -105,6 +105,14 @@ Tensor tensor_from(const std::string& name, const py::array& a, const char* op) 
                             std::span<const std::byte>(p, static_cast<std::size_t>(a.nbytes())));
 }
 
+// reserved_rows past the table's rows would make positions() wrap (rows - reserved).
+void check_reserved_rows(const char* op, std::size_t reserved, std::size_t rows) {
+  if (reserved > rows) {
+    throw py::value_error(std::string(op) + ": reserved_rows " + std::to_string(reserved) +
+                          " exceeds the table's " + std::to_string(rows) + " rows");
+  }
+}
+
 std::optional<DType> optional_dtype(const std::optional<std::string>& name) {
   if (!name) return std::nullopt;
   return parse_float_dtype(*name);
@@ -122,6 +130,7 @@ reserved_rows + p). Made by load_position_table and resize_table, or from an arr
                        std::optional<std::size_t> training_length, std::string source_tensor) {
              PositionTable t;
              t.values = Matrix<float>(matrix_in<float>(values, "PositionTable", "values"));
+             check_reserved_rows("PositionTable", reserved_rows, t.values.rows());
              t.reserved_rows = reserved_rows;
              t.training_length = training_length;
              t.source_tensor = std::move(source_tensor);
@@ -139,7 +148,13 @@ reserved_rows + p). Made by load_position_table and resize_table, or from an arr
              return array_over(self.cast<const PositionTable&>().usable(), self, false);
            })
       .def_property_readonly("positions", &PositionTable::positions)
-      .def_readwrite("reserved_rows", &PositionTable::reserved_rows)
+      .def_property(
+          "reserved_rows", [](const PositionTable& t) { return t.reserved_rows; },
+          [](PositionTable& t, std::size_t rows) {
+            check_reserved_rows("PositionTable.reserved_rows", rows, t.values.rows());
+            t.reserved_rows = rows;
+          },
+          "Leading rows that are not positions; at most the table's rows (ValueError past them).")
       .def_readwrite("training_length", &PositionTable::training_length)
       .def_readwrite("initializer", &PositionTable::initializer)
       .def_readwrite("provenance", &PositionTable::provenance)
@@ -243,6 +258,12 @@ BF16 tensors come as float32 copies (numpy has no bfloat16).)")
         constexpr const char* op = "write_safetensors";
         std::vector<Tensor> ts;
         for (const auto& [name, array] : tensors) {
+          if (!py::isinstance<py::str>(name)) {
+            throw py::type_error(std::string(op) +
+                                 ": tensors must map str names to arrays, got a " +
+                                 py::str(py::type::of(name).attr("__name__")).cast<std::string>() +
+                                 " name " + py::repr(name).cast<std::string>().substr(0, 80));
+          }
           ts.push_back(tensor_from(py::cast<std::string>(name), py::cast<py::array>(array), op));
         }
         const std::optional<DType> dt = optional_dtype(dtype);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "posemb/half.hpp"
 #include "posemb/tensor_file.hpp"
@@ -32,9 +33,21 @@ inline constexpr bool is_float_element_v =
     std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, float16> ||
     std::is_same_v<T, bfloat16>;
 
+// Where converted elements come from, for the error a narrowing overflow throws: `what` names
+// the tensor ("Tensor::astype: tensor 'wpe'"), the first element converted is element `first`
+// of it, counted row-major over rows of `cols` elements (0: report flat element numbers).
+struct ConvertSite {
+  std::string_view what = "convert";
+  std::size_t first = 0;
+  std::size_t cols = 0;
+};
+
 // Converts n elements of float dtype `from` (at src, any alignment) to Dst (float, double,
-// float16, bfloat16), written over dst[0, n).
+// float16, bfloat16), written over dst[0, n). A finite value too large for Dst (above 65504 in
+// F16, about 3.4e38 in BF16 and F32) would round to infinity: std::range_error instead, naming
+// the value and its row and column (site). NaN and infinities convert as themselves.
 template <class Dst>
-void convert_floats(DType from, const std::byte* src, Dst* dst, std::size_t n);
+void convert_floats(DType from, const std::byte* src, Dst* dst, std::size_t n,
+                    const ConvertSite& site = {});
 
 }  // namespace posemb::detail

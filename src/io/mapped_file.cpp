@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <stdexcept>
+#include <string>
 #include <system_error>
 
 #include "posemb/errors.hpp"
@@ -30,6 +32,14 @@ struct FdGuard {
 
 }  // namespace
 
+void check_path(const std::string& path, std::string_view operation) {
+  const std::size_t nul = path.find('\0');
+  if (nul == std::string::npos) return;
+  throw std::invalid_argument(std::string(operation) + ": the path " + quote_untrusted(path, 4096) +
+                              " holds a NUL byte at offset " + std::to_string(nul) +
+                              "; no file name can hold one");
+}
+
 const char* file_type(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO";
@@ -41,6 +51,7 @@ const char* file_type(mode_t mode) {
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path,
                                                    std::string_view operation) {
+  check_path(path, operation);
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
   FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};
   if (fd.fd < 0) throw io_error(errno, operation, "cannot open", path);

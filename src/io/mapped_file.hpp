@@ -13,6 +13,12 @@
 
 namespace posemb::detail {
 
+// Throws std::invalid_argument naming `operation` when path holds a NUL byte: the system calls
+// would read the path only up to it ("a.safetensors\0.txt" would be "a.safetensors"). Every
+// path posemb opens, for reading (MappedFile::open) or writing (write_file_atomically), is
+// checked here first.
+void check_path(const std::string& path, std::string_view operation);
+
 // What a file of this st_mode is, for messages: "a directory", "a FIFO", ...
 const char* file_type(mode_t mode);
 

@@ -188,7 +188,8 @@ Matrix<T> Tensor::to_matrix() const {
                                   " (float dtypes convert among each other only)");
     }
     Matrix<T> m(rows, cols);
-    detail::convert_floats<T>(dtype_, bytes_.data(), m.data(), m.size());
+    const std::string what = "Tensor::to_matrix: " + tensor_label(name_);
+    detail::convert_floats<T>(dtype_, bytes_.data(), m.data(), m.size(), {what, 0, cols});
     return m;
   } else {
     if (dtype_ != dtype_of<T>) {
@@ -233,18 +234,21 @@ Tensor Tensor::astype(DType dtype) const {
   const std::size_t nbytes = saturating_mul(n, dtype_size(dtype));
   auto buf = allocate_bytes(nbytes, "Tensor::astype");
   void* out = buf.get();
+  const std::string what = "Tensor::astype: " + tensor_label(name_);
+  const detail::ConvertSite site{what, 0,
+                                 shape_.size() >= 2 ? static_cast<std::size_t>(shape_.back()) : 0};
   switch (dtype) {
     case DType::F16:
-      detail::convert_floats(dtype_, bytes_.data(), static_cast<float16*>(out), n);
+      detail::convert_floats(dtype_, bytes_.data(), static_cast<float16*>(out), n, site);
       break;
     case DType::BF16:
-      detail::convert_floats(dtype_, bytes_.data(), static_cast<bfloat16*>(out), n);
+      detail::convert_floats(dtype_, bytes_.data(), static_cast<bfloat16*>(out), n, site);
       break;
     case DType::F32:
-      detail::convert_floats(dtype_, bytes_.data(), static_cast<float*>(out), n);
+      detail::convert_floats(dtype_, bytes_.data(), static_cast<float*>(out), n, site);
       break;
     default:
-      detail::convert_floats(dtype_, bytes_.data(), static_cast<double*>(out), n);
+      detail::convert_floats(dtype_, bytes_.data(), static_cast<double*>(out), n, site);
       break;
   }
   Tensor t;
