@@ -63,12 +63,30 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path,
   }
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->size_ = static_cast<std::size_t>(st.st_size);
-  if (f->size_ != 0) {
+  if (f->size_ == 0) return f;
+  if (f->size_ > kCopyBytes) {
     void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd.fd, 0);
     if (p == MAP_FAILED) throw io_error(errno, operation, "cannot map", path);
     f->data_ = static_cast<const std::byte*>(p);
+    return f;  // the mapping stays valid after the descriptor is closed
   }
-  return f;  // the mapping stays valid after the descriptor is closed
+  // A small file is read into private memory: truncating the file afterwards cannot reach it.
+  void* p = ::mmap(nullptr, f->size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw io_error(errno, operation, "cannot allocate memory for", path);
+  f->data_ = static_cast<const std::byte*>(p);  // owned by f from here: unmapped on a throw
+  auto* out = static_cast<char*>(p);
+  for (std::size_t done = 0; done < f->size_;) {
+    const ssize_t n = ::pread(fd.fd, out + done, f->size_ - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw io_error(errno, operation, "cannot read", path);
+    if (n == 0) {
+      throw FileFormatError(path, "the file shrank from " + std::to_string(f->size_) + " to " +
+                                      std::to_string(done) + " bytes while it was read");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::mprotect(p, f->size_, PROT_READ);
+  return f;
 }
 
 MappedFile::~MappedFile() {

@@ -63,10 +63,14 @@ TEST(Overlap, OtherPairsNeverMissASharedElement) {
     const std::size_t sa = 1 + rng() % 12, sb = 1 + rng() % 12;
     const MatrixView<float> a = block(buf, sa, rng);
     const MatrixView<float> b = block(buf, sb, rng);
-    if (share_bytes(a, b)) ASSERT_TRUE(detail::overlaps(a, b));
+    if (share_bytes(a, b)) {
+      ASSERT_TRUE(detail::overlaps(a, b));
+    }
     const MatrixView<const std::uint16_t> h(reinterpret_cast<const std::uint16_t*>(b.data()) + 1,
                                             b.rows(), b.cols(), 2 * b.row_stride());
-    if (share_bytes(a, h)) ASSERT_TRUE(detail::overlaps(a, h));
+    if (share_bytes(a, h)) {
+      ASSERT_TRUE(detail::overlaps(a, h));
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 // Numbers that would wrap or overflow on their way into a file, and paths that would be cut
 // short: each is refused in one error naming the value and where it is, and nothing is written;
-// what is written reads back equal.
+// what is written reads back equal. A small file truncated after it was read changes nothing.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -165,6 +165,25 @@ TEST(HostileNumbers, NarrowPositionIdsWidenInsteadOfWrapping) {
   const ResizedFile out = replace_position_table(f, resize_table(t, 256, ResizeMethod::copy));
   EXPECT_EQ(out.tensors[1].dtype(), DType::U8);
   EXPECT_EQ(test::values_of<std::uint8_t>(out.tensors[1]).back(), 255);
+}
+
+// Files of up to 1 MiB are read into memory, not mapped: another process truncating one while
+// its tensors are alive cannot make touching them raise SIGBUS.
+TEST(HostileNumbers, SmallFilesTruncatedAfterReadingKeepTheirValues) {
+  test::TempDir dir;
+  for (const std::size_t rows : {std::size_t{4}, std::size_t{8000}}) {  // 64 B, ~1 MiB - header
+    const std::string path = dir.file("t.safetensors");
+    const Matrix<float> m = Matrix<float>(table_with(rows, 32, 1, 1, 3.0f).values);
+    write_safetensors(path, {Tensor::from_matrix("w", m)});
+    const TensorFile f = read_safetensors(path);
+    const Tensor npy_src = Tensor::from_matrix("", m);
+    write_npy(dir.file("t.npy"), npy_src);
+    const Tensor n = read_npy(dir.file("t.npy"));
+    std::filesystem::resize_file(path, 0);
+    std::filesystem::resize_file(dir.file("t.npy"), 0);
+    EXPECT_TRUE(f.at("w").to_matrix<float>() == m) << rows;
+    EXPECT_TRUE(n.to_matrix<float>() == m) << rows;
+  }
 }
 
 }  // namespace
