@@ -206,7 +206,12 @@ with posemb's metadata. dtype: "f32", "f64", "f16", "bf16" (default: the table's
 
 `f[name]` is a read-only numpy array of the tensor in its own dtype (float16, float32, float64,
 integers, bool), a view of the file's bytes without a copy that keeps the file object alive;
-BF16 tensors come as float32 copies (numpy has no bfloat16).)")
+BF16 tensors come as float32 copies (numpy has no bfloat16).
+
+Known limit: a file over 1 MiB is mapped, not read; if another process truncates it while
+arrays of it are alive, touching them raises SIGBUS (as with numpy.memmap), which Python cannot
+catch. Copy what you keep (np.array(f[name])) when the file may change. Files up to 1 MiB are
+read into memory and are not affected.)")
       .def_property_readonly("names",
                              [](const TensorFile& f) {
                                std::vector<std::string> names;
@@ -238,7 +243,9 @@ BF16 tensors come as float32 copies (numpy has no bfloat16).)")
             without_gil([&] { return posemb::read_safetensors(path); }));
       },
       py::arg("path"),
-      "Every tensor and the metadata of a .safetensors file, validated before any value is read.");
+      "Every tensor and the metadata of a .safetensors file, validated before any value is read. "
+      "Files over 1 MiB are mapped: see TensorFile for the one known limit (SIGBUS when another "
+      "process truncates the file while its arrays are alive).");
 
   m.def(
       "read_npy",
@@ -248,7 +255,9 @@ BF16 tensors come as float32 copies (numpy has no bfloat16).)")
         py::object owner = py::cast(f);
         return tensor_array(f->tensors.front(), owner, "read_npy");
       },
-      py::arg("path"), "The array of a .npy file (C order), read-only, a view of the file.");
+      py::arg("path"),
+      "The array of a .npy file (C order), read-only, a view of the file (mapped when over "
+      "1 MiB: see TensorFile for the SIGBUS limit).");
 
   m.def(
       "write_safetensors",
