@@ -268,10 +268,10 @@ read into memory and are not affected.)")
         std::vector<Tensor> ts;
         for (const auto& [name, array] : tensors) {
           if (!py::isinstance<py::str>(name)) {
-            throw py::type_error(std::string(op) +
-                                 ": tensors must map str names to arrays, got a " +
-                                 py::str(py::type::of(name).attr("__name__")).cast<std::string>() +
-                                 " name " + py::repr(name).cast<std::string>().substr(0, 80));
+            throw py::type_error(
+                std::string(op) + ": tensors must map str names to arrays, got the " +
+                py::str(py::type::of(name).attr("__name__")).cast<std::string>() + " " +
+                py::repr(name).cast<std::string>().substr(0, 80) + " as a name");
           }
           ts.push_back(tensor_from(py::cast<std::string>(name), py::cast<py::array>(array), op));
         }

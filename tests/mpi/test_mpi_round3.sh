@@ -32,15 +32,16 @@ mpmd() {
   if grep -q "bad_alloc\|_M_range_check\|vector::" "$tmp/err"; then fail "$what: a raw library message"; fi
 }
 
-grid=(--pe learned --seeds 1 --task copy --train-len 3 --d-model 16 --heads 2 --alphabet 4
-      --batch 4 --micro-batch 2 --steps 2 --warmup 1 --samples 4 --eval-max 4 --quiet --threads 1)
+base=(--pe learned --task copy --train-len 3 --d-model 16 --heads 2 --alphabet 4 --batch 4
+      --micro-batch 2 --steps 2 --warmup 1 --samples 4 --eval-max 4 --quiet --threads 1)
+grid=("${base[@]}" --seeds 1)
 mpmd "sweep, another --lr on rank 1" 1 -- sweep "${grid[@]}" --lr 0.003 --out "$tmp/a" ::: \
   sweep "${grid[@]}" --lr 0.5 --out "$tmp/a"
 contains err "sweep: the ranks were not given the same settings: rank(s) 1 of 2 differ from rank 0" \
   "the ranks' settings are compared"
 [ -e "$tmp/a/results.csv" ] && fail "sweep with other settings wrote results.csv"
 mpmd "sweep, another grid on rank 1" 1 -- sweep "${grid[@]}" --out "$tmp/b" ::: \
-  sweep "${grid[@]}" --seeds 1:3 --out "$tmp/b"
+  sweep "${base[@]}" --seeds 1:3 --out "$tmp/b"
 contains err "not given the same settings" "different grids are compared"
 model=(--d-model 16 --heads 2 --layers 1 --train-len 3 --alphabet 4 --batch 4 --micro-batch 2
        --steps 2 --warmup 1 --quiet --threads 1)

@@ -315,6 +315,6 @@ def test_tensor_names_that_are_not_strings_are_named(tmp_path):
     a = np.ones((2, 2), np.float32)
     for name, kind in ((1, "int"), (b"w", "bytes"), (None, "NoneType"), (("w",), "tuple")):
         with pytest.raises(TypeError, match=f"write_safetensors: tensors must map str names to "
-                                            f"arrays, got a {kind} name"):
+                                            f"arrays, got the {kind} .* as a name"):
             posemb.write_safetensors(path, {name: a})
     assert os.listdir(tmp_path) == []
