@@ -45,8 +45,9 @@ std::vector<float> awkward_floats(std::size_t n) {
 }
 
 // The values of v that stay finite in a 16-bit float whose rounding reaches infinity at
-// `overflow` (its largest finite value plus half an ulp): posemb refuses the others (std::range_error;
-// tests/io/test_hostile_numbers.cpp), where numpy and torch would store infinity.
+// `overflow` (its largest finite value plus half an ulp): posemb refuses the others
+// (std::range_error; tests/io/test_hostile_numbers.cpp), where numpy and torch would store
+// infinity.
 std::vector<float> finite_in(std::vector<float> v, float overflow) {
   std::erase_if(v, [&](float f) { return std::isfinite(f) && std::fabs(f) >= overflow; });
   return v;
