@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace posemb::detail {
 namespace {
@@ -60,9 +61,9 @@ void run(const std::byte* src, Dst* dst, std::size_t n, const ConvertSite& site)
       std::memcpy(static_cast<void*>(&v), src + i * sizeof(Src), sizeof(Src));
       dst[i] = convert_one<Dst>(v);
       if constexpr (sizeof(Dst) < sizeof(Src) || std::is_same_v<Dst, float16>) {
-        // Narrowing (F16 from BF16 too): a finite value must stay finite.
+        // Narrowing (F16 from BF16 too): for a writer, a finite value must stay finite.
         const double got = static_cast<double>(dst[i]);
-        if (std::isinf(got) && !std::isinf(static_cast<double>(v))) {
+        if (site.refuse_overflow && std::isinf(got) && !std::isinf(static_cast<double>(v))) {
           overflow<Dst>(static_cast<double>(v), i, site);
         }
       }
@@ -90,6 +91,22 @@ void convert_floats(DType from, const std::byte* src, Dst* dst, std::size_t n,
       return;
     default:
       return;  // callers check dtype_is_float first
+  }
+}
+
+void check_finite_in(DType to, MatrixView<const float> m, std::string_view what) {
+  std::vector<float16> h;
+  std::vector<bfloat16> b;
+  for (std::size_t r = 0; r < m.rows(); ++r) {
+    const auto* row = reinterpret_cast<const std::byte*>(m.row(r).data());
+    const ConvertSite site{what, r * m.cols(), m.cols(), true};
+    if (to == DType::F16) {
+      h.resize(m.cols());
+      convert_floats(DType::F32, row, h.data(), m.cols(), site);
+    } else if (to == DType::BF16) {
+      b.resize(m.cols());
+      convert_floats(DType::F32, row, b.data(), m.cols(), site);
+    }  // F32 and F64 hold every float
   }
 }
 

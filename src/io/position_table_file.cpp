@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "element_convert.hpp"
 #include "posemb/npy.hpp"
 #include "posemb/safetensors.hpp"
 #include "table_checks.hpp"
@@ -205,6 +206,8 @@ Tensor position_table_tensor(const PositionTable& table, DType dtype) {
   }
   const std::string name =
       table.source_tensor.empty() ? std::string(kDefaultTensorName) : table.source_tensor;
+  // A finite table must stay finite in the file (load_position_table refuses infinity).
+  detail::check_finite_in(dtype, table.values, op + "tensor " + quote_untrusted(name));
   Tensor t = Tensor::from_matrix(name, table.values).astype(dtype);
   const auto& s = table.stored_shape;
   if (s.empty() || s.size() == 2) return t;

@@ -50,7 +50,7 @@ void write_tensor(FileSink& sink, const Tensor& t, DType out) {
   const auto n = static_cast<std::size_t>(t.element_count());
   const std::string what = "write_safetensors: tensor " + quote_untrusted(t.name());
   const detail::ConvertSite site{
-      what, 0, t.shape().size() >= 2 ? static_cast<std::size_t>(t.shape().back()) : 0};
+      what, 0, t.shape().size() >= 2 ? static_cast<std::size_t>(t.shape().back()) : 0, true};
   switch (out) {
     case DType::F16:
       write_converted<float16>(sink, t.dtype(), t.bytes().data(), n, site);

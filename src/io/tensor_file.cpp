@@ -188,8 +188,7 @@ Matrix<T> Tensor::to_matrix() const {
                                   " (float dtypes convert among each other only)");
     }
     Matrix<T> m(rows, cols);
-    const std::string what = "Tensor::to_matrix: " + tensor_label(name_);
-    detail::convert_floats<T>(dtype_, bytes_.data(), m.data(), m.size(), {what, 0, cols});
+    detail::convert_floats<T>(dtype_, bytes_.data(), m.data(), m.size());
     return m;
   } else {
     if (dtype_ != dtype_of<T>) {
@@ -234,21 +233,18 @@ Tensor Tensor::astype(DType dtype) const {
   const std::size_t nbytes = saturating_mul(n, dtype_size(dtype));
   auto buf = allocate_bytes(nbytes, "Tensor::astype");
   void* out = buf.get();
-  const std::string what = "Tensor::astype: " + tensor_label(name_);
-  const detail::ConvertSite site{what, 0,
-                                 shape_.size() >= 2 ? static_cast<std::size_t>(shape_.back()) : 0};
   switch (dtype) {
     case DType::F16:
-      detail::convert_floats(dtype_, bytes_.data(), static_cast<float16*>(out), n, site);
+      detail::convert_floats(dtype_, bytes_.data(), static_cast<float16*>(out), n);
       break;
     case DType::BF16:
-      detail::convert_floats(dtype_, bytes_.data(), static_cast<bfloat16*>(out), n, site);
+      detail::convert_floats(dtype_, bytes_.data(), static_cast<bfloat16*>(out), n);
       break;
     case DType::F32:
-      detail::convert_floats(dtype_, bytes_.data(), static_cast<float*>(out), n, site);
+      detail::convert_floats(dtype_, bytes_.data(), static_cast<float*>(out), n);
       break;
     default:
-      detail::convert_floats(dtype_, bytes_.data(), static_cast<double*>(out), n, site);
+      detail::convert_floats(dtype_, bytes_.data(), static_cast<double*>(out), n);
       break;
   }
   Tensor t;

@@ -267,8 +267,6 @@ TEST(NumpyInterop, Float64ToFloat16MatchesNumpy) {
     v.push_back(std::nextafter(mid, rng() % 2 ? 0.0 : 1e308) * (rng() % 2 ? 1 : -1));
     v.push_back(std::bit_cast<double>(rng()));
   }
-  // Finite values that round to infinity are refused (tests/io/test_hostile_numbers.cpp).
-  std::erase_if(v, [](double d) { return std::isfinite(d) && std::fabs(d) >= 65520.0; });
   const Tensor t = test::tensor_of<double>("x", {v.size()}, v);
   test::write_all(dir.file("src_f64.bin"), bytes_of(t));
   test::write_all(dir.file("ours_f16.bin"), bytes_of(t.astype(DType::F16)));
