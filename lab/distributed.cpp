@@ -92,6 +92,17 @@ void Communicator::check(std::exception_ptr local, std::string_view what) {
   // Status first (0: fine, else 1 + the message's length), messages only when some rank failed.
   const std::uint64_t status = local ? mine.size() + 1 : 0;
   const auto statuses = allgather(status);
+  for (std::size_t r = 0; r < statuses.size(); ++r) {
+    // A status is at most a bounded message's length + 1: anything else comes from a rank in
+    // another collective (another command, other settings); never allocate for it.
+    if (statuses[r] > kMaxMessage + 4) {
+      set_broken();
+      throw CommunicationError(std::string(what) + ": rank " + std::to_string(r) + " of " +
+                               std::to_string(size()) +
+                               " answered out of step (it is running another command, or with "
+                               "other settings); every rank must run the same command");
+    }
+  }
   if (std::all_of(statuses.begin(), statuses.end(), [](std::uint64_t s) { return s == 0; })) {
     return;
   }

@@ -17,6 +17,7 @@
 #include "lab/checkpoint.hpp"
 #include "lab/encoding.hpp"
 #include "posemb/parallel.hpp"
+#include "lab/preflight.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -219,6 +220,7 @@ std::vector<GridOutcome> run_grid(std::span<const GridRun> runs, const GridOptio
     throw std::invalid_argument("run_grid: parallel_runs must be at least 1");
   }
   validate(runs);
+  check_same_on_every_rank(comm, "sweep", grid_settings(runs));  // lab/preflight.hpp
   const auto rank_of = assign_runs(runs, comm.size());
   std::vector<std::size_t> mine;  // in the order assign_runs placed them: the costliest first
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -250,14 +252,16 @@ std::vector<GridOutcome> run_grid(std::span<const GridRun> runs, const GridOptio
       bytes.insert(bytes.end(), b.begin(), b.end());
     }
   });
-  const auto totals = comm.allgather(static_cast<std::uint64_t>(bytes.size()));
+  const auto totals = gather_sizes(comm, bytes.size(), std::uint64_t{1} << 32, "sweep: results");
   const std::vector<std::size_t> counts(totals.begin(), totals.end());
   std::vector<std::uint8_t> every(std::accumulate(counts.begin(), counts.end(), std::size_t{0}));
   comm.allgatherv(std::span<const std::uint8_t>(bytes), std::span<std::uint8_t>(every), counts);
   for (std::size_t at = 0; at < every.size();) {
     std::uint64_t len = 0;
+    if (every.size() - at < sizeof len) throw CommunicationError("sweep: malformed results");
     std::memcpy(&len, every.data() + at, sizeof len);
     at += sizeof len;
+    if (len > every.size() - at) throw CommunicationError("sweep: malformed results");
     auto [index, outcome] = decode(std::span<const std::uint8_t>(every.data() + at, len));
     all.at(index) = std::move(outcome);
     at += len;

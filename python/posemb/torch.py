@@ -19,9 +19,12 @@ cos and sin):
 
 `emb.wte` is an nn.Embedding and `emb.wpe` a LearnedPositionalEmbedding, so the state dict holds
 `wte.weight` and `wpe.weight` like GPT-2's. Forward and backward run posemb's fused kernels on
-the tensors' own memory (numpy views of CPU tensors, no copies); gradients are bitwise identical
-for any thread count. Token ids are int64 (as torch makes them) or int32; int64 ids are
-narrowed to posemb's int32 ids, a copy of the (B, T) ids per call.
+the tensors' own memory (numpy views of CPU tensors, no copies of the tables or activations);
+gradients are bitwise identical for any thread count. Token ids are int64 (as torch makes them)
+or int32. The (B, T) ids, position ids and masks are copied once per forward (small beside the
+(B, T, C) output): the backward reads that copy, so ids changed after the forward through
+idx.numpy() (which torch's version counter does not see) change neither what the backward
+computes nor where it writes; changed in place through torch, autograd refuses the backward.
 """
 import json
 import mmap
@@ -61,8 +64,9 @@ def _zeros(shape):
 
 
 def _position_source(batch, seq_len, position_ids, attention_mask, start, separator, idx=None):
-    """The PositionSource for a (batch, seq_len) batch, and the tensor it reads (or None);
-    idx (the token ids) for packed positions."""
+    """The PositionSource for a (batch, seq_len) batch, the tensor it reads (a copy made here, or
+    None) and the caller's tensor it was copied from (kept for autograd's in-place check, never
+    read); idx (this call's copy of the token ids) for packed positions."""
     given = [n for n, v in (("position_ids", position_ids), ("attention_mask", attention_mask),
                             ("separator", separator)) if v is not None]
     if len(given) > 1:
@@ -78,34 +82,36 @@ def _position_source(batch, seq_len, position_ids, attention_mask, start, separa
             ids = ids.unsqueeze(0)
         if ids.dim() == 2 and ids.shape[0] == 1 and batch > 1:
             ids = ids.expand(batch, ids.shape[1])
-        ids = ids.contiguous()
-        return _ext.PositionSource.explicit_ids(_np(ids)), ids
+        ids = ids.clone(memory_format=torch.contiguous_format)  # the forward's own copy
+        return _ext.PositionSource.explicit_ids(_np(ids)), ids, position_ids.detach()
     if attention_mask is not None:
         _cpu(attention_mask)
-        mask = attention_mask.detach().contiguous()
-        return _ext.PositionSource.padding_mask(_np(mask)), mask
+        mask = attention_mask.detach().clone(memory_format=torch.contiguous_format)
+        return _ext.PositionSource.padding_mask(_np(mask)), mask, attention_mask.detach()
     if separator is not None:
-        tokens = idx.detach().contiguous().to(torch.int32)
-        return _ext.PositionSource.packed(_np(tokens), int(separator)), tokens
-    return _ext.PositionSource.contiguous(int(start)), None
+        tokens = idx.detach().clone(memory_format=torch.contiguous_format)  # int64: narrowed, checked
+        return _ext.PositionSource.packed(_np(tokens), int(separator)), tokens, None
+    return _ext.PositionSource.contiguous(int(start)), None, None
 
 
 class _TokenPosition(torch.autograd.Function):
     """out[b, t] = wte[idx[b, t]] + wpe[pos[b, t]] with posemb's embed_forward / embed_backward."""
 
     @staticmethod
-    def forward(ctx, wte, wpe, idx, source, source_tensor):
+    def forward(ctx, wte, wpe, idx, source, source_tensor, given_idx, given_positions):
         out = torch.empty((idx.shape[0], idx.shape[1], wte.shape[1]), dtype=wte.dtype)
         _ext.embed_forward(_np(idx), _np(wte), _np(wpe), source, out=_np(out))
-        # Saved so that autograd refuses a backward after idx or the positions changed in place.
-        ctx.save_for_backward(idx, source_tensor)
+        # idx and source_tensor are this call's own copies (token_position_embedding): the
+        # backward reads what the forward read. The caller's tensors are saved only so that
+        # autograd refuses a backward after they changed in place, as it does for nn.Embedding.
+        ctx.save_for_backward(idx, source_tensor, given_idx, given_positions)
         ctx.source = source
         ctx.shapes = (wte.shape, wpe.shape)
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        idx, _ = ctx.saved_tensors
+        idx = ctx.saved_tensors[0]
         need_wte, need_wpe = ctx.needs_input_grad[:2]
         dwte = _zeros(ctx.shapes[0]) if need_wte else None
         dwpe = _zeros(ctx.shapes[1]) if need_wpe else None
@@ -122,7 +128,7 @@ class _TokenPosition(torch.autograd.Function):
                                 None if dwpe is None else ctx.source)
         elif need_wpe:
             _ext.add_positions_backward(_np(dwpe), _np(dout), ctx.source)
-        return dwte, dwpe, None, None, None
+        return dwte, dwpe, None, None, None, None, None
 
 
 class _Rows(torch.autograd.Function):
@@ -151,20 +157,20 @@ class _Gather(torch.autograd.Function):
     """out[b, t] = weight[pos[b, t]] for a PositionSource (explicit ids)."""
 
     @staticmethod
-    def forward(ctx, weight, batch, seq_len, source, source_tensor):
+    def forward(ctx, weight, batch, seq_len, source, source_tensor, given_positions):
         out = torch.zeros((batch, seq_len, weight.shape[1]), dtype=weight.dtype)
         _ext.add_positions_forward(_np(out), _np(weight), source)
-        ctx.save_for_backward(source_tensor)
+        ctx.save_for_backward(source_tensor, given_positions)  # the copy; the caller's (see above)
         ctx.source = source
         ctx.shape = weight.shape
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        ctx.saved_tensors  # refuses a backward after the positions changed in place
+        ctx.saved_tensors  # refuses a backward after the caller's positions changed in place
         dweight = _zeros(ctx.shape)
         _ext.add_positions_backward(_np(dweight), _np(dout.contiguous()), ctx.source)
-        return dweight, None, None, None, None
+        return dweight, None, None, None, None, None
 
 
 def token_position_embedding(idx, wte, wpe, position_ids=None, attention_mask=None, *, start=0,
@@ -175,10 +181,11 @@ def token_position_embedding(idx, wte, wpe, position_ids=None, attention_mask=No
     if idx.dim() != 2:
         raise ValueError(f"token_position_embedding: idx must be (B, T), got shape "
                          f"{tuple(idx.shape)}")
-    idx = idx.detach().contiguous()
-    source, tensor = _position_source(idx.shape[0], idx.shape[1], position_ids, attention_mask,
-                                      start, separator, idx)
-    return _TokenPosition.apply(wte, wpe, idx, source, tensor)
+    given = idx.detach()
+    idx = given.clone(memory_format=torch.contiguous_format)  # the ids this call reads
+    source, tensor, given_positions = _position_source(idx.shape[0], idx.shape[1], position_ids,
+                                                       attention_mask, start, separator, idx)
+    return _TokenPosition.apply(wte, wpe, idx, source, tensor, given, given_positions)
 
 
 def position_embedding(weight, positions, start=0):
@@ -195,8 +202,8 @@ def position_embedding(weight, positions, start=0):
         raise ValueError(f"position_embedding: position_ids must be (T,) or (B, T), got shape "
                          f"{tuple(positions.shape)}")
     batch, seq_len = (1, positions.shape[0]) if positions.dim() == 1 else tuple(positions.shape)
-    source, tensor = _position_source(batch, seq_len, positions, None, 0, None)
-    out = _Gather.apply(weight, batch, seq_len, source, tensor)
+    source, tensor, given = _position_source(batch, seq_len, positions, None, 0, None)
+    out = _Gather.apply(weight, batch, seq_len, source, tensor, given)
     return out[0] if positions.dim() == 1 else out
 
 

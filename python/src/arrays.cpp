@@ -25,7 +25,14 @@ std::string shape_text(std::size_t r, std::size_t c) {
 }  // namespace
 
 std::string dtype_name(const py::dtype& d) {
-  return d.attr("name").cast<std::string>();
+  std::string name = d.attr("name").cast<std::string>();
+  // A non-native byte order is named, or '>f4' would read as the float32 that was asked for.
+  if (!d.attr("isnative").cast<bool>()) {
+    const bool big = d.attr("byteorder").cast<std::string>() == ">";
+    name = std::string(big ? "big-endian " : "little-endian ") + name +
+           " (posemb reads native byte order: pass a.astype(a.dtype.newbyteorder('=')))";
+  }
+  return name;
 }
 std::string dtype_name(const py::array& a) {
   return dtype_name(a.dtype());

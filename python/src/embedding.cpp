@@ -91,15 +91,30 @@ void add_positions_backward(const py::array& dwpe, const py::array& dx,
 
 // Writes zeros over the rows of g that tokens name (g freshly mapped: each page faults once,
 // on the calling thread and posemb's helpers at once, before the backward adds into them).
+// The ids are copied and every one checked against g's rows before anything is written: the
+// loop reads only the checked copy.
 void zero_rows(const py::array& g, const py::array& tokens) {
   constexpr const char* op = "_zero_rows";
   const MatrixView<float> gv = matrix_out<float>(g, op, "g");
   const Tokens tk = tokens_in(tokens, op, gv.rows());
-  const std::size_t n = tk.view.rows() * tk.view.cols(), cols = gv.cols();
+  Matrix<TokenId> ids(tk.view.rows(), tk.view.cols());
+  for (std::size_t b = 0; b < ids.rows(); ++b) {
+    for (std::size_t t = 0; t < ids.cols(); ++t) {
+      const TokenId id = tk.view(b, t);
+      if (id < 0 || static_cast<std::size_t>(id) >= gv.rows()) {
+        throw std::out_of_range(std::string(op) + ": token id " + std::to_string(id) +
+                                " at batch row " + std::to_string(b) + ", token " +
+                                std::to_string(t) + " is outside the " + std::to_string(gv.rows()) +
+                                " rows of g");
+      }
+      ids(b, t) = id;
+    }
+  }
+  const std::size_t n = ids.size(), cols = gv.cols();
   without_gil([&] {
     posemb::parallel_for(n, 64, n * cols, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
-        const auto id = static_cast<std::size_t>(tk.view(i / tk.view.cols(), i % tk.view.cols()));
+        const auto id = static_cast<std::size_t>(ids.flat()[i]);
         std::fill_n(gv.row(id).data(), cols, 0.0f);
       }
     });

@@ -127,6 +127,12 @@ py::list resize_dicts(const std::vector<TableResize>& resizes) {
   py::list l;
   for (const TableResize& r : resizes) l.append(resize_dict(r));
   return l;
+// reserved_rows past the table's rows would make positions() wrap (rows - reserved).
+void check_reserved_rows(const char* op, std::size_t reserved, std::size_t rows) {
+  if (reserved > rows) {
+    throw py::value_error(std::string(op) + ": reserved_rows " + std::to_string(reserved) +
+                          " exceeds the table's " + std::to_string(rows) + " rows");
+  }
 }
 
 std::optional<DType> optional_dtype(const std::optional<std::string>& name) {
@@ -146,6 +152,7 @@ reserved_rows + p). Made by load_position_table and resize_table, or from an arr
                        std::optional<std::size_t> training_length, std::string source_tensor) {
              PositionTable t;
              t.values = Matrix<float>(matrix_in<float>(values, "PositionTable", "values"));
+             check_reserved_rows("PositionTable", reserved_rows, t.values.rows());
              t.reserved_rows = reserved_rows;
              t.training_length = training_length;
              t.source_tensor = std::move(source_tensor);
@@ -163,7 +170,13 @@ reserved_rows + p). Made by load_position_table and resize_table, or from an arr
              return array_over(self.cast<const PositionTable&>().usable(), self, false);
            })
       .def_property_readonly("positions", &PositionTable::positions)
-      .def_readwrite("reserved_rows", &PositionTable::reserved_rows)
+      .def_property(
+          "reserved_rows", [](const PositionTable& t) { return t.reserved_rows; },
+          [](PositionTable& t, std::size_t rows) {
+            check_reserved_rows("PositionTable.reserved_rows", rows, t.values.rows());
+            t.reserved_rows = rows;
+          },
+          "Leading rows that are not positions; at most the table's rows (ValueError past them).")
       .def_readwrite("training_length", &PositionTable::training_length)
       .def_readwrite("initializer", &PositionTable::initializer)
       .def_readwrite("provenance", &PositionTable::provenance)
@@ -230,7 +243,12 @@ Raises FileFormatError naming path when posemb.resizes is malformed.)");
 
 `f[name]` is a read-only numpy array of the tensor in its own dtype (float16, float32, float64,
 integers, bool), a view of the file's bytes without a copy that keeps the file object alive;
-BF16 tensors come as float32 copies (numpy has no bfloat16).)")
+BF16 tensors come as float32 copies (numpy has no bfloat16).
+
+Known limit: a file over 1 MiB is mapped, not read; if another process truncates it while
+arrays of it are alive, touching them raises SIGBUS (as with numpy.memmap), which Python cannot
+catch. Copy what you keep (np.array(f[name])) when the file may change. Files up to 1 MiB are
+read into memory and are not affected.)")
       .def_property_readonly("names",
                              [](const TensorFile& f) {
                                std::vector<std::string> names;
@@ -262,7 +280,9 @@ BF16 tensors come as float32 copies (numpy has no bfloat16).)")
             without_gil([&] { return posemb::read_safetensors(path); }));
       },
       py::arg("path"),
-      "Every tensor and the metadata of a .safetensors file, validated before any value is read.");
+      "Every tensor and the metadata of a .safetensors file, validated before any value is read. "
+      "Files over 1 MiB are mapped: see TensorFile for the one known limit (SIGBUS when another "
+      "process truncates the file while its arrays are alive).");
 
   m.def(
       "read_npy",
@@ -272,7 +292,9 @@ BF16 tensors come as float32 copies (numpy has no bfloat16).)")
         py::object owner = py::cast(f);
         return tensor_array(f->tensors.front(), owner, "read_npy");
       },
-      py::arg("path"), "The array of a .npy file (C order), read-only, a view of the file.");
+      py::arg("path"),
+      "The array of a .npy file (C order), read-only, a view of the file (mapped when over "
+      "1 MiB: see TensorFile for the SIGBUS limit).");
 
   m.def(
       "write_safetensors",
@@ -282,6 +304,12 @@ BF16 tensors come as float32 copies (numpy has no bfloat16).)")
         constexpr const char* op = "write_safetensors";
         std::vector<Tensor> ts;
         for (const auto& [name, array] : tensors) {
+          if (!py::isinstance<py::str>(name)) {
+            throw py::type_error(
+                std::string(op) + ": tensors must map str names to arrays, got the " +
+                py::str(py::type::of(name).attr("__name__")).cast<std::string>() + " " +
+                py::repr(name).cast<std::string>().substr(0, 80) + " as a name");
+          }
           ts.push_back(tensor_from(py::cast<std::string>(name), py::cast<py::array>(array), op));
         }
         const std::optional<DType> dt = optional_dtype(dtype);

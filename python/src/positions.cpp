@@ -27,8 +27,9 @@ Matrix<To> convert(const py::array& a, const char* op, const char* name, Check c
   Matrix<To> out(in.rows(), in.cols());
   for (std::size_t b = 0; b < in.rows(); ++b) {
     for (std::size_t t = 0; t < in.cols(); ++t) {
-      check(in(b, t), b, t);
-      out(b, t) = static_cast<To>(in(b, t));
+      const From v = in(b, t);  // read once: the check and the copy see the same value
+      check(v, b, t);
+      out(b, t) = static_cast<To>(v);
     }
   }
   return out;

@@ -1,6 +1,7 @@
 #include "posemb/positions.hpp"
 
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -176,6 +177,13 @@ void detail::check_contiguous_positions(std::size_t start, std::size_t batch, st
     const std::size_t t = start >= max_seq_len ? 0 : max_seq_len - start;
     throw SequenceTooLong(op, seq_len, start, max_seq_len,
                           where(0, t) + ", the first token without a row", remedy);
+  }
+  // Positions are int64 (negative means "no position"): start + t must stay a valid one.
+  constexpr auto kMaxPosition = static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max());
+  if (start > kMaxPosition || seq_len - 1 > kMaxPosition - start) {
+    throw std::out_of_range(std::string(op) + ": contiguous positions from " +
+                            std::to_string(start) + " for " + std::to_string(seq_len) +
+                            " tokens pass 2^63 - 1, the largest position id");
   }
 }
 

@@ -162,6 +162,7 @@ void FileSink::flush() {
 
 void write_file_atomically(const std::string& path, std::string_view operation,
                            const std::function<void(FileSink&)>& fill) {
+  detail::check_path(path, operation);
   const std::string op(operation);
   const std::string what = op + ": cannot write " + quote_untrusted(path, 4096);
   const std::filesystem::path target(path);

@@ -8,8 +8,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "posemb/half.hpp"
+#include "posemb/matrix_view.hpp"
 #include "posemb/tensor_file.hpp"
 
 namespace posemb::detail {
@@ -32,9 +34,27 @@ inline constexpr bool is_float_element_v =
     std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, float16> ||
     std::is_same_v<T, bfloat16>;
 
+// Where converted elements come from, for the error a narrowing overflow throws: `what` names
+// the tensor ("Tensor::astype: tensor 'wpe'"), the first element converted is element `first`
+// of it, counted row-major over rows of `cols` elements (0: report flat element numbers).
+struct ConvertSite {
+  std::string_view what = "convert";
+  std::size_t first = 0;
+  std::size_t cols = 0;
+  bool refuse_overflow = false;  // writers: a finite value must stay finite
+};
+
 // Converts n elements of float dtype `from` (at src, any alignment) to Dst (float, double,
-// float16, bfloat16), written over dst[0, n).
+// float16, bfloat16), written over dst[0, n). A finite value too large for Dst (above 65504 in
+// F16, about 3.4e38 in BF16 and F32) rounds to infinity, as IEEE (and numpy, torch) round it;
+// with site.refuse_overflow (the file writers) it throws std::range_error instead, naming the
+// value and its row and column. NaN and infinities convert as themselves.
 template <class Dst>
-void convert_floats(DType from, const std::byte* src, Dst* dst, std::size_t n);
+void convert_floats(DType from, const std::byte* src, Dst* dst, std::size_t n,
+                    const ConvertSite& site = {});
+
+// Throws std::range_error (as convert_floats with refuse_overflow) when a finite value of m
+// would be infinite in float dtype `to`; `what` names the tensor.
+void check_finite_in(DType to, MatrixView<const float> m, std::string_view what);
 
 }  // namespace posemb::detail

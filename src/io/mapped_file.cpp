@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <stdexcept>
+#include <string>
 #include <system_error>
 
 #include "posemb/errors.hpp"
@@ -30,6 +32,14 @@ struct FdGuard {
 
 }  // namespace
 
+void check_path(const std::string& path, std::string_view operation) {
+  const std::size_t nul = path.find('\0');
+  if (nul == std::string::npos) return;
+  throw std::invalid_argument(std::string(operation) + ": the path " + quote_untrusted(path, 4096) +
+                              " holds a NUL byte at offset " + std::to_string(nul) +
+                              "; no file name can hold one");
+}
+
 const char* file_type(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO";
@@ -41,6 +51,7 @@ const char* file_type(mode_t mode) {
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path,
                                                    std::string_view operation) {
+  check_path(path, operation);
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
   FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)};
   if (fd.fd < 0) throw io_error(errno, operation, "cannot open", path);
@@ -52,12 +63,30 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path,
   }
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->size_ = static_cast<std::size_t>(st.st_size);
-  if (f->size_ != 0) {
+  if (f->size_ == 0) return f;
+  if (f->size_ > kCopyBytes) {
     void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd.fd, 0);
     if (p == MAP_FAILED) throw io_error(errno, operation, "cannot map", path);
     f->data_ = static_cast<const std::byte*>(p);
+    return f;  // the mapping stays valid after the descriptor is closed
   }
-  return f;  // the mapping stays valid after the descriptor is closed
+  // A small file is read into private memory: truncating the file afterwards cannot reach it.
+  void* p = ::mmap(nullptr, f->size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw io_error(errno, operation, "cannot allocate memory for", path);
+  f->data_ = static_cast<const std::byte*>(p);  // owned by f from here: unmapped on a throw
+  auto* out = static_cast<char*>(p);
+  for (std::size_t done = 0; done < f->size_;) {
+    const ssize_t n = ::pread(fd.fd, out + done, f->size_ - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw io_error(errno, operation, "cannot read", path);
+    if (n == 0) {
+      throw FileFormatError(path, "the file shrank from " + std::to_string(f->size_) + " to " +
+                                      std::to_string(done) + " bytes while it was read");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::mprotect(p, f->size_, PROT_READ);
+  return f;
 }
 
 MappedFile::~MappedFile() {

@@ -13,13 +13,24 @@
 
 namespace posemb::detail {
 
+// Throws std::invalid_argument naming `operation` when path holds a NUL byte: the system calls
+// would read the path only up to it ("a.safetensors\0.txt" would be "a.safetensors"). Every
+// path posemb opens, for reading (MappedFile::open) or writing (write_file_atomically), is
+// checked here first.
+void check_path(const std::string& path, std::string_view operation);
+
 // What a file of this st_mode is, for messages: "a directory", "a FIFO", ...
 const char* file_type(mode_t mode);
 
 // A whole file mapped read-only (mmap, MAP_PRIVATE); pages are read from disk only when
-// touched. Shared, so that tensors viewing the mapping keep it alive.
+// touched. Shared, so that tensors viewing the mapping keep it alive. Files of at most
+// kCopyBytes are read into private memory instead (one pread pass): truncating them afterwards
+// changes nothing. A larger file truncated by another process while mapped raises SIGBUS when a
+// page past the new end is touched (the one known limit, docs/files.md).
 class MappedFile {
  public:
+  static constexpr std::size_t kCopyBytes = std::size_t{1} << 20;
+
   // Opens path with O_NONBLOCK (a FIFO or a device cannot make the open hang), then refuses
   // anything that is not a regular file with FileFormatError ("not a regular file: a FIFO").
   // Throws std::system_error naming `operation` and the path when the file cannot be opened,

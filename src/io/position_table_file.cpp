@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "element_convert.hpp"
 #include "posemb/npy.hpp"
 #include "posemb/safetensors.hpp"
 #include "table_checks.hpp"
@@ -51,6 +52,10 @@ std::vector<std::string_view> two_d_float_names(const TensorFile& f) {
   }
   return v;
 }
+
+// The largest count posemb's metadata holds (18 digits): what parse_count reads back, and so
+// the largest save_position_table writes.
+constexpr std::size_t kMaxRecordedCount = 999'999'999'999'999'999;
 
 std::size_t parse_count(const Metadata& m, const std::string& key, const std::string& path) {
   const std::string& s = m.at(key);
@@ -184,6 +189,8 @@ Tensor position_table_tensor(const PositionTable& table, DType dtype) {
   }
   const std::string name =
       table.source_tensor.empty() ? std::string(kDefaultTensorName) : table.source_tensor;
+  // A finite table must stay finite in the file (load_position_table refuses infinity).
+  detail::check_finite_in(dtype, table.values, op + "tensor " + quote_untrusted(name));
   Tensor t = Tensor::from_matrix(name, table.values).astype(dtype);
   const auto& s = table.stored_shape;
   if (s.empty() || s.size() == 2) return t;
@@ -209,6 +216,16 @@ void save_position_table(const std::string& path, const PositionTable& table,
   if (!dtype_is_float(out)) {
     throw std::invalid_argument(op + "dtype " + std::string(dtype_name(out)) +
                                 " is not a float dtype (F16, BF16, F32, F64)");
+  }
+  // What is written must load back: load_position_table refuses the same things.
+  if (table.training_length && *table.training_length > kMaxRecordedCount) {
+    throw std::invalid_argument(op + "training_length " + std::to_string(*table.training_length) +
+                                " is over " + std::to_string(kMaxRecordedCount) +
+                                ", the largest the file's metadata holds");
+  }
+  if (const std::string bad = detail::non_finite_description(table.values); !bad.empty()) {
+    throw std::invalid_argument(op + "the table holds " + bad +
+                                "; posemb refuses tables with NaN or infinity");
   }
   const bool npy = path.size() >= 4 && path.substr(path.size() - 4) == ".npy";
   if (npy && out == DType::BF16) {

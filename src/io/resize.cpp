@@ -316,6 +316,28 @@ void store_integer(std::byte* p, DType d, std::int64_t v) {
   }
 }
 
+// The largest value integer dtype d holds.
+std::uint64_t integer_max(DType d) {
+  switch (d) {
+    case DType::U8:
+      return 0xff;
+    case DType::I8:
+      return 0x7f;
+    case DType::I16:
+      return 0x7fff;
+    case DType::U16:
+      return 0xffff;
+    case DType::I32:
+      return 0x7fffffff;
+    case DType::U32:
+      return 0xffffffff;
+    case DType::I64:
+      return 0x7fffffffffffffff;
+    default:
+      return 0xffffffffffffffff;
+  }
+}
+
 // The module a tensor belongs to: its name without a trailing ".weight" and the last component
 // ("bert.embeddings.position_embeddings.weight" -> "bert.embeddings."; "wpe.weight" -> "").
 std::string module_prefix(const std::string& name) {
@@ -383,17 +405,26 @@ ResizedFile replace_position_table(const TensorFile& file, const PositionTable& 
       if (old_rows > 0 && (counting || constant)) {
         std::vector<std::uint64_t> shape = s;
         shape.back() = rows;
-        const std::size_t width = dtype_size(t.dtype());
+        // Counting past the dtype's largest value would wrap (U8: ..., 255, 0, 1, ...): the ids
+        // are widened to I64 (torch's dtype for position ids) instead, and the reason recorded.
+        const bool widen = counting && rows - 1 > integer_max(t.dtype());
+        const DType dt = widen ? DType::I64 : t.dtype();
+        const std::size_t width = dtype_size(dt);
         check_allocation("replace_position_table", saturating_mul(rows, width));
         std::vector<std::byte> bytes(rows * width);
         for (std::size_t i = 0; i < rows; ++i) {
-          store_integer(bytes.data() + i * width, t.dtype(),
+          store_integer(bytes.data() + i * width, dt,
                         counting ? static_cast<std::int64_t>(i) : first);
         }
-        out.tensors.push_back(Tensor::from_bytes(t.name(), t.dtype(), shape, bytes));
+        out.tensors.push_back(Tensor::from_bytes(t.name(), dt, shape, bytes));
         out.extended.push_back(t.name() + ": " + shape_string(s) + " -> " + shape_string(shape) +
                                (counting ? ", 0, 1, 2, ... continued"
-                                         : ", the constant " + std::to_string(first) + " kept"));
+                                         : ", the constant " + std::to_string(first) + " kept") +
+                               (widen ? ", widened from " + std::string(dtype_name(t.dtype())) +
+                                            " to I64 (" + std::string(dtype_name(t.dtype())) +
+                                            " holds at most " +
+                                            std::to_string(integer_max(t.dtype())) + ")"
+                                      : ""));
         continue;
       }
     }

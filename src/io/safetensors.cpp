@@ -27,14 +27,17 @@ std::string json_string(const std::string& s, const std::string& op, std::string
 }
 
 // Writes n elements of float dtype `from` at src to the sink as Dst, converted in chunks.
+// A finite value that would become infinity is refused (site names the tensor, row and column).
 template <class Dst>
-void write_converted(FileSink& sink, DType from, const std::byte* src, std::size_t n) {
+void write_converted(FileSink& sink, DType from, const std::byte* src, std::size_t n,
+                     detail::ConvertSite site) {
   constexpr std::size_t kChunk = 16384;
   std::vector<Dst> buf(std::min(n, kChunk));
   const std::size_t src_size = dtype_size(from);
   for (std::size_t i = 0; i < n; i += kChunk) {
     const std::size_t m = std::min(kChunk, n - i);
-    detail::convert_floats(from, src + i * src_size, buf.data(), m);
+    site.first = i;
+    detail::convert_floats(from, src + i * src_size, buf.data(), m, site);
     sink.write(buf.data(), m * sizeof(Dst));
   }
 }
@@ -45,18 +48,21 @@ void write_tensor(FileSink& sink, const Tensor& t, DType out) {
     return;
   }
   const auto n = static_cast<std::size_t>(t.element_count());
+  const std::string what = "write_safetensors: tensor " + quote_untrusted(t.name());
+  const detail::ConvertSite site{
+      what, 0, t.shape().size() >= 2 ? static_cast<std::size_t>(t.shape().back()) : 0, true};
   switch (out) {
     case DType::F16:
-      write_converted<float16>(sink, t.dtype(), t.bytes().data(), n);
+      write_converted<float16>(sink, t.dtype(), t.bytes().data(), n, site);
       break;
     case DType::BF16:
-      write_converted<bfloat16>(sink, t.dtype(), t.bytes().data(), n);
+      write_converted<bfloat16>(sink, t.dtype(), t.bytes().data(), n, site);
       break;
     case DType::F32:
-      write_converted<float>(sink, t.dtype(), t.bytes().data(), n);
+      write_converted<float>(sink, t.dtype(), t.bytes().data(), n, site);
       break;
     default:
-      write_converted<double>(sink, t.dtype(), t.bytes().data(), n);
+      write_converted<double>(sink, t.dtype(), t.bytes().data(), n, site);
       break;
   }
 }

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/overlap.hpp"
 #include "embedding_kernels.hpp"
 
 namespace posemb {
@@ -44,17 +45,26 @@ void check_batch(const char* op, std::size_t batch, std::size_t seq_len, std::si
   }
 }
 
-void check_token_ids(const char* op, MatrixView<const TokenId> tokens, std::size_t vocab) {
+// The token ids the kernels read: a copy of `tokens`, every id of it checked to be in
+// [0, vocab). The kernels read only the copy, so ids that change in the caller's memory while
+// they run (another thread, a Python caller without the GIL) cannot take them outside the table:
+// what is checked is what is read.
+Matrix<TokenId> checked_token_ids(const char* op, MatrixView<const TokenId> tokens,
+                                  std::size_t vocab) {
+  Matrix<TokenId> ids(tokens.rows(), tokens.cols());
+  for (std::size_t b = 0; b < tokens.rows(); ++b) {
+    std::copy(tokens.row(b).begin(), tokens.row(b).end(), ids.row(b).begin());
+  }
   // Each row gets one pass without branches first (it vectorizes). Read as unsigned, a negative
   // id is at least 2^31, so one comparison with min(vocab, 2^31) finds every id outside
   // [0, vocab).
   const auto limit = static_cast<std::uint32_t>(std::min<std::size_t>(vocab, std::size_t{1} << 31));
-  for (std::size_t b = 0; b < tokens.rows(); ++b) {
+  for (std::size_t b = 0; b < ids.rows(); ++b) {
     unsigned bad = 0;
-    for (const TokenId id : tokens.row(b)) bad |= static_cast<std::uint32_t>(id) >= limit ? 1u : 0u;
+    for (const TokenId id : ids.row(b)) bad |= static_cast<std::uint32_t>(id) >= limit ? 1u : 0u;
     if (bad == 0) continue;
-    for (std::size_t t = 0; t < tokens.cols(); ++t) {
-      const TokenId id = tokens(b, t);
+    for (std::size_t t = 0; t < ids.cols(); ++t) {
+      const TokenId id = ids(b, t);
       if (id < 0 || static_cast<std::size_t>(id) >= vocab) {
         throw std::out_of_range(std::string(op) + ": token id " + std::to_string(id) +
                                 " at batch row " + std::to_string(b) + ", token " +
@@ -64,6 +74,7 @@ void check_token_ids(const char* op, MatrixView<const TokenId> tokens, std::size
       }
     }
   }
+  return ids;
 }
 
 template <class E>
@@ -75,9 +86,11 @@ void embed_forward_impl(MatrixView<float> out, MatrixView<const TokenId> tokens,
   check_batch(op, B, T, C);
   expect_shape(op, "wpe", wpe.rows(), wpe.cols(), wpe.rows(), C);
   expect_shape(op, "out", out.rows(), out.cols(), B * T, C);
-  check_token_ids(op, tokens, wte.rows());
+  detail::check_no_overlap(op, "out", out, "wte", wte);
+  detail::check_no_overlap(op, "out", out, "wpe", wpe);
+  const Matrix<TokenId> ids = checked_token_ids(op, tokens, wte.rows());
   const detail::KernelPositions pos(positions, B, T, wpe.rows(), op);
-  detail::embed_rows_forward(out, tokens, B, T, detail::table_ref(wte), detail::table_ref(wpe),
+  detail::embed_rows_forward(out, ids.cview(), B, T, detail::table_ref(wte), detail::table_ref(wpe),
                              pos.view());
 }
 
@@ -88,8 +101,9 @@ void embed_forward_tokens_impl(MatrixView<float> out, MatrixView<const TokenId> 
   const std::size_t B = tokens.rows(), T = tokens.cols(), C = wte.cols();
   check_batch(op, B, T, C);
   expect_shape(op, "out", out.rows(), out.cols(), B * T, C);
-  check_token_ids(op, tokens, wte.rows());
-  detail::embed_rows_forward(out, tokens, B, T, detail::table_ref(wte), {}, {});  // no positions
+  detail::check_no_overlap(op, "out", out, "wte", wte);
+  const Matrix<TokenId> ids = checked_token_ids(op, tokens, wte.rows());
+  detail::embed_rows_forward(out, ids.cview(), B, T, detail::table_ref(wte), {}, {});  // no pos
 }
 
 template <class E>
@@ -98,6 +112,7 @@ void add_positions_forward_impl(MatrixView<float> x, std::size_t batch, std::siz
   constexpr const char* op = "add_positions_forward";
   check_batch(op, batch, seq_len, wpe.cols());
   expect_shape(op, "x", x.rows(), x.cols(), batch * seq_len, wpe.cols());
+  detail::check_no_overlap(op, "x", x, "wpe", wpe);
   const detail::KernelPositions pos(positions, batch, seq_len, wpe.rows(), op);
   detail::embed_rows_forward(x, {}, batch, seq_len, {}, detail::table_ref(wpe), pos.view());
 }
@@ -127,9 +142,12 @@ void embed_backward(MatrixView<float> dwte, MatrixView<float> dwpe, MatrixView<c
   check_batch(op, B, T, C);
   expect_shape(op, "dwpe", dwpe.rows(), dwpe.cols(), dwpe.rows(), C);
   expect_shape(op, "dout", dout.rows(), dout.cols(), B * T, C);
-  check_token_ids(op, tokens, dwte.rows());
+  detail::check_no_overlap(op, "dwte", dwte, "dwpe", dwpe);
+  detail::check_no_overlap(op, "dwte", dwte, "dout", dout);
+  detail::check_no_overlap(op, "dwpe", dwpe, "dout", dout);
+  const Matrix<TokenId> ids = checked_token_ids(op, tokens, dwte.rows());
   const detail::KernelPositions pos(positions, B, T, dwpe.rows(), op);
-  detail::embed_rows_backward(dwte, dwpe, dout, tokens, B, T, pos.view());
+  detail::embed_rows_backward(dwte, dwpe, dout, ids.cview(), B, T, pos.view());
 }
 
 void embed_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
@@ -151,8 +169,9 @@ void embed_backward(MatrixView<float> dwte, MatrixView<const float> dout,
   const std::size_t B = tokens.rows(), T = tokens.cols(), C = dwte.cols();
   check_batch(op, B, T, C);
   expect_shape(op, "dout", dout.rows(), dout.cols(), B * T, C);
-  check_token_ids(op, tokens, dwte.rows());
-  detail::embed_rows_backward(dwte, {}, dout, tokens, B, T, {});  // no positions
+  detail::check_no_overlap(op, "dwte", dwte, "dout", dout);
+  const Matrix<TokenId> ids = checked_token_ids(op, tokens, dwte.rows());
+  detail::embed_rows_backward(dwte, {}, dout, ids.cview(), B, T, {});  // no positions
 }
 
 void add_positions_forward(MatrixView<float> x, std::size_t batch, std::size_t seq_len,
@@ -173,6 +192,7 @@ void add_positions_backward(MatrixView<float> dwpe, MatrixView<const float> dx, 
   constexpr const char* op = "add_positions_backward";
   check_batch(op, batch, seq_len, dwpe.cols());
   expect_shape(op, "dx", dx.rows(), dx.cols(), batch * seq_len, dwpe.cols());
+  detail::check_no_overlap(op, "dwpe", dwpe, "dx", dx);
   const detail::KernelPositions pos(positions, batch, seq_len, dwpe.rows(), op);
   detail::embed_rows_backward({}, dwpe, dx, {}, batch, seq_len, pos.view());
 }

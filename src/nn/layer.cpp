@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/overlap.hpp"
 #include "embedding_kernels.hpp"
 #include "posemb/learned_positional_embedding.hpp"
 
@@ -77,6 +78,7 @@ void LearnedPositionalEmbedding::forward_add(MatrixView<float> x, std::size_t ba
   constexpr const char* op = "LearnedPositionalEmbedding::forward_add";
   const detail::KernelPositions pos(positions, batch, seq_len, max_seq_len(), op);
   check_activation(op, x, batch, seq_len, embed_dim());
+  detail::check_no_overlap(op, "x", x, "the layer's table", table_.cview());
   detail::embed_rows_forward(x, {}, batch, seq_len, {}, detail::table_ref(table_), pos.view());
 }
 
@@ -86,6 +88,7 @@ void LearnedPositionalEmbedding::backward_add(MatrixView<const float> dx, std::s
   constexpr const char* op = "LearnedPositionalEmbedding::backward_add";
   const detail::KernelPositions pos(positions, batch, seq_len, max_seq_len(), op);
   check_activation(op, dx, batch, seq_len, embed_dim());
+  detail::check_no_overlap(op, "the layer's gradient", grad_.cview(), "dx", dx);
   detail::embed_rows_backward({}, grad_.view(), dx, {}, batch, seq_len, pos.view());
 }
 

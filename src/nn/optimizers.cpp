@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/overlap.hpp"
 #include "optimizer_kernels.hpp"
 #include "posemb/parallel.hpp"
 
@@ -42,6 +43,22 @@ void check_params(const char* op, std::span<const ParamRef> params,
               std::string(op) + ": parameter " + std::to_string(i) + " has shape " +
                   shape(p.value.rows(), p.value.cols()) + " but its optimizer state has shape " +
                   shape(state[i].rows(), state[i].cols()) + " (pass the same list every step)");
+    }
+  }
+  // A value is written while every gradient and every other value is read: none may share memory
+  // (names are built only for the error).
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    for (std::size_t j = 0; j < params.size(); ++j) {
+      const MatrixView<const float> value = params[i].value;
+      if (detail::overlaps(value, params[j].grad)) {
+        detail::check_no_overlap(op, ("parameter " + std::to_string(i)).c_str(), value,
+                                 ("the gradient of parameter " + std::to_string(j)).c_str(),
+                                 params[j].grad);
+      }
+      if (j > i && detail::overlaps(value, params[j].value)) {
+        detail::check_no_overlap(op, ("parameter " + std::to_string(i)).c_str(), value,
+                                 ("parameter " + std::to_string(j)).c_str(), params[j].value);
+      }
     }
   }
 }

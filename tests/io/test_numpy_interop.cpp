@@ -44,6 +44,15 @@ std::vector<float> awkward_floats(std::size_t n) {
   return v;
 }
 
+// The values of v that stay finite in a 16-bit float whose rounding reaches infinity at
+// `overflow` (its largest finite value plus half an ulp): posemb refuses the others
+// (std::range_error; tests/io/test_hostile_numbers.cpp), where numpy and torch would store
+// infinity.
+std::vector<float> finite_in(std::vector<float> v, float overflow) {
+  std::erase_if(v, [&](float f) { return std::isfinite(f) && std::fabs(f) >= overflow; });
+  return v;
+}
+
 TEST(NumpyInterop, PosembReadsWhatNumpyWrites) {
   TempDir dir;
   const int rc = test::run_python(dir, R"(
@@ -124,7 +133,7 @@ TEST(NumpyInterop, Float16BothWaysMatchesNumpy) {
   TempDir dir;
   // numpy -> posemb: all 65536 float16 patterns.
   // posemb -> numpy: awkward floats written as F16, compared with numpy's astype(float16).
-  const std::vector<float> src = awkward_floats(200000);
+  const std::vector<float> src = finite_in(awkward_floats(200000), 65520.0f);
   const Tensor t = test::tensor_of<float>("x", {src.size()}, src);
   write_safetensors(dir.file("ours_f16.safetensors"), {t}, {}, DType::F16);
   test::write_all(dir.file("src_f32.bin"),
@@ -165,7 +174,7 @@ if len(bad):
 
 TEST(NumpyInterop, BFloat16BothWaysMatchesTorch) {
   TempDir dir;
-  const std::vector<float> src = awkward_floats(200000);
+  const std::vector<float> src = finite_in(awkward_floats(200000), 0x1.ffp127f);
   const Tensor t = test::tensor_of<float>("x", {src.size()}, src);
   write_safetensors(dir.file("ours_bf16.safetensors"), {t}, {}, DType::BF16);
   test::write_all(dir.file("src_f32.bin"),

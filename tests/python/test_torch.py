@@ -50,13 +50,15 @@ def test_fused_module_runs_on_the_tensors_own_memory(monkeypatch, gen):
     out.backward(torch.randn(B, T, C, generator=gen))
     (fname, fargs, fkw), (bname, bargs, _) = spy.calls
     assert fname == "embed_forward" and bname == "embed_backward"
-    # forward: tokens, wte, wpe and out are the tensors themselves
-    assert fargs[:3] == [idx.data_ptr(), emb.wte.weight.data_ptr(), emb.wpe.weight.data_ptr()]
+    # forward: wte, wpe and out are the tensors themselves; the tokens are this call's own copy
+    # of idx (issue 26: the backward must read what the forward read, whatever happens to idx)
+    assert fargs[1:3] == [emb.wte.weight.data_ptr(), emb.wpe.weight.data_ptr()]
+    assert fargs[0] != idx.data_ptr()
     assert fkw["out"] == out.data_ptr()
     # backward: the gradients it wrote became .grad as they are; dout is autograd's tensor
     assert bargs[:3] == [emb.wte.weight.grad.data_ptr(), emb.wpe.weight.grad.data_ptr(),
                          seen["dout"].data_ptr()]
-    assert bargs[3] == idx.data_ptr()
+    assert bargs[3] == fargs[0]  # the forward's copy of the ids
 
 
 def test_position_module_lookup_is_a_view_of_the_weight(gen):

@@ -3,6 +3,7 @@
 // writes results.csv, results.json and the charts into --out.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 
 #include "cli.hpp"
 #include "lab/encoding.hpp"
+#include "lab/preflight.hpp"
 #include "lab/sweep.hpp"
 #include "lab/sweep_report.hpp"
 #include "lab_options.hpp"
@@ -39,6 +41,9 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
   }
   lab::GridOptions go;
   go.parallel_runs = o.parallel_runs;
+  if (o.parallel_runs > 1) {  // the threads' memory, before any of them starts (lab/preflight.hpp)
+    lab::check_thread_budget(std::min(o.parallel_runs, runs.size()), "sweep --parallel-runs");
+  }
   std::mutex print;
   if (!o.quiet) {
     go.progress = [&](const lab::GridProgress& p) {

@@ -14,6 +14,7 @@
 #include "cli.hpp"
 #include "lab/evaluate.hpp"
 #include "lab/experiment.hpp"
+#include "lab/preflight.hpp"
 #include "lab/trainer.hpp"
 #include "lab_options.hpp"
 #include "mpi_job.hpp"
@@ -32,6 +33,12 @@ void train(TrainOptions& o, lab::Communicator& comm) {
   const bool root = comm.rank() == 0;
   const bool quiet = o.quiet || !root;
   const auto& cfg = tr->config();
+  try {  // what the run and its final write need, before any training (lab/preflight.hpp)
+    lab::check_resume_step(tr->step(), cfg.train.steps);
+  } catch (const lab::ConfigError& e) {
+    throw usage_error(e, {{"train.steps", "--steps"}});
+  }
+  lab::check_checkpoint_metadata(cfg.to_json(), tr->lineage());
   lab::EvalConfig ec;
   if (o.eval_max > 0) {
     // The evaluation after training: its work and memory are checked before training.

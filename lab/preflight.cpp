@@ -1,0 +1,137 @@
+#include "lab/preflight.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "lab/config.hpp"
+#include "posemb/safetensors.hpp"
+
+namespace posemb::lab {
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+std::size_t bytes_in_use() {
+  std::size_t pages = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%zu", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  return pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+std::uint64_t fnv1a(std::string_view s) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+void check_resume_step(std::size_t step, std::size_t total_steps) {
+  if (step <= total_steps) return;
+  throw ConfigError({"train.steps"}, "the checkpoint is at step " + std::to_string(step) +
+                                         ", past the run's " + std::to_string(total_steps) +
+                                         " steps: nothing would be trained (give --steps " +
+                                         std::to_string(step) + " or more to continue it)");
+}
+
+void check_checkpoint_metadata(std::string_view run_json, std::string_view lineage) {
+  if (lineage.size() > kMaxLineageBytes) {
+    throw std::runtime_error(
+        "the run's lineage (the provenance of its table and checkpoints) has " +
+        std::to_string(lineage.size()) + " bytes, more than the " +
+        std::to_string(kMaxLineageBytes) +
+        " a checkpoint may hold; nothing was trained (give a table whose posemb.provenance is "
+        "shorter)");
+  }
+  // The settings, the lineage twice (posemb.lab.lineage and posemb.provenance), and the fixed
+  // keys and values (under 1 KiB).
+  const std::size_t need = run_json.size() + 2 * lineage.size() + 1024;
+  if (need > kSafetensorsMaxMetadataBytes) {
+    throw std::runtime_error("the checkpoint's metadata would have about " + std::to_string(need) +
+                             " bytes, more than safetensors' limit of " +
+                             std::to_string(kSafetensorsMaxMetadataBytes) +
+                             "; nothing was trained");
+  }
+}
+
+void check_thread_budget(std::size_t threads, std::string_view what) {
+  struct rlimit rl {};
+  if (threads == 0 || ::getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+  // Per thread: OpenBLAS's work buffer (128 MiB), an 8 MiB stack and a 64 MiB malloc arena, as
+  // the lab's BLAS preparation counts them (lab/kernels.cpp).
+  constexpr std::size_t kPerThread = (std::size_t{128} << 20) + (std::size_t{72} << 20);
+  const std::size_t in_use = bytes_in_use();
+  const std::size_t limit = rl.rlim_cur;
+  const std::size_t room = limit > in_use + 16 * kMiB ? limit - in_use - 16 * kMiB : 0;
+  if (threads <= room / kPerThread) return;
+  throw std::runtime_error(
+      std::string(what) + ": " + std::to_string(threads) + " threads need about " +
+      std::to_string(threads * (kPerThread / kMiB)) + " MiB of address space (" +
+      std::to_string(kPerThread / kMiB) + " MiB each: stack, malloc arena, OpenBLAS buffer), " +
+      "but the address-space limit (ulimit -v) of " + std::to_string(limit / kMiB) +
+      " MiB leaves " + std::to_string(room / kMiB) + " MiB with " + std::to_string(in_use / kMiB) +
+      " MiB in use: at most " + std::to_string(room / kPerThread) +
+      " fit (use fewer, or raise the limit)");
+}
+
+void check_same_on_every_rank(Communicator& comm, std::string_view what,
+                              std::string_view settings) {
+  if (comm.size() == 1) return;
+  // The command's name is hashed too: a rank running another command differs.
+  const std::uint64_t mine = fnv1a(std::string(what) + '\n' + std::string(settings));
+  const auto all = comm.allgather(mine);
+  std::string differ;
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    if (all[r] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (differ.empty()) return;
+  throw JobFailure(std::string(what) + ": the ranks were not given the same settings: rank(s) " +
+                   differ + " of " + std::to_string(comm.size()) +
+                   " differ from rank 0; every rank must run the same command with the same "
+                   "flags");
+}
+
+std::string grid_settings(std::span<const GridRun> runs) {
+  std::string s;
+  auto eval = [&](const EvalConfig& e) {
+    for (const auto v : {e.min_len, e.max_len, e.samples, static_cast<std::size_t>(e.seed),
+                         static_cast<std::size_t>(e.randomized_eval)}) {
+      s += std::to_string(v) + ',';
+    }
+  };
+  for (const GridRun& r : runs) {
+    s += r.name + '\n' + r.run.to_json() + '\n';
+    eval(r.eval);
+    s += r.probe ? "probe " : "no probe ";
+    if (r.probe) eval(*r.probe);
+    for (const std::size_t at : r.eval_at) s += std::to_string(at) + ' ';
+    s += '\n' + r.init_from + '\n' + r.table + '\n' + (r.keep_table ? "keep" : "") + '\n';
+  }
+  return s;
+}
+
+std::vector<std::uint64_t> gather_sizes(Communicator& comm, std::uint64_t mine, std::uint64_t max,
+                                        std::string_view what) {
+  const auto all = comm.allgather(mine);
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (all[r] > max) {
+      comm.set_broken();
+      throw CommunicationError(std::string(what) + ": rank " + std::to_string(r) + " of " +
+                               std::to_string(all.size()) + " announced " + std::to_string(all[r]) +
+                               " bytes, more than the " + std::to_string(max) +
+                               " expected (the ranks are not running the same command)");
+    }
+  }
+  return all;
+}
+
+}  // namespace posemb::lab

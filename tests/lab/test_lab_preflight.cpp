@@ -1,0 +1,140 @@
+// lab/preflight.hpp: the checks made before the work. Ranks as threads (thread_group.hpp):
+// ranks given other settings all fail with one message before any run trains; a rank whose
+// peer is in another collective (another command) gets an error, never an allocation of the
+// size the peer's bytes announce.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <string>
+#include <vector>
+
+#include "lab/config.hpp"
+#include "lab/preflight.hpp"
+#include "lab/sweep.hpp"
+#include "lab_runs.hpp"
+#include "thread_group.hpp"
+
+namespace posemb::lab {
+namespace {
+
+using testing::ThreadGroup;
+
+std::string message(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  }
+  return "?";
+}
+
+TEST(Preflight, AResumePastItsStepsIsRefused) {
+  EXPECT_NO_THROW(check_resume_step(6, 6));
+  EXPECT_NO_THROW(check_resume_step(0, 6));
+  try {
+    check_resume_step(100, 6);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.fields(), std::vector<std::string>{"train.steps"});
+    EXPECT_NE(std::string(e.what()).find("at step 100, past the run's 6 steps"), std::string::npos);
+  }
+}
+
+TEST(Preflight, TheFinalCheckpointMustHoldTheLineageAndTheSettings) {
+  EXPECT_NO_THROW(
+      check_checkpoint_metadata(std::string(600, 'j'), std::string(kMaxLineageBytes, 'l')));
+  EXPECT_THROW(check_checkpoint_metadata("{}", std::string(kMaxLineageBytes + 1, 'l')),
+               std::runtime_error);
+  EXPECT_THROW(check_checkpoint_metadata(std::string(17 << 20, 'j'), ""), std::runtime_error);
+}
+
+TEST(Preflight, ThreadsMustFitTheAddressSpaceLimit) {
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_AS, &old), 0);
+  EXPECT_NO_THROW(check_thread_budget(1024, "sweep"));  // whatever the limit, if none is set
+  rlimit low = old;
+  low.rlim_cur = rlim_t{4} << 30;
+  if (old.rlim_max != RLIM_INFINITY && old.rlim_max < low.rlim_cur) low.rlim_cur = old.rlim_max;
+  ASSERT_EQ(::setrlimit(RLIMIT_AS, &low), 0);
+  std::string msg;
+  try {
+    check_thread_budget(1024, "sweep --parallel-runs");
+  } catch (const std::runtime_error& e) {
+    msg = e.what();
+  }
+  bool two_fit = true;
+  try {
+    check_thread_budget(2, "sweep --parallel-runs");
+  } catch (const std::runtime_error&) {
+    two_fit = false;
+  }
+  ASSERT_EQ(::setrlimit(RLIMIT_AS, &old), 0);
+  EXPECT_NE(msg.find("sweep --parallel-runs: 1024 threads need about"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("address-space limit"), std::string::npos) << msg;
+  EXPECT_TRUE(two_fit);
+}
+
+std::vector<GridRun> grid(double lr, std::size_t runs) {
+  std::vector<GridRun> g(runs);
+  for (std::size_t i = 0; i < runs; ++i) {
+    g[i].name = "run " + std::to_string(i);
+    g[i].run = testing::tiny_run_config("learned", 4, 4, 32);
+    g[i].run.train.lr = static_cast<float>(lr);
+    g[i].run.train.steps = 2;
+  }
+  return g;
+}
+
+TEST(Preflight, RanksGivenAnotherGridAllFailBeforeTraining) {
+  for (const auto& [lr1, runs1] :
+       {std::pair{0.5, std::size_t{2}}, std::pair{0.003, std::size_t{3}}}) {
+    ThreadGroup group(2);
+    const auto errors = group.run([&](Communicator& comm) {
+      const auto runs = comm.rank() == 0 ? grid(0.003, 2) : grid(lr1, runs1);
+      (void)run_grid(runs, {}, comm);
+    });
+    for (const auto& e : errors) {
+      ASSERT_TRUE(e);
+      EXPECT_NE(
+          message(e).find("sweep: the ranks were not given the same settings: rank(s) 1 of 2"),
+          std::string::npos)
+          << message(e);
+    }
+  }
+  EXPECT_NE(grid_settings(grid(0.003, 2)), grid_settings(grid(0.5, 2)));
+  EXPECT_EQ(grid_settings(grid(0.003, 2)), grid_settings(grid(0.003, 2)));
+}
+
+// Rank 1 in a status exchange while rank 0 sends a settings hash (another command): rank 1 must
+// not allocate the hash's value as a message length.
+TEST(Preflight, AStatusFromAPeerInAnotherCollectiveIsBounded) {
+  ThreadGroup group(2);
+  const auto errors = group.run([&](Communicator& comm) {
+    if (comm.rank() == 0) {
+      (void)comm.allgather(std::uint64_t{0xfedcba9876543210});
+    } else {
+      comm.check(nullptr, "train: loading");
+    }
+  });
+  ASSERT_TRUE(errors[1]);
+  EXPECT_NE(message(errors[1]).find("train: loading: rank 0 of 2 answered out of step"),
+            std::string::npos)
+      << message(errors[1]);
+}
+
+TEST(Preflight, SizesFromPeersAreBoundedBeforeAllocating) {
+  ThreadGroup group(2);
+  const auto errors = group.run([&](Communicator& comm) {
+    const auto sizes = gather_sizes(comm, comm.rank() == 0 ? 10 : (std::uint64_t{1} << 60), 1000,
+                                    "sweep: results");
+    (void)sizes;
+  });
+  for (const auto& e : errors) {
+    ASSERT_TRUE(e);
+    EXPECT_NE(message(e).find("sweep: results: rank 1 of 2 announced"), std::string::npos)
+        << message(e);
+  }
+}
+
+}  // namespace
+}  // namespace posemb::lab
