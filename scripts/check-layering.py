@@ -50,6 +50,9 @@ LAYER_OF = {
     "npy.hpp": "io",
     "position_table_file.hpp": "io",
     "resize.hpp": "io",
+    "sincos_2d.hpp": "core",
+    "grid_resize.hpp": "io",
+    "checkpoint_folder.hpp": "io",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 errors = []

@@ -7,8 +7,10 @@
 #pragma once
 
 #include "posemb/atomic_file.hpp"
+#include "posemb/checkpoint_folder.hpp"
 #include "posemb/embedding.hpp"
 #include "posemb/errors.hpp"
+#include "posemb/grid_resize.hpp"
 #include "posemb/half.hpp"
 #include "posemb/initializers.hpp"
 #include "posemb/layer.hpp"
@@ -27,6 +29,7 @@
 #include "posemb/safetensors.hpp"
 #include "posemb/simd.hpp"
 #include "posemb/simd_dispatch.hpp"
+#include "posemb/sincos_2d.hpp"
 #include "posemb/sinusoidal.hpp"
 #include "posemb/tensor_file.hpp"
 #include "posemb/version.hpp"
