@@ -4,6 +4,7 @@
 //   nn     positions.cpp (PositionSource, resolve_positions), embedding.cpp (embed_*,
 //          add_positions_*), layer.cpp (LearnedPositionalEmbedding, initialize_table)
 //   io     files.cpp (position tables as files, resize, tensor files)
+//          vision.cpp (vision tables as 2-D grids, checkpoint folders)
 //   errors.cpp (posemb's exceptions as Python classes), testing.cpp (hooks the tests observe)
 #pragma once
 
@@ -22,5 +23,6 @@ void bind_embedding(py::module_& m);
 void bind_layer(py::module_& m);
 void bind_files(py::module_& m);
 void bind_testing(py::module_& m);
+void bind_vision(py::module_& m);
 
 }  // namespace posemb::python

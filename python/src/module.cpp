@@ -31,4 +31,5 @@ PYBIND11_MODULE(_posemb, m) {
   pyb::bind_layer(m);
   pyb::bind_files(m);
   pyb::bind_testing(m);
+  pyb::bind_vision(m);
 }

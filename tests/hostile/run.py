@@ -18,6 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cases_files import file_cases  # noqa: E402
+from cases_folders import folder_cases  # noqa: E402
 from cases_lab import lab_cases  # noqa: E402
 from inputs import make_inputs  # noqa: E402
 from runner import Runner, temporaries, tree_hashes  # noqa: E402
@@ -29,6 +30,7 @@ CLASS_NAMES = {
     "9": "checkpoint metadata and tensors", "10": "memory budget and work bounds",
     "11": "untrusted bytes echoed", "12": "names and paths", "flags": "every flag's bad values",
     "stdout": "standard output that cannot be written",
+    "folders": "checkpoint folders (issue 22)",
 }
 
 
@@ -52,7 +54,7 @@ def main():
     p["tiny"] = ["--d-model", "16", "--heads", "2", "--layers", "1", "--train-len", "3", "--alphabet", "4",
                  "--batch", "4", "--micro-batch", "2", "--steps", "2", "--warmup", "1", "--quiet"]
     t_inputs = time.monotonic() - t0
-    cases = [c for c in file_cases(p) + lab_cases(p) if a.only in c.name]
+    cases = [c for c in file_cases(p) + lab_cases(p) + folder_cases(p) if a.only in c.name]
     names = collections.Counter(c.name for c in cases)
     dup = [n for n, k in names.items() if k > 1]
     if dup:

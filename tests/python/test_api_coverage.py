@@ -30,6 +30,10 @@ COVERAGE = {
     "resize.hpp": ("files.cpp", ["resize_table"]),
     "version.hpp": ("module.cpp", ["__version__"]),
     "simd.hpp": ("module.cpp", ["simd_target", "simd_targets"]),
+    "sincos_2d.hpp": ("vision.cpp", ["sincos_2d_position_table"]),
+    "grid_resize.hpp": ("vision.cpp", ["interpolate_grid", "resize_grid", "vision_layout"]),
+    "checkpoint_folder.hpp": ("vision.cpp", ["CheckpointFolder", "read_checkpoint_folder",
+                                             "write_checkpoint_folder"]),
     "matrix.hpp": None,         # numpy arrays play the part of matrices and views
     "matrix_view.hpp": None,
     "half.hpp": None,           # numpy's float16 (the lookup takes it); numpy has no bfloat16
@@ -50,11 +54,13 @@ ELEMENT_TYPES = {
     "embedding.hpp": {"float", "TokenId", "bfloat16", "float16"},
     "layer.hpp": {"float", "TokenId"},
     "initializers.hpp": {"float"},
+    "grid_resize.hpp": {"float"},
 }
 
 # Enumerations the bindings spell out (by name, from Python strings).
 ENUMS = {"InitKind", "Kind", "ResizeMethod", "DType", "RopeLayout", "SinusoidalLayout",
          "SinusoidalFrequencies",
+         "GridMethod", "TableKind",  # vision.cpp: methods as strings; kinds behind vision_layout
          "TensorFileFormat"}  # read by content, never chosen: nothing to bind
 
 
