@@ -344,10 +344,11 @@ Trainer Trainer::from_checkpoint(const std::string& path, const RunConfig& setti
                    (table->provenance.empty() ? std::string() : " (" + table->provenance + ")");
     } else if (spec.has_table) {
       cfg.model.max_seq_len = ck.tensor(std::string(spec.table_tensor)).rows();
-      // A checkpoint resized by posemb::replace_position_table carries its table's lineage.
-      if (const auto it = ck.file.metadata.find("posemb.provenance");
-          it != ck.file.metadata.end() && it->second.find("resize:") != std::string::npos) {
-        table_from = ", its table: " + it->second;
+      // A checkpoint whose table posemb resized records the resizes (posemb.resizes; the
+      // "resize: ..." text of older files): its table's lineage is told.
+      if (!recorded_resizes(ck.file.metadata, path).empty()) {
+        const auto it = ck.file.metadata.find(std::string(kProvenanceKey));
+        table_from = ", its table: " + (it == ck.file.metadata.end() ? "resized" : it->second);
       }
     }
     if (spec.has_table && cfg.model.max_seq_len < input_len(cfg.task.train_len)) {

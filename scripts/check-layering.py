@@ -53,6 +53,8 @@ LAYER_OF = {
     "sincos_2d.hpp": "core",
     "grid_resize.hpp": "io",
     "checkpoint_folder.hpp": "io",
+    "table_analysis.hpp": "io",
+    "table_provenance.hpp": "io",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 errors = []

@@ -118,40 +118,4 @@ std::string heatmap_png(MatrixView<const float> values, const HeatmapOptions& o)
   return img.png();
 }
 
-Matrix<float> cosine_similarity(MatrixView<const float> table, std::size_t step) {
-  if (step == 0) throw std::invalid_argument("cosine_similarity: step must be >= 1");
-  const std::size_t n = (table.rows() + step - 1) / step, dim = table.cols();
-  Matrix<float> unit(n, dim);
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto row = table.row(i * step);
-    double sq = 0;
-    for (float v : row) sq += static_cast<double>(v) * v;
-    const double inv = sq > 0 ? 1.0 / std::sqrt(sq) : 0.0;
-    for (std::size_t k = 0; k < dim; ++k) unit(i, k) = static_cast<float>(row[k] * inv);
-  }
-  Matrix<float> sim(n, n);
-  const auto ni = static_cast<std::int64_t>(n);
-#pragma omp parallel for schedule(dynamic, 16)
-  for (std::int64_t ii = 0; ii < ni; ++ii) {
-    const auto i = static_cast<std::size_t>(ii);
-    // Symmetric: compute j >= i, write both. 8 partial sums, added in a fixed order.
-    for (std::size_t j = i; j < n; ++j) {
-      const float* a = unit.row(i).data();
-      const float* b = unit.row(j).data();
-      float acc[8] = {};
-      std::size_t k = 0;
-      for (; k + 8 <= dim; k += 8) {
-        for (std::size_t q = 0; q < 8; ++q) acc[q] += a[k + q] * b[k + q];
-      }
-      float s = 0;
-      for (; k < dim; ++k) s += a[k] * b[k];
-      for (float v : acc) s += v;
-      s = std::clamp(s, -1.0f, 1.0f);
-      sim(i, j) = s;
-      sim(j, i) = s;
-    }
-  }
-  return sim;
-}
-
 }  // namespace posemb::viz

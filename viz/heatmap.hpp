@@ -2,7 +2,7 @@
 // position ticks on both axes, a colour bar with its scale, a title and axis labels. Small
 // matrices are scaled up (each cell a square of several pixels).
 //
-//   posemb::Matrix<float> sim = viz::cosine_similarity(table);     // (rows, rows) in [-1, 1]
+//   posemb::Matrix<float> sim = posemb::cosine_similarity(table);  // posemb/table_analysis.hpp
 //   viz::HeatmapOptions o;
 //   o.title = "cosine similarity of the learned table's rows";
 //   std::string png = viz::heatmap_png(sim, o);                    // write it atomically
@@ -35,12 +35,5 @@ struct HeatmapOptions {
 // index_step 0, std::runtime_error when the font is missing or encoding fails.
 std::string heatmap_png(MatrixView<const float> values,  // (rows, cols)
                         const HeatmapOptions& options);
-
-// The cosine similarity of every pair of rows 0, step, 2 step, ... of table (rows, dim):
-// (n, n), n = ceil(rows / step); a zero row has similarity 0 with everything. Rows are
-// normalized in double, dot products summed in a fixed order: the same bits on any thread
-// count. Throws std::invalid_argument for step 0.
-Matrix<float> cosine_similarity(MatrixView<const float> table,  // (rows, dim)
-                                std::size_t step = 1);
 
 }  // namespace posemb::viz

@@ -7,7 +7,7 @@
 //   t.reserved_rows = 2;  // known to the user; posemb's own files record it
 //   t.usable();           // rows [2, 514): position p is row 2 + p
 //   posemb::save_position_table("roberta-pe.safetensors", t);   // records reserved rows etc.
-//   posemb::likely_reserved_rows(t.values);   // 2: row 1 is all zeros (RoBERTa's padding row)
+//   posemb::likely_reserved_rows(t.values);   // 2: row 1 is all zeros (table_analysis.hpp)
 //
 // A ViT-style table stored as (1, N, C) is read as the (N, C) table (leading 1s squeezed;
 // stored_shape keeps [1, N, C], and save_position_table writes it back in that form).
@@ -21,7 +21,8 @@
 //   posemb.reserved_rows    leading rows that are not positions (RoBERTa/BART: "2")
 //   posemb.training_length  the sequence length the table was trained at
 //   posemb.initializer      how the rows were initialized ("normal(std=0.02, seed=1)")
-//   posemb.provenance       how the file was made (resizes append to it)
+//   posemb.provenance       how the file was made, for people (resizes append to it)
+//   posemb.resizes          the resizes as data (JSON; posemb/table_provenance.hpp)
 #pragma once
 
 #include <array>
@@ -33,6 +34,7 @@
 
 #include "posemb/matrix.hpp"
 #include "posemb/matrix_view.hpp"
+#include "posemb/table_provenance.hpp"
 #include "posemb/tensor_file.hpp"
 
 namespace posemb {
@@ -51,16 +53,14 @@ inline constexpr std::array<std::string_view, 8> kCommonTableNames = {
     "*embeddings.position_embeddings",
     "*pos_embed"};
 
-// How many leading rows likely_reserved_rows looks at.
-inline constexpr std::size_t kReservedRowScan = 8;
-
 // A position table and what is known about it.
 struct PositionTable {
   Matrix<float> values;                        // (reserved_rows + positions, dim)
   std::size_t reserved_rows = 0;               // leading rows that are not positions
   std::optional<std::size_t> training_length;  // the length it was trained at, if known
   std::string initializer;                     // how it was initialized, if known ("" if not)
-  std::string provenance;                      // how this file was made ("" if unknown)
+  std::string provenance;                      // how this file was made, for people ("" if unknown)
+  std::vector<TableResize> resizes;            // its resizes, oldest first (table_provenance.hpp)
   std::string source_file;                     // the file it was loaded from
   std::string source_tensor;                   // the tensor name in that file
   std::string how_found;                       // why that tensor was chosen
@@ -68,7 +68,8 @@ struct PositionTable {
   // The tensor's shape in the file: {rows, dim}, or with leading 1s ({1, rows, dim}, ViT) that
   // were squeezed on loading. Empty for a table made in memory (written as {rows, dim}).
   std::vector<std::uint64_t> stored_shape;
-  // True when reserved_rows came from the file's posemb.reserved_rows metadata.
+  // True when reserved_rows came from the file's posemb.reserved_rows metadata (see
+  // unstated_reserved_rows, posemb/table_analysis.hpp).
   bool reserved_rows_recorded = false;
 
   // Number of positions: rows after the reserved ones.
@@ -100,13 +101,6 @@ PositionTable load_position_table(const TensorFile& file, const std::string& pat
 std::string find_position_tensor(const TensorFile& file, const std::string& path,
                                  const std::optional<std::string>& tensor_name,
                                  std::string* how_found = nullptr);
-
-// The number of leading rows of table (rows, dim) that look reserved rather than positions:
-// 1 + the index of the last all-zero row among the first kReservedRowScan rows, provided some
-// later row is not all zeros (RoBERTa's table: row 1, the padding row, is zeros: 2). 0 when
-// there is no such row. A hint for a caller that was not told the reserved rows; the file's
-// posemb.reserved_rows metadata or the caller's knowledge decide.
-std::size_t likely_reserved_rows(MatrixView<const float> table);
 
 // Saves the table, atomically, in stored_shape's form (leading 1s kept; (rows, dim) when
 // empty). A .npy path stores every row, the reserved ones included, and no metadata (.npy

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,5 +90,75 @@ struct ResizedFile {
 // width or leading dimensions; MemoryLimitExceeded over the memory budget.
 ResizedFile replace_position_table(const TensorFile& file, const PositionTable& table,
                                    std::optional<DType> dtype = std::nullopt);
+
+// ---- A file's table resized and written: `posemb resize` in one call ----
+//
+//   posemb::FileResizeRequest req;
+//   req.output = "long.safetensors";
+//   req.positions = 2048;
+//   req.method = posemb::ResizeMethod::interpolate;
+//   posemb::FileResize r = posemb::resize_file(posemb::read_tensor_file("bert.safetensors"),
+//                                              "bert.safetensors", req);
+//   r.whole_file;            // true: every tensor of the input, the table replaced
+//   r.table.positions();     // 2048
+//   r.file.extended;         // "bert.embeddings.position_ids: [1, 512] -> [1, 2048], ..."
+
+// What to resize and where to write it (the flags of `posemb resize`).
+struct FileResizeRequest {
+  std::string output;                        // the file to write (.npy: the table alone)
+  std::optional<std::string> tensor;         // the table's name (default: found by name)
+  std::optional<std::size_t> reserved_rows;  // default: the file's posemb.reserved_rows, or 0
+  std::size_t positions = 0;                 // positions of the result (reserved rows extra)
+  ResizeMethod method = ResizeMethod::copy;
+  ResizeOptions options;       // random: the new rows' initializer, std, seed
+  std::optional<DType> dtype;  // of the written table (default: as stored)
+  bool table_only = false;     // the table alone, not the whole file
+};
+
+// A resize of a file's table, ready to write (plan_file_resize) or written (resize_file).
+struct FileResize {
+  std::string output;             // where it goes
+  PositionTable table;            // the new table (source_tensor, how_found: the input's)
+  std::size_t old_positions = 0;  // the input table's positions and rows
+  std::size_t old_rows = 0;
+  // likely_reserved_rows of the input table when neither the request nor the file gave its
+  // reserved rows and its leading rows look reserved (unstated_reserved_rows): the table was
+  // resized as if they were positions. nullopt otherwise.
+  std::optional<std::size_t> unstated_reserved_rows;
+  // True: the whole input file with the new table (`file`); false: the table alone (asked
+  // for, a .npy output, or a .npy input), with posemb's metadata unless .npy.
+  bool whole_file = false;
+  ResizedFile file;            // whole_file: the tensors and metadata to write
+  std::optional<DType> dtype;  // the table's written dtype (default: table.dtype)
+};
+
+// Thrown by plan_file_resize when the request's reserved_rows exceed the table's rows: a
+// mistake of the request, not of the file (`posemb resize` reports it as a usage error).
+class ReservedRowsOutOfRange : public std::invalid_argument {
+ public:
+  ReservedRowsOutOfRange(std::size_t requested, std::size_t rows);
+  std::size_t requested() const noexcept { return requested_; }
+  std::size_t rows() const noexcept { return rows_; }
+
+ private:
+  std::size_t requested_, rows_;
+};
+
+// The resize request made on file (read from path, named so in messages), nothing written:
+// the table loaded (load_position_table), its reserved rows set from the request, resized
+// (resize_table), and for a whole-file output the file with the table replaced
+// (replace_position_table). Throws std::invalid_argument for a request that does not fit the
+// table (ReservedRowsOutOfRange; what resize_table refuses), FileFormatError for a file
+// without a usable table, MemoryLimitExceeded over the memory budget.
+FileResize plan_file_resize(const TensorFile& file, const std::string& path,
+                            const FileResizeRequest& request);
+
+// Writes a planned resize to resize.output, atomically: the whole file as safetensors, or the
+// table alone (save_position_table).
+void write_file_resize(const FileResize& resize);
+
+// plan_file_resize, then write_file_resize: nothing is written when planning throws.
+FileResize resize_file(const TensorFile& file, const std::string& path,
+                       const FileResizeRequest& request);
 
 }  // namespace posemb

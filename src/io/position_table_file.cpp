@@ -8,6 +8,7 @@
 #include "posemb/npy.hpp"
 #include "posemb/safetensors.hpp"
 #include "table_checks.hpp"
+#include "table_metadata.hpp"
 
 namespace posemb {
 namespace {
@@ -170,27 +171,9 @@ PositionTable load_position_table(const TensorFile& file, const std::string& pat
     t.training_length = parse_count(m, "posemb.training_length", path);
   }
   if (auto it = m.find("posemb.initializer"); it != m.end()) t.initializer = it->second;
-  if (auto it = m.find("posemb.provenance"); it != m.end()) t.provenance = it->second;
+  if (auto it = m.find(std::string(kProvenanceKey)); it != m.end()) t.provenance = it->second;
+  t.resizes = recorded_resizes(m, path);
   return t;
-}
-
-std::size_t likely_reserved_rows(MatrixView<const float> table) {
-  auto zero = [&](std::size_t r) {
-    for (float v : table.row(r)) {
-      if (v != 0.0f) return false;
-    }
-    return true;
-  };
-  const std::size_t scan = std::min(kReservedRowScan, table.rows());
-  std::size_t last_zero = scan;
-  for (std::size_t r = 0; r < scan; ++r) {
-    if (zero(r)) last_zero = r;
-  }
-  if (last_zero == scan) return 0;
-  for (std::size_t r = last_zero + 1; r < table.rows(); ++r) {
-    if (!zero(r)) return last_zero + 1;
-  }
-  return 0;  // zeros from there on: an all-zero table says nothing about reserved rows
 }
 
 Tensor position_table_tensor(const PositionTable& table, DType dtype) {
@@ -238,11 +221,7 @@ void save_position_table(const std::string& path, const PositionTable& table,
     return;
   }
   Metadata m;
-  m["posemb.tensor"] = t.name();
-  m["posemb.reserved_rows"] = std::to_string(table.reserved_rows);
-  if (table.training_length) m["posemb.training_length"] = std::to_string(*table.training_length);
-  if (!table.initializer.empty()) m["posemb.initializer"] = table.initializer;
-  if (!table.provenance.empty()) m["posemb.provenance"] = table.provenance;
+  detail::set_table_metadata(m, table, t.name());
   write_safetensors(path, {t}, m);
 }
 

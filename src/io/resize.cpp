@@ -11,7 +11,9 @@
 #include "posemb/initializers.hpp"
 #include "posemb/memory.hpp"
 #include "posemb/sinusoidal.hpp"
+#include "posemb/table_analysis.hpp"
 #include "table_checks.hpp"
+#include "table_metadata.hpp"
 
 namespace posemb {
 namespace {
@@ -20,18 +22,6 @@ std::string fmt_double(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
-}
-
-// The mean Euclidean norm of the rows of m (rows, dim), in double; 0 for no rows.
-double mean_row_norm(MatrixView<const float> m) {
-  if (m.rows() == 0) return 0.0;
-  double sum = 0.0;
-  for (std::size_t r = 0; r < m.rows(); ++r) {
-    double sq = 0.0;
-    for (float v : m.row(r)) sq += static_cast<double>(v) * v;
-    sum += std::sqrt(sq);
-  }
-  return sum / static_cast<double>(m.rows());
 }
 
 std::string table_label(const PositionTable& t) {
@@ -68,17 +58,19 @@ ResizeMethod parse_resize_method(std::string_view name) {
                               " (expected one of " + names + ")");
 }
 
-PositionTable resize_table(const PositionTable& table, std::size_t new_positions,
-                           ResizeMethod method, const ResizeOptions& options) {
+namespace {
+
+// Every check of resize_table, before anything is allocated.
+void check_resize(const PositionTable& table, std::size_t new_positions, ResizeMethod method,
+                  const ResizeOptions& options) {
   const std::size_t reserved = table.reserved_rows;
   const std::size_t rows = table.values.rows();
-  const std::size_t dim = table.values.cols();
   const std::string name(resize_method_name(method));
   if (reserved > rows) {
     throw std::invalid_argument("resize_table: reserved_rows " + std::to_string(reserved) +
                                 " exceeds the table's " + std::to_string(rows) + " rows");
   }
-  if (dim == 0) {
+  if (table.values.cols() == 0) {
     throw std::invalid_argument("resize_table: " + table_label(table) + " has " +
                                 std::to_string(rows) + " rows of 0 columns; a position table " +
                                 "needs at least one column");
@@ -118,17 +110,98 @@ PositionTable resize_table(const PositionTable& table, std::size_t new_positions
     throw std::invalid_argument("resize_table: " + table_label(table) + " holds " + bad +
                                 "; refusing to resize a damaged table");
   }
-  // The result, and for `random` the freshly drawn table, before any allocation.
-  const std::size_t row_bytes = saturating_mul(dim, sizeof(float));
-  const std::size_t result_rows = saturating_add(reserved, new_positions);
-  check_allocation(
-      "resize_table",
-      saturating_mul(saturating_add(result_rows, method == ResizeMethod::random ||
-                                                         method == ResizeMethod::sinusoidal
-                                                     ? new_positions
-                                                     : 0),
-                     row_bytes));
+}
 
+// The methods. Each fills the positions of dst (new_n, dim) from the positions of src
+// (old_n, dim); the reserved rows are not theirs.
+
+// copy and truncate: position p is old position p % old_n.
+void tile_positions(MatrixView<const float> src, MatrixView<float> dst) {
+  for (std::size_t p = 0; p < dst.rows(); ++p) {
+    const auto from = src.row(p % src.rows());
+    std::copy(from.begin(), from.end(), dst.row(p).begin());
+  }
+}
+
+// New position j sits at old position j * (old_n - 1) / (new_n - 1): an integer part i and a
+// fraction rem / den, computed exactly in integers; exact positions are copied.
+void interpolate_positions(MatrixView<const float> src, MatrixView<float> dst) {
+  const std::size_t old_n = src.rows(), new_n = dst.rows(), dim = src.cols();
+  const std::uint64_t den = new_n > 1 ? new_n - 1 : 1;
+  for (std::size_t j = 0; j < new_n; ++j) {
+    const std::uint64_t num = static_cast<std::uint64_t>(j) * (old_n - 1);
+    const std::size_t i = static_cast<std::size_t>(num / den);
+    const std::uint64_t rem = num % den;
+    if (rem == 0) {
+      std::copy(src.row(i).begin(), src.row(i).end(), dst.row(j).begin());
+      continue;
+    }
+    const double t = static_cast<double>(rem) / static_cast<double>(den);
+    for (std::size_t c = 0; c < dim; ++c) {
+      const double a = src(i, c);
+      const double b = src(i + 1, c);
+      dst(j, c) = static_cast<float>(a + t * (b - a));
+    }
+  }
+}
+
+// The old positions bit for bit; the new ones rows [old_n, new_n) of a whole (new_n, dim)
+// table drawn with the initializer, so shape-dependent initializers (glorot-uniform) see the
+// table's shape and `sinusoidal` gives the encoding of the new positions.
+void draw_new_positions(MatrixView<const float> src, MatrixView<float> dst,
+                        const ResizeOptions& options) {
+  const std::size_t old_n = src.rows(), new_n = dst.rows();
+  for (std::size_t p = 0; p < old_n; ++p) {
+    std::copy(src.row(p).begin(), src.row(p).end(), dst.row(p).begin());
+  }
+  Matrix<float> fresh(new_n, dst.cols());
+  initialize_table(fresh.view(),
+                   Initializer::parse(options.initializer, options.stddev, options.seed));
+  const std::string bad =
+      detail::non_finite_description(fresh.cview().subrows(old_n, new_n - old_n));
+  if (!bad.empty()) {
+    throw std::invalid_argument("resize_table: the " + options.initializer +
+                                " initializer with stddev " + fmt_double(options.stddev) +
+                                " drew " + bad + " of the new rows; use a smaller stddev");
+  }
+  for (std::size_t p = old_n; p < new_n; ++p) {
+    std::copy(fresh.row(p).begin(), fresh.row(p).end(), dst.row(p).begin());
+  }
+}
+
+// The old positions bit for bit; the new ones the sinusoidal encoding of their positions,
+// scaled to the old positions' mean row norm. Returns the scale (nullopt when nothing is new).
+std::optional<double> extend_sinusoidal(MatrixView<const float> src, MatrixView<float> dst) {
+  const std::size_t old_n = src.rows(), new_n = dst.rows(), dim = src.cols();
+  for (std::size_t p = 0; p < old_n; ++p) {
+    std::copy(src.row(p).begin(), src.row(p).end(), dst.row(p).begin());
+  }
+  if (new_n == old_n) return std::nullopt;
+  const Matrix<float> fresh =
+      sinusoidal_positional_encoding(new_n - old_n, dim, old_n);  // (new_n - old_n, dim)
+  const double fresh_norm = row_norm_stats(fresh.cview()).mean;
+  const double scale = fresh_norm > 0.0 ? row_norm_stats(src).mean / fresh_norm : 0.0;
+  for (std::size_t p = 0; p < fresh.rows(); ++p) {
+    for (std::size_t c = 0; c < dim; ++c) {
+      dst(old_n + p, c) = static_cast<float>(fresh(p, c) * scale);
+    }
+  }
+  return scale;
+}
+
+}  // namespace
+
+PositionTable resize_table(const PositionTable& table, std::size_t new_positions,
+                           ResizeMethod method, const ResizeOptions& options) {
+  check_resize(table, new_positions, method, options);
+  const std::size_t reserved = table.reserved_rows;
+  const std::size_t dim = table.values.cols();
+  // The result, and for `random` and `sinusoidal` the freshly made rows, before any allocation.
+  const bool fresh = method == ResizeMethod::random || method == ResizeMethod::sinusoidal;
+  check_allocation("resize_table",
+                   saturating_mul(saturating_add(saturating_add(reserved, new_positions),
+                                                 fresh ? new_positions : 0),
+                                  saturating_mul(dim, sizeof(float))));
   PositionTable out;
   out.values = Matrix<float>(reserved + new_positions, dim);  // (reserved + new_positions, dim)
   out.reserved_rows = reserved;
@@ -138,89 +211,40 @@ PositionTable resize_table(const PositionTable& table, std::size_t new_positions
   out.dtype = table.dtype;
   out.how_found = table.how_found;
   out.stored_shape = table.stored_shape;
-  const auto& src = table.values;
-  auto& dst = out.values;
-  auto copy_row = [&](std::size_t to, std::size_t from) {
-    for (std::size_t c = 0; c < dim; ++c) dst(to, c) = src(from, c);
-  };
-  for (std::size_t r = 0; r < reserved; ++r) copy_row(r, r);  // reserved rows stay in place
-
-  std::string how =
-      name + " " + std::to_string(old_n) + " -> " + std::to_string(new_positions) + " positions";
+  out.resizes = table.resizes;
+  for (std::size_t r = 0; r < reserved; ++r) {  // reserved rows stay in place
+    std::copy(table.values.row(r).begin(), table.values.row(r).end(), out.values.row(r).begin());
+  }
+  const MatrixView<const float> src = table.usable();                                // (old_n, dim)
+  const MatrixView<float> dst = out.values.view().subrows(reserved, new_positions);  // (new_n, dim)
+  TableResize step;
+  step.method = std::string(resize_method_name(method));
+  step.from_positions = table.positions();
+  step.to_positions = new_positions;
+  step.reserved_rows = reserved;
+  step.source_file = table.source_file;
+  step.source_tensor = table.source_tensor;
   switch (method) {
     case ResizeMethod::copy:
     case ResizeMethod::truncate:
-      for (std::size_t p = 0; p < new_positions; ++p) copy_row(reserved + p, reserved + p % old_n);
+      tile_positions(src, dst);
       break;
     case ResizeMethod::interpolate:
-      // New position j sits at old position j * (old_n - 1) / (new_n - 1): an integer part i and
-      // a fraction rem / den, computed exactly in integers.
-      for (std::size_t j = 0; j < new_positions; ++j) {
-        const std::uint64_t den = new_positions > 1 ? new_positions - 1 : 1;
-        const std::uint64_t num = static_cast<std::uint64_t>(j) * (old_n - 1);
-        const std::size_t i = static_cast<std::size_t>(num / den);
-        const std::uint64_t rem = num % den;
-        if (rem == 0) {
-          copy_row(reserved + j, reserved + i);
-          continue;
-        }
-        const double t = static_cast<double>(rem) / static_cast<double>(den);
-        for (std::size_t c = 0; c < dim; ++c) {
-          const double a = src(reserved + i, c);
-          const double b = src(reserved + i + 1, c);
-          dst(reserved + j, c) = static_cast<float>(a + t * (b - a));
-        }
-      }
+      interpolate_positions(src, dst);
       break;
-    case ResizeMethod::random: {
-      for (std::size_t p = 0; p < old_n; ++p) copy_row(reserved + p, reserved + p);
-      // The new rows are rows [old_n, new_n) of a whole (new_n, dim) table drawn with the
-      // initializer, so shape-dependent initializers (glorot-uniform) see the table's shape and
-      // `sinusoidal` gives the encoding of the new positions.
-      Matrix<float> fresh(new_positions, dim);
-      initialize_table(fresh.view(),
-                       Initializer::parse(options.initializer, options.stddev, options.seed));
-      const std::string bad =
-          detail::non_finite_description(fresh.cview().subrows(old_n, new_positions - old_n));
-      if (!bad.empty()) {
-        throw std::invalid_argument("resize_table: the " + options.initializer +
-                                    " initializer with stddev " + fmt_double(options.stddev) +
-                                    " drew " + bad + " of the new rows; use a smaller stddev");
-      }
-      for (std::size_t p = old_n; p < new_positions; ++p) {
-        std::copy(fresh.row(p).begin(), fresh.row(p).end(), dst.row(reserved + p).begin());
-      }
-      how += ", new rows " + options.initializer + "(std=" + fmt_double(options.stddev) +
-             ", seed=" + std::to_string(options.seed) + ")";
+    case ResizeMethod::random:
+      draw_new_positions(src, dst, options);
+      step.initializer = options.initializer;
+      step.stddev = options.stddev;
+      step.seed = options.seed;
       break;
-    }
-    case ResizeMethod::sinusoidal: {
-      for (std::size_t p = 0; p < old_n; ++p) copy_row(reserved + p, reserved + p);
-      if (new_positions == old_n) break;
-      // The encoding of the new positions, scaled to the old positions' mean row norm.
-      Matrix<float> fresh =
-          sinusoidal_positional_encoding(new_positions - old_n, dim, old_n);  // (new - old, dim)
-      const double fresh_norm = mean_row_norm(fresh.cview());
-      const double scale =
-          fresh_norm > 0.0
-              ? mean_row_norm(table.values.cview().subrows(reserved, old_n)) / fresh_norm
-              : 0.0;
-      for (std::size_t p = 0; p < fresh.rows(); ++p) {
-        for (std::size_t c = 0; c < dim; ++c) {
-          dst(reserved + old_n + p, c) = static_cast<float>(fresh(p, c) * scale);
-        }
-      }
-      how += ", new rows the sinusoidal encoding (interleaved, base 10000) x " + fmt_double(scale) +
-             " (the old positions' mean row norm)";
+    case ResizeMethod::sinusoidal:
+      step.scale = extend_sinusoidal(src, dst);
       break;
-    }
   }
-  if (reserved != 0) how += ", " + std::to_string(reserved) + " reserved rows kept";
-  if (!table.source_file.empty()) {
-    how += ", from '" + table.source_file + "' tensor '" + table.source_tensor + "'";
-  }
-  out.provenance =
-      table.provenance.empty() ? "resize: " + how : table.provenance + "; resize: " + how;
+  const std::string how = describe_resize(step);
+  out.provenance = table.provenance.empty() ? how : table.provenance + "; " + how;
+  out.resizes.push_back(std::move(step));
   return out;
 }
 
@@ -380,12 +404,7 @@ ResizedFile replace_position_table(const TensorFile& file, const PositionTable& 
     const bool odd_buffer = is_integer_dtype(t.dtype()) && buffer_shape;
     if (state_of_table || square || odd_buffer) out.kept_with_old_length.push_back(t.name());
   }
-  auto& m = out.metadata;
-  m["posemb.tensor"] = name;
-  m["posemb.reserved_rows"] = std::to_string(table.reserved_rows);
-  if (table.training_length) m["posemb.training_length"] = std::to_string(*table.training_length);
-  if (!table.initializer.empty()) m["posemb.initializer"] = table.initializer;
-  if (!table.provenance.empty()) m["posemb.provenance"] = table.provenance;
+  detail::set_table_metadata(out.metadata, table, name);
   return out;
 }
 

@@ -213,27 +213,6 @@ TEST(PositionTableFile, StoredShapeIsWrittenBack) {
   EXPECT_THROW((void)position_table_tensor(t, DType::F32), std::invalid_argument);
 }
 
-TEST(PositionTableFile, LikelyReservedRowsFromLeadingZeroRows) {
-  Matrix<float> t(10, 3);
-  for (std::size_t r = 0; r < 10; ++r) {
-    for (std::size_t c = 0; c < 3; ++c) t(r, c) = 0.1f * static_cast<float>(r + c + 1);
-  }
-  EXPECT_EQ(likely_reserved_rows(t), 0u);
-  // RoBERTa: row 1 (the padding row) all zeros, row 0 not.
-  for (std::size_t c = 0; c < 3; ++c) t(1, c) = c == 1 ? -0.0f : 0.0f;
-  EXPECT_EQ(likely_reserved_rows(t), 2u);
-  // A zero row past the first kReservedRowScan rows is not a reserved row.
-  Matrix<float> u(20, 3);
-  for (float& v : u.flat()) v = 1.0f;
-  for (std::size_t c = 0; c < 3; ++c) u(kReservedRowScan, c) = 0.0f;
-  EXPECT_EQ(likely_reserved_rows(u), 0u);
-  for (std::size_t c = 0; c < 3; ++c) u(kReservedRowScan - 1, c) = 0.0f;
-  EXPECT_EQ(likely_reserved_rows(u), kReservedRowScan);
-  // All zeros (a zeros-initialized table) says nothing; nor does a single row.
-  EXPECT_EQ(likely_reserved_rows(Matrix<float>(6, 3)), 0u);
-  EXPECT_EQ(likely_reserved_rows(Matrix<float>(1, 3)), 0u);
-}
-
 TEST(PositionTableFile, BadPosembMetadataIsRefused) {
   TempDir dir;
   const std::string path = dir.file("m.safetensors");

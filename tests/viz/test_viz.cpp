@@ -154,24 +154,6 @@ TEST(Heatmap, RefusesBadInputs) {
   o.vmin = 1;
   o.vmax = 1;
   EXPECT_THROW(heatmap_png(m, o), std::invalid_argument);
-  EXPECT_THROW(cosine_similarity(m, 0), std::invalid_argument);
-}
-
-TEST(CosineSimilarity, MatchesTheDefinitionAndThins) {
-  Matrix<float> t(3, 2);
-  t(0, 0) = 1;
-  t(1, 0) = 1;
-  t(1, 1) = 1;
-  t(2, 0) = -2;  // row 2 = -row 0
-  const auto s = cosine_similarity(t);
-  EXPECT_NEAR(s(0, 1), std::sqrt(0.5f), 1e-6);
-  EXPECT_EQ(s(0, 2), -1.0f);
-  EXPECT_EQ(s(1, 0), s(0, 1));
-  Matrix<float> z(2, 3);  // zero rows: similarity 0, not NaN
-  EXPECT_EQ(cosine_similarity(z)(0, 1), 0.0f);
-  const auto thin = cosine_similarity(t, 2);  // rows 0 and 2
-  ASSERT_EQ(thin.rows(), 2u);
-  EXPECT_EQ(thin(0, 1), -1.0f);
 }
 
 TEST(LineChart, LinesBreakAtGapsStyledApartAndMarkersInAxisUnits) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "lab/config.hpp"
+#include "posemb/table_analysis.hpp"
 #include "viz/chart.hpp"
 #include "viz/heatmap.hpp"
 
@@ -100,7 +101,7 @@ std::string extension_svg(const std::string& title, std::size_t lo, std::size_t 
 std::string table_similarity_png(MatrixView<const float> table, const std::string& title) {
   viz::HeatmapOptions o;
   o.title = title;
-  return viz::heatmap_png(viz::cosine_similarity(table), o);
+  return viz::heatmap_png(cosine_similarity(table), o);
 }
 
 }  // namespace posemb::cli

@@ -10,6 +10,7 @@
 #include "posemb/npy.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/safetensors.hpp"
+#include "posemb/table_analysis.hpp"
 #include "posemb/tensor_file.hpp"
 #include "table_report.hpp"
 
@@ -42,9 +43,10 @@ void warn_reserved_rows(const TensorFile& file, const ConvertOptions& o,
   std::size_t k = t.reserved_rows;  // from posemb.reserved_rows, when it describes this tensor
   std::string why = fmt::format("{} records {} reserved rows", o.in, k);
   if (k == 0) {
-    why = looks_reserved(t, false);
-    if (why.empty()) return;
-    k = likely_reserved_rows(t.values);
+    const auto likely = unstated_reserved_rows(t);
+    if (!likely) return;
+    k = *likely;
+    why = looks_reserved(t, k);
   }
   warn(why + "; " + o.out + " holds all " + std::to_string(t.values.rows()) +
        " rows and .npy cannot record that: pass --reserved-rows " + std::to_string(k) +

@@ -8,6 +8,7 @@
 #include "cli.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/position_table_file.hpp"
+#include "posemb/table_analysis.hpp"
 #include "table_report.hpp"
 
 namespace posemb::cli {
@@ -31,9 +32,9 @@ void run_inspect(const InspectOptions& o) {
     }
     t.reserved_rows = *o.reserved_rows;
   }
-  if (const std::string w = looks_reserved(t, o.reserved_rows.has_value()); !w.empty()) {
-    warn(w + "; shown as " + std::to_string(t.values.rows()) + " positions. Pass --reserved-rows " +
-         std::to_string(likely_reserved_rows(t.values)) + " if they are reserved");
+  if (const auto k = unstated_reserved_rows(t, o.reserved_rows.has_value())) {
+    warn(looks_reserved(t, *k) + "; shown as " + std::to_string(t.values.rows()) +
+         " positions. Pass --reserved-rows " + std::to_string(*k) + " if they are reserved");
   }
   fmt::print("file:            {}\n", quote_untrusted(o.file));
   fmt::print("tensor:          {} ({})\n", quote_untrusted(t.source_tensor), t.how_found);
@@ -55,14 +56,13 @@ void run_inspect(const InspectOptions& o) {
   const RowNormStats s = row_norm_stats(usable);
   fmt::print("row norms:       min {:.6g}  mean {:.6g}  max {:.6g}  std {:.6g}\n", s.min, s.mean,
              s.max, s.stddev);
-  const Matrix<float> unit = unit_rows(usable);
   fmt::print("mean cosine similarity of positions at distance d:\n");
-  for (const auto& [d, c] : mean_cosine_by_distance(unit)) {
+  for (const auto& [d, c] : distance_profile(usable)) {
     fmt::print("  d = {:>6}: {:+.4f}\n", d, c);
   }
   if (!o.plot.empty()) {
-    const std::size_t step = (unit.rows() + o.max_plot - 1) / o.max_plot;
-    const std::size_t n = write_cosine_heatmap(unit, step, o.plot);
+    const std::size_t step = (usable.rows() + o.max_plot - 1) / o.max_plot;
+    const std::size_t n = write_cosine_heatmap(unit_rows(usable), step, o.plot);
     fmt::print(
         "heatmap:         {} ({} x {} cells, every {} position(s); blue -1, white 0, red +1)\n",
         quote_untrusted(o.plot), n, n, step == 0 ? 1 : step);

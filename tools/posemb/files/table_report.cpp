@@ -1,84 +1,65 @@
 #include "table_report.hpp"
 
-#include <algorithm>
-#include <cmath>
-#include <stdexcept>
-
 #include <fmt/core.h>
 
+#include <stdexcept>
+#include <vector>
+
+#include "lab/checkpoint_table.hpp"
 #include "posemb/atomic_file.hpp"
 #include "posemb/errors.hpp"
+#include "posemb/table_analysis.hpp"
 #include "viz/heatmap.hpp"
 
 namespace posemb::cli {
 namespace {
 
-// Dot product with 8 independent partial sums (so the compiler can vectorize it).
-float dot(const float* a, const float* b, std::size_t n) {
-  float acc[8] = {};
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (std::size_t k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
+// Up to 4 names, then how many more.
+std::string name_list(const std::vector<std::string>& names) {
+  std::string s;
+  for (std::size_t i = 0; i < names.size() && i < 4; ++i) {
+    s += (i != 0 ? ", " : "") + quote_untrusted(names[i]);
   }
-  float s = 0;
-  for (; i < n; ++i) s += a[i] * b[i];
-  for (float v : acc) s += v;
+  if (names.size() > 4) s += ", ... (" + std::to_string(names.size()) + " in all)";
   return s;
+}
+
+bool ends_with_npy(const std::string& p) {
+  return p.size() >= 4 && p.compare(p.size() - 4, 4, ".npy") == 0;
+}
+
+// The notes after a whole file is written: tensors still sized for the old table, and what
+// else may still give the old length.
+void print_whole_file_notes(const FileResize& r, bool lab_checkpoint, bool table_metadata) {
+  const auto& kept = r.file.kept_with_old_length;
+  if (!kept.empty() && !lab_checkpoint) {
+    warn(std::to_string(kept.size()) + " tensor(s) still have the old length " +
+         std::to_string(r.old_rows) + " and were kept as they were: " + name_list(kept) +
+         " (masks or optimizer state sized for the old table; a program loading the file may "
+         "have to rebuild them)");
+  }
+  if (lab_checkpoint) {
+    fmt::print(
+        "note: a posemb lab checkpoint: train from it with `posemb train --init-from {} "
+        "--train-len N` (a new run, a fresh optimizer; n <= {} fits the table); --resume "
+        "refuses it, its optimizer state being the old table's\n",
+        quote_untrusted(r.output), lab::longest_train_len(r.table.values.rows()));
+  } else if (!table_metadata) {
+    fmt::print(
+        "note: a configuration beside the checkpoint (Hugging Face's config.json: "
+        "max_position_embeddings, n_positions, a ViT's image_size) may still give the old "
+        "length; the table now has {} rows\n",
+        r.table.values.rows());
+  }
 }
 
 }  // namespace
-
-RowNormStats row_norm_stats(MatrixView<const float> table) {
-  RowNormStats s;
-  if (table.rows() == 0) return s;
-  s.min = INFINITY;
-  s.max = -INFINITY;
-  double sum = 0, sum2 = 0;
-  for (std::size_t r = 0; r < table.rows(); ++r) {
-    double n2 = 0;
-    for (float v : table.row(r)) n2 += static_cast<double>(v) * v;
-    const double n = std::sqrt(n2);
-    s.min = std::min(s.min, n);
-    s.max = std::max(s.max, n);
-    sum += n;
-    sum2 += n * n;
-  }
-  const auto rows = static_cast<double>(table.rows());
-  s.mean = sum / rows;
-  s.stddev = std::sqrt(std::max(0.0, sum2 / rows - s.mean * s.mean));
-  return s;
-}
-
-Matrix<float> unit_rows(MatrixView<const float> table) {
-  Matrix<float> u(table);
-  for (std::size_t r = 0; r < u.rows(); ++r) {
-    double n2 = 0;
-    for (float v : u.row(r)) n2 += static_cast<double>(v) * v;
-    if (n2 == 0) continue;
-    const auto inv = static_cast<float>(1.0 / std::sqrt(n2));
-    for (float& v : u.row(r)) v *= inv;
-  }
-  return u;
-}
-
-std::vector<std::pair<std::size_t, double>> mean_cosine_by_distance(MatrixView<const float> unit) {
-  std::vector<std::pair<std::size_t, double>> out;
-  for (std::size_t d = 1; d < unit.rows(); d *= 2) {
-    double sum = 0;
-    const std::size_t n = unit.rows() - d;
-    for (std::size_t i = 0; i < n; ++i) {
-      sum += dot(unit.row(i).data(), unit.row(i + d).data(), unit.cols());
-    }
-    out.emplace_back(d, sum / static_cast<double>(n));
-  }
-  return out;
-}
 
 std::size_t write_cosine_heatmap(MatrixView<const float> unit, std::size_t step,
                                  const std::string& path) {
   if (step == 0) step = 1;
   if (unit.rows() == 0) throw std::invalid_argument("inspect: the table has no rows to plot");
-  const Matrix<float> sim = viz::cosine_similarity(unit, step);
+  const Matrix<float> sim = cosine_similarity(unit, step);
   viz::HeatmapOptions o;
   o.title = "cosine similarity between positions" +
             (step > 1 ? " (every " + std::to_string(step) + "th)" : std::string());
@@ -91,10 +72,7 @@ void warn(const std::string& text) {
   fmt::print(stderr, "posemb: warning: {}\n", text);
 }
 
-std::string looks_reserved(const PositionTable& table, bool flag_given) {
-  if (flag_given || table.reserved_rows_recorded) return {};
-  const std::size_t k = likely_reserved_rows(table.values);
-  if (k <= table.reserved_rows) return {};
+std::string looks_reserved(const PositionTable& table, std::size_t k) {
   return "row " + std::to_string(k - 1) + " of " + quote_untrusted(table.source_tensor) +
          " is all zeros, so its first " + std::to_string(k) +
          " rows look reserved (RoBERTa's table reserves 2, its padding row 1 all zeros: position "
@@ -109,6 +87,43 @@ std::string squeeze_note(const PositionTable& table) {
          " table (positions x dim, the leading 1s squeezed) and written back with its leading 1s; "
          "in a ViT, row 0 is the class token (--reserved-rows 1) and the rest a 2-D grid of "
          "patches, which posemb resizes as one sequence";
+}
+
+void print_resize_report(const FileResize& r, bool lab_checkpoint, bool table_metadata,
+                         bool table_only_asked) {
+  const PositionTable& t = r.table;
+  if (r.unstated_reserved_rows) {
+    warn(looks_reserved(t, *r.unstated_reserved_rows) + "; resize treated all " +
+         std::to_string(r.old_rows) + " rows as positions. Pass --reserved-rows " +
+         std::to_string(*r.unstated_reserved_rows) +
+         " if they are reserved, --reserved-rows 0 if they are not");
+  }
+  if (const std::string n = squeeze_note(t); !n.empty()) fmt::print("{}\n", n);
+  const std::string done =
+      fmt::format("tensor {} ({}): {} -> {} positions by {} ({} reserved rows kept)",
+                  quote_untrusted(t.source_tensor), t.how_found, r.old_positions, t.positions(),
+                  t.resizes.empty() ? std::string() : t.resizes.back().method, t.reserved_rows);
+  if (!r.whole_file) {
+    const bool npy = ends_with_npy(r.output);
+    fmt::print("{}; wrote {} ({} x {}{})\n", done, quote_untrusted(r.output), t.values.rows(),
+               t.values.cols(),
+               table_only_asked ? ", the table alone"
+               : npy            ? ", the table alone: a .npy file holds one array"
+                                : "");
+    if (npy && t.reserved_rows != 0) {
+      warn(quote_untrusted(r.output) + " holds all " + std::to_string(t.values.rows()) +
+           " rows, the " + std::to_string(t.reserved_rows) +
+           " reserved ones first; .npy cannot record that: pass --reserved-rows " +
+           std::to_string(t.reserved_rows) + " when reading it, or write .safetensors");
+    }
+    return;
+  }
+  fmt::print(
+      "{}; wrote {}: the whole file, {} tensors (the table {} x {}, the others as they "
+      "were), metadata kept, lineage in posemb.provenance\n",
+      done, quote_untrusted(r.output), r.file.tensors.size(), t.values.rows(), t.values.cols());
+  for (const auto& e : r.file.extended) fmt::print("  extended {}\n", quote_untrusted(e));
+  print_whole_file_notes(r, lab_checkpoint, table_metadata);
 }
 
 }  // namespace posemb::cli
