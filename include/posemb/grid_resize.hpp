@@ -115,9 +115,12 @@ GridShape square_grid_for_rows(std::size_t rows, const VisionLayout& layout);
 
 // table with its grid (layout.grid) resized to `to` by method: the prefix rows kept bit for
 // bit, reserved_rows = layout.prefix_tokens, stored_shape's rows updated (ViT (1, N', C) stays
-// 3-D, CLIP (N', C) 2-D), the resize appended to provenance. Throws std::invalid_argument when
-// layout does not add up to the table's rows, `to` has no cells or more than 2^24, sincos is
-// asked of a width that is not a multiple of 4, or the table holds NaN or infinity.
+// 3-D, CLIP (N', C) 2-D), the resize appended to resizes (a TableResize with operation
+// "resize_grid", method the grid method, positions counting grid cells, reserved_rows the
+// prefix) and to provenance ("resize: bicubic grid 14x14 -> 24x24 (196 -> 576 positions), ...").
+// Throws std::invalid_argument when layout does not add up to the table's rows, `to` has no cells
+// or more than 2^24, sincos is asked of a width that is not a multiple of 4, or the table holds NaN
+// or infinity.
 PositionTable resize_grid(const PositionTable& table, const VisionLayout& layout, GridShape to,
                           GridMethod method);
 

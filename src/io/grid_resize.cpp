@@ -8,6 +8,7 @@
 
 #include "posemb/errors.hpp"
 #include "posemb/sincos_2d.hpp"
+#include "posemb/table_provenance.hpp"
 #include "table_checks.hpp"
 
 namespace posemb {
@@ -330,11 +331,23 @@ PositionTable resize_grid(const PositionTable& table, const VisionLayout& layout
   out.reserved_rows_recorded = false;
   out.training_length.reset();
   if (!out.stored_shape.empty()) out.stored_shape[out.stored_shape.size() - 2] = out.values.rows();
-  const std::string how = "grid " + grid_shape_string(layout.grid) + " -> " +
-                          grid_shape_string(to) + " by " + std::string(grid_method_name(method)) +
-                          " (" + prefix_text(p) + " kept)";
-  out.provenance =
-      table.provenance.empty() ? "resize: " + how : table.provenance + "; resize: " + how;
+  // The lineage, as data (posemb/table_provenance.hpp) and for people.
+  TableResize step;
+  step.operation = "resize_grid";
+  step.method = std::string(grid_method_name(method));
+  step.from_positions = layout.grid.cells();
+  step.to_positions = to.cells();
+  step.reserved_rows = p;
+  step.source_file = table.source_file;
+  step.source_tensor = table.source_tensor;
+  std::string how = "resize: " + step.method + " grid " + grid_shape_string(layout.grid) + " -> " +
+                    grid_shape_string(to) + " (" + std::to_string(step.from_positions) + " -> " +
+                    std::to_string(step.to_positions) + " positions), " + prefix_text(p) + " kept";
+  if (!table.source_file.empty()) {
+    how += ", from '" + table.source_file + "' tensor '" + table.source_tensor + "'";
+  }
+  out.provenance = table.provenance.empty() ? how : table.provenance + "; " + how;
+  out.resizes.push_back(std::move(step));
   return out;
 }
 

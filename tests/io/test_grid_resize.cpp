@@ -213,6 +213,13 @@ TEST(GridResize, SincosMethodKeepsThePrefixAndWritesMaesGrid) {
   const PositionTable r = resize_grid(t, {1, {2, 2}, ""}, {3, 3}, GridMethod::sincos);
   const Matrix<float> s = sincos_2d_position_table(3, 3, 8, true);
   EXPECT_EQ(std::memcmp(r.values.row(0).data(), t.values.row(0).data(), 32), 0);
+  ASSERT_EQ(r.resizes.size(), 1u);  // the lineage, as data
+  EXPECT_EQ(r.resizes[0].operation, "resize_grid");
+  EXPECT_EQ(r.resizes[0].method, "sincos");
+  EXPECT_EQ(r.resizes[0].from_positions, 4u);
+  EXPECT_EQ(r.resizes[0].to_positions, 9u);
+  EXPECT_EQ(r.resizes[0].reserved_rows, 1u);
+  EXPECT_NE(r.provenance.find("grid 2x2 -> 3x3"), std::string::npos) << r.provenance;
   for (std::size_t row = 1; row < 10; ++row) {
     EXPECT_EQ(std::memcmp(r.values.row(row).data(), s.row(row).data(), 32), 0) << row;
   }

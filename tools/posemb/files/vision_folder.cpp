@@ -38,8 +38,9 @@ auto as_usage(F&& f) {
 
 struct Resized {
   PositionTable table;
-  std::optional<GridShape> grid;  // the new grid of a vision table
-  std::string done;               // what was done, for the report
+  std::optional<GridShape> grid;       // the new grid of a vision table
+  std::string done;                    // what was done, for the report
+  std::optional<ResizedFile> planned;  // the file with the table replaced, when planned
 };
 
 Resized resize_2d(const GridResizeRequest& q, const PositionTable& t, const TableClass& kind) {
@@ -69,7 +70,7 @@ Resized resize_2d(const GridResizeRequest& q, const PositionTable& t, const Tabl
     }
   });
   const GridMethod method = q.method.empty() ? GridMethod::bicubic : parse_grid_method(q.method);
-  Resized r{resize_grid(t, layout, to, method), to, ""};
+  Resized r{resize_grid(t, layout, to, method), to, "", std::nullopt};
   r.done = fmt::format("tensor {} ({}): {}; grid {} -> {} by {}, {} -> {} rows",
                        quote_untrusted(t.source_tensor), t.how_found, layout.how,
                        grid_shape_string(layout.grid), grid_shape_string(to),
@@ -77,25 +78,35 @@ Resized resize_2d(const GridResizeRequest& q, const PositionTable& t, const Tabl
   return r;
 }
 
-Resized resize_1d(const GridResizeRequest& q, PositionTable t) {
+// A 1-D table of a folder: the library's plan (load, reserved rows, resize, replace).
+Resized resize_1d(const GridResizeRequest& q, const TensorFile& file, const std::string& path,
+                  const std::string& tensor, std::optional<DType> dtype) {
   if (q.method.empty()) throw UsageError("resize: --method is required for a 1-D table");
   if (q.to == 0) throw UsageError("resize: --to N is required for a 1-D table");
-  if (q.reserved_rows) {
-    if (*q.reserved_rows > t.values.rows()) {
-      throw UsageError("resize: --reserved-rows " + std::to_string(*q.reserved_rows) +
-                       " exceeds the table's " + std::to_string(t.values.rows()) + " rows");
-    }
-    t.reserved_rows = *q.reserved_rows;
+  FileResizeRequest req;
+  req.output = q.out;
+  req.tensor = tensor;
+  req.reserved_rows = q.reserved_rows;
+  req.positions = q.to;
+  req.method = parse_resize_method(q.method);
+  req.options = q.resize;
+  req.dtype = dtype;
+  FileResize fr;
+  try {
+    fr = plan_file_resize(file, path, req);
+  } catch (const ReservedRowsOutOfRange& e) {
+    throw UsageError("resize: --reserved-rows " + std::to_string(e.requested()) +
+                     " exceeds the table's " + std::to_string(e.rows()) + " rows");
   }
-  if (const std::string w = looks_reserved(t, q.reserved_rows.has_value()); !w.empty()) {
-    warn(w + "; resize treated all " + std::to_string(t.values.rows()) +
-         " rows as positions. Pass --reserved-rows " +
-         std::to_string(likely_reserved_rows(t.values)) +
+  if (fr.unstated_reserved_rows) {
+    warn(looks_reserved(fr.table, *fr.unstated_reserved_rows) + "; resize treated all " +
+         std::to_string(fr.old_rows) + " rows as positions. Pass --reserved-rows " +
+         std::to_string(*fr.unstated_reserved_rows) +
          " if they are reserved, --reserved-rows 0 if they are not");
   }
-  Resized r{resize_table(t, q.to, parse_resize_method(q.method), q.resize), std::nullopt, ""};
+  Resized r{fr.table, std::nullopt, "", std::move(fr.file)};
   r.done = fmt::format("tensor {} ({}): {} -> {} positions by {} ({} reserved rows kept)",
-                       quote_untrusted(t.source_tensor), t.how_found, t.positions(),
+                       quote_untrusted(r.table.source_tensor), r.table.how_found, fr.old_positions,
                        r.table.positions(), q.method, r.table.reserved_rows);
   return r;
 }
@@ -103,7 +114,8 @@ Resized resize_1d(const GridResizeRequest& q, PositionTable t) {
 void write_folder(const GridResizeRequest& q, const CheckpointFolder& f, const Resized& r,
                   std::optional<DType> dtype) {
   if (q.table_only) throw UsageError("resize: --table-only writes a file, not a folder");
-  const ResizedFile shard = replace_position_table(f.table_file, r.table, dtype);
+  const ResizedFile shard =
+      r.planned ? *r.planned : replace_position_table(f.table_file, r.table, dtype);
   const FolderWriteReport w =
       write_checkpoint_folder(f, shard, r.table.values.rows(), r.grid, q.out, q.force);
   fmt::print(
@@ -184,7 +196,8 @@ bool resize_grid_or_folder(const GridResizeRequest& q) {
   if (!folder && !two_d) return false;
   std::optional<DType> dtype;
   if (!q.dtype.empty()) dtype = parse_float_dtype(q.dtype);
-  const Resized r = two_d ? resize_2d(q, t, kind) : resize_1d(q, t);
+  const Resized r = two_d ? resize_2d(q, t, kind)
+                          : resize_1d(q, file, ft->folder.table_path(), t.source_tensor, dtype);
   if (folder) {
     write_folder(q, ft->folder, r, dtype);
   } else {
