@@ -116,7 +116,8 @@ CheckpointFolder read_checkpoint_folder(const std::string& dir,
   const auto path = [&](std::string_view name) { return (fs::path(dir) / name).string(); };
   if (!has(files, kConfig)) {
     throw FileFormatError(dir,
-                          "has no config.json (a Hugging Face checkpoint folder holds "
+                          "is a directory, not a regular file, and not a checkpoint folder: "
+                          "it has no config.json (a Hugging Face checkpoint folder holds "
                           "config.json beside model.safetensors)");
   }
   f.config_text = read_text(path(kConfig));

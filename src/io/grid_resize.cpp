@@ -281,12 +281,15 @@ GridShape square_grid_for_rows(std::size_t rows, const VisionLayout& layout) {
   }
   std::size_t below = 0;
   while ((below + 1) * (below + 1) + p < rows) ++below;
-  std::string near = below == 0 ? "" : std::to_string(p + below * below) + " or ";
-  near += std::to_string(p + (below + 1) * (below + 1));
-  throw std::invalid_argument(
-      std::to_string(rows) + " rows do not make a square grid after " + prefix_text(p) + " (" +
-      (rows > p ? std::to_string(rows - p) + " is not a square" : "no grid left") + "); " + near +
-      " would, or name the grid with --grid HxW");
+  const auto option = [&](std::size_t side) {
+    return std::to_string(p + side * side) + " rows (" + std::to_string(side) + "x" +
+           std::to_string(side) + ")";
+  };
+  const std::string near = (below == 0 ? "" : option(below) + " or ") + option(below + 1);
+  throw std::invalid_argument(std::to_string(rows) + " rows do not make a square grid after " +
+                              prefix_text(p) + " (" +
+                              (rows > p ? std::to_string(rows - p) + " cells" : "no cell left") +
+                              "); " + near + " would, or name the grid with --grid HxW");
 }
 
 PositionTable resize_grid(const PositionTable& table, const VisionLayout& layout, GridShape to,

@@ -99,7 +99,7 @@ expect 0 "ViT --to 577" -- resize "$tmp/vit.safetensors" --to 577 -o "$tmp/vit57
 cmp -s "$tmp/vit24.safetensors" "$tmp/vit577.safetensors" || fail "--to 577 differs from --grid 24x24"
 expect 2 "ViT --to 578 is no square grid" -- resize "$tmp/vit.safetensors" --to 578 -o "$tmp/x.safetensors"
 one_line "--to 578"
-contains err "577 or 626" "the error names the nearest square sizes"
+contains err "577 rows (24x24) or 626 rows (25x25)" "the error names the nearest square sizes"
 [ -e "$tmp/x.safetensors" ] && fail "a refused resize wrote its output"
 expect 2 "ViT with a 1-D method" -- resize "$tmp/vit.safetensors" --to 577 --method copy -o "$tmp/x.safetensors"
 one_line "1-D method on a vision table"

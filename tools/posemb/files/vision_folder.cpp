@@ -80,12 +80,12 @@ Resized resize_2d(const GridResizeRequest& q, const PositionTable& t, const Tabl
 
 // A 1-D table of a folder: the library's plan (load, reserved rows, resize, replace).
 Resized resize_1d(const GridResizeRequest& q, const TensorFile& file, const std::string& path,
-                  const std::string& tensor, std::optional<DType> dtype) {
+                  const PositionTable& found, std::optional<DType> dtype) {
   if (q.method.empty()) throw UsageError("resize: --method is required for a 1-D table");
   if (q.to == 0) throw UsageError("resize: --to N is required for a 1-D table");
   FileResizeRequest req;
   req.output = q.out;
-  req.tensor = tensor;
+  req.tensor = found.source_tensor;  // found across the folder's shards
   req.reserved_rows = q.reserved_rows;
   req.positions = q.to;
   req.method = parse_resize_method(q.method);
@@ -105,6 +105,7 @@ Resized resize_1d(const GridResizeRequest& q, const TensorFile& file, const std:
          " if they are reserved, --reserved-rows 0 if they are not");
   }
   Resized r{fr.table, std::nullopt, "", std::move(fr.file)};
+  r.table.how_found = found.how_found;
   r.done = fmt::format("tensor {} ({}): {} -> {} positions by {} ({} reserved rows kept)",
                        quote_untrusted(r.table.source_tensor), r.table.how_found, fr.old_positions,
                        r.table.positions(), q.method, r.table.reserved_rows);
@@ -196,8 +197,8 @@ bool resize_grid_or_folder(const GridResizeRequest& q) {
   if (!folder && !two_d) return false;
   std::optional<DType> dtype;
   if (!q.dtype.empty()) dtype = parse_float_dtype(q.dtype);
-  const Resized r = two_d ? resize_2d(q, t, kind)
-                          : resize_1d(q, file, ft->folder.table_path(), t.source_tensor, dtype);
+  const Resized r =
+      two_d ? resize_2d(q, t, kind) : resize_1d(q, file, ft->folder.table_path(), t, dtype);
   if (folder) {
     write_folder(q, ft->folder, r, dtype);
   } else {
