@@ -289,7 +289,8 @@ TEST(GridResize, SquareGridForRowsAndGridParsing) {
     square_grid_for_rows(578, v);
     FAIL() << "no throw";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("577 rows (24x24) or 626 rows (25x25)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("577 rows (24x24) or 626 rows (25x25)"), std::string::npos)
+        << e.what();
   }
   EXPECT_EQ(parse_grid_shape("24x32"), (GridShape{24, 32}));
   for (const char* bad : {"24", "x24", "24x", "0x4", "4x-1", "4x4x4", "99999999x1"}) {
