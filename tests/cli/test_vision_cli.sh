@@ -63,6 +63,10 @@ st("vitdir/model.safetensors", {"vit.embeddings.cls_token": f(1, 1, 16),
 json.dump({"model_type": "vit", "image_size": 224, "patch_size": 16, "hidden_size": 16},
           open(os.path.join(d, "vitdir/config.json"), "w"), indent=2)
 open(os.path.join(d, "vitdir/preprocessor_config.json"), "w").write('{"size": {"height": 224}}')
+os.makedirs(os.path.join(d, "bart"))
+st("bart/model.safetensors", {"model.encoder.embed_positions.weight": f(18, 8),
+   "model.decoder.embed_positions.weight": f(18, 8)})
+json.dump({"model_type": "bart", "max_position_embeddings": 16}, open(os.path.join(d, "bart/config.json"), "w"))
 PY
 tree_sum() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
 torch_check='
@@ -210,5 +214,11 @@ cp -r "$tmp/vit384" "$tmp/vitbad"
 expect 0 "inspect a folder whose config disagrees" -- inspect "$tmp/vitbad"
 contains out "DISAGREES" "the disagreeing key is flagged"
 contains out "config vs table: disagree" "inspect says they disagree"
+
+# BART: 2 offset rows; the encoder's table shares the decoder's key, which the CLI warns about.
+expect 0 "BART decoder folder" -- resize "$tmp/bart" --tensor model.decoder.embed_positions.weight --reserved-rows 2 --to 32 --method copy -o "$tmp/bart-long"
+contains out "max_position_embeddings 16 -> 32" "BART's key counts positions, not the 2 offset rows"
+contains err "model.encoder.embed_positions.weight" "the encoder table left at the old length is named"
+one_line "BART warning"
 
 finish test_vision_cli

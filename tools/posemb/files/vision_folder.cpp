@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -112,6 +113,32 @@ Resized resize_1d(const GridResizeRequest& q, const TensorFile& file, const std:
   return r;
 }
 
+// The other position tables of the written table's shard that a changed config key governs
+// too (BART's encoder and decoder share max_position_embeddings): warned about, by name.
+void warn_other_tables(const std::string& out, const std::string& table,
+                       const std::vector<ConfigLength>& changes) {
+  const CheckpointFolder written = read_checkpoint_folder(out, table);
+  for (const Tensor& other : written.table_file.tensors) {
+    const auto& shape = other.shape();
+    if (other.name() == table || shape.size() < 2 || !dtype_is_float(other.dtype()) ||
+        classify_table(written.table_file, other.name()).kind == TableKind::unknown) {
+      continue;
+    }
+    const ConfigCheck c =
+        check_checkpoint_config(written.config_text, out + "/config.json", written.table_file,
+                                other.name(), static_cast<std::size_t>(shape[shape.size() - 2]));
+    for (const auto& l : c.lengths) {
+      const bool changed = std::any_of(changes.begin(), changes.end(),
+                                       [&](const ConfigLength& x) { return x.key == l.key; });
+      if (changed && !l.agrees()) {
+        warn("tensor " + quote_untrusted(other.name()) + " (" + shape_string(shape) +
+             ") no longer agrees with config.json's " + l.key + " = " + l.value +
+             "; resize it too (--tensor " + other.name() + ")");
+      }
+    }
+  }
+}
+
 void write_folder(const GridResizeRequest& q, const CheckpointFolder& f, const Resized& r,
                   std::optional<DType> dtype) {
   if (q.table_only) throw UsageError("resize: --table-only writes a file, not a folder");
@@ -133,6 +160,7 @@ void write_folder(const GridResizeRequest& q, const CheckpointFolder& f, const R
     fmt::print("  {}: total_size {} -> {}\n", f.index_file, *w.old_total_size, *w.new_total_size);
   }
   for (const auto& e : shard.extended) fmt::print("  extended {}\n", quote_untrusted(e));
+  warn_other_tables(q.out, r.table.source_tensor, w.config_changes);
 }
 
 void write_file(const GridResizeRequest& q, const TensorFile& file, const Resized& r,
