@@ -8,8 +8,10 @@
 
 #include "posemb/alibi.hpp"
 #include "posemb/atomic_file.hpp"
+#include "posemb/checkpoint_folder.hpp"
 #include "posemb/embedding.hpp"
 #include "posemb/errors.hpp"
+#include "posemb/grid_resize.hpp"
 #include "posemb/half.hpp"
 #include "posemb/initializers.hpp"
 #include "posemb/layer.hpp"
@@ -31,6 +33,7 @@
 #include "posemb/safetensors.hpp"
 #include "posemb/simd.hpp"
 #include "posemb/simd_dispatch.hpp"
+#include "posemb/sincos_2d.hpp"
 #include "posemb/sinusoidal.hpp"
 #include "posemb/table_analysis.hpp"
 #include "posemb/table_provenance.hpp"

@@ -105,3 +105,24 @@ __all__ = [
     "write_npy",
     "write_safetensors",
 ]
+
+# Vision tables as 2-D grids and Hugging Face checkpoint folders (python/src/vision.cpp).
+from posemb._posemb import (  # noqa: E402
+    CheckpointFolder,
+    interpolate_grid,
+    read_checkpoint_folder,
+    resize_grid,
+    sincos_2d_position_table,
+    vision_layout,
+    write_checkpoint_folder,
+)
+
+__all__ += [
+    "CheckpointFolder",
+    "interpolate_grid",
+    "read_checkpoint_folder",
+    "resize_grid",
+    "sincos_2d_position_table",
+    "vision_layout",
+    "write_checkpoint_folder",
+]

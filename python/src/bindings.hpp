@@ -5,6 +5,7 @@
 //          add_positions_*), layer.cpp (LearnedPositionalEmbedding, initialize_table)
 //   io     files.cpp (position tables as files, resize, tensor files)
 //          analysis.cpp (row norms, cosine similarity, distance profile, reserved rows)
+//          vision.cpp (vision tables as 2-D grids, checkpoint folders)
 //   errors.cpp (posemb's exceptions as Python classes), testing.cpp (hooks the tests observe)
 #pragma once
 
@@ -25,5 +26,6 @@ void bind_layer(py::module_& m);
 void bind_files(py::module_& m);
 void bind_analysis(py::module_& m);
 void bind_testing(py::module_& m);
+void bind_vision(py::module_& m);
 
 }  // namespace posemb::python

@@ -33,4 +33,5 @@ PYBIND11_MODULE(_posemb, m) {
   pyb::bind_analysis(m);
   pyb::bind_testing(m);
   pyb::bind_alibi(m);
+  pyb::bind_vision(m);
 }

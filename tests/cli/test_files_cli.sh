@@ -210,13 +210,17 @@ assert (b['text_model.embeddings.position_ids'] == np.arange(10)[None]).all()
 assert b['text_model.embeddings.position_embedding.weight'].shape == (10, 8)
 for k in ('vision_model.embeddings.position_embedding.weight', 'vision_model.embeddings.position_ids'):
     assert a[k].tobytes() == b[k].tobytes(), k"
-expect 0 "ViT (1, N, C)" -- resize "$tmp/vitck.safetensors" --reserved-rows 1 --to 8 --method interpolate -o "$tmp/vit-long.safetensors"
-contains out "stored as [1, 5, 8]" "the squeeze is said"
-contains out "class token" "the ViT class token is pointed out"
+# A vision table is resized as a 2-D grid (issue 22; tests/cli/test_vision_cli.sh): a 1-D method
+# is refused, --to counts rows (the class token included).
+expect 2 "ViT (1, N, C) with a 1-D method" -- resize "$tmp/vitck.safetensors" --reserved-rows 1 --to 8 --method interpolate -o "$tmp/vit-long.safetensors"
+contains err "bicubic, bilinear or sincos" "the grid methods are named"
+expect 0 "ViT (1, N, C)" -- resize "$tmp/vitck.safetensors" --to 10 --method bilinear -o "$tmp/vit-long.safetensors"
+contains out "[1, 10, 8]" "the stored shape (1, N, C) is kept"
+contains out "1 prefix token" "the ViT class token is pointed out"
 check_py "ViT: written back as (1, N, C), class row in place" "$load_st
 a, _, _ = load('vitck.safetensors'); b, _, _ = load('vit-long.safetensors')
 t, u = a['vit.embeddings.position_embeddings'], b['vit.embeddings.position_embeddings']
-assert u.shape == (1, 9, 8) and (u[0, 0] == t[0, 0]).all() and (u[0, -1] == t[0, -1]).all()
+assert u.shape == (1, 10, 8) and (u[0, 0] == t[0, 0]).all() and (u[0, -1] == t[0, -1]).all()
 assert a['vit.embeddings.cls_token'].tobytes() == b['vit.embeddings.cls_token'].tobytes()"
 expect 0 "resize by sinusoidal" -- resize "$tmp/gpt2ck.safetensors" --to 40 --method sinusoidal --table-only -o "$tmp/sin.npy"
 check_py "sinusoidal: old rows kept, new rows scaled to their mean norm" "$load_st

@@ -38,6 +38,10 @@ COVERAGE = {
     "table_provenance.hpp": ("files.cpp", ["recorded_resizes"]),
     "version.hpp": ("module.cpp", ["__version__"]),
     "simd.hpp": ("module.cpp", ["simd_target", "simd_targets"]),
+    "sincos_2d.hpp": ("vision.cpp", ["sincos_2d_position_table"]),
+    "grid_resize.hpp": ("vision.cpp", ["interpolate_grid", "resize_grid", "vision_layout"]),
+    "checkpoint_folder.hpp": ("vision.cpp", ["CheckpointFolder", "read_checkpoint_folder",
+                                             "write_checkpoint_folder"]),
     "matrix.hpp": None,         # numpy arrays play the part of matrices and views
     "matrix_view.hpp": None,
     "half.hpp": None,           # numpy's float16 (the lookup takes it); numpy has no bfloat16
@@ -60,6 +64,7 @@ ELEMENT_TYPES = {
     "layer.hpp": {"float", "TokenId"},
     "initializers.hpp": {"float"},
     "table_analysis.hpp": {"float"},
+    "grid_resize.hpp": {"float"},
 }
 
 # Enumerations the bindings spell out (by name, from Python strings).
@@ -69,6 +74,7 @@ ENUMS = {"InitKind", "Kind", "ResizeMethod", "DType", "RopeLayout", "SinusoidalL
          "AngleFormat",  # rope_angle_precision's keys
          "RopePairTreatment",  # what `posemb rope` reports per pair; not returned to Python
          "AlibiForm",  # 'causal' / 'symmetric' (alibi.cpp)
+         "GridMethod", "TableKind",  # vision.cpp: methods as strings; kinds behind vision_layout
          "TensorFileFormat"}  # read by content, never chosen: nothing to bind
 
 

@@ -10,6 +10,7 @@
 #include "posemb/position_table_file.hpp"
 #include "posemb/table_analysis.hpp"
 #include "table_report.hpp"
+#include "vision_folder.hpp"
 
 namespace posemb::cli {
 namespace {
@@ -23,8 +24,15 @@ struct InspectOptions {
 };
 
 void run_inspect(const InspectOptions& o) {
-  PositionTable t = load_position_table(
-      o.file, o.tensor.empty() ? std::nullopt : std::optional<std::string>(o.tensor));
+  // A checkpoint folder: the table from whichever shard holds it (vision_folder.cpp).
+  std::optional<FolderTable> folder;
+  if (is_folder(o.file)) folder = load_folder_table(o.file, o.tensor);
+  const TensorFile file = folder ? folder->folder.table_file : read_tensor_file(o.file);
+  PositionTable t =
+      folder ? folder->table
+             : load_position_table(
+                   file, o.file,
+                   o.tensor.empty() ? std::nullopt : std::optional<std::string>(o.tensor));
   if (o.reserved_rows) {
     if (*o.reserved_rows > t.values.rows()) {
       throw UsageError("inspect: --reserved-rows " + std::to_string(*o.reserved_rows) +
@@ -45,6 +53,7 @@ void run_inspect(const InspectOptions& o) {
                  : std::string());
   fmt::print("reserved rows:   {} (position p is row {} + p; {} positions)\n", t.reserved_rows,
              t.reserved_rows, t.positions());
+  print_vision_and_config(t, file, folder ? &folder->folder : nullptr);
   fmt::print("training length: {}\n",
              t.training_length ? std::to_string(*t.training_length) : std::string("unknown"));
   // Metadata comes from the file: shown quoted, control bytes escaped.
@@ -75,7 +84,10 @@ void register_inspect_command(CLI::App& app) {
   auto o = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand(
       "inspect", "Show a position table: shape, dtype, reserved rows, row norms, similarity");
-  cmd->add_option("file", o->file, "A .safetensors or .npy file")->required();
+  cmd->add_option("file", o->file,
+                  "A .safetensors or .npy file, or a Hugging Face checkpoint folder (whose "
+                  "config.json is checked against the table)")
+      ->required();
   cmd->add_option("--tensor", o->tensor, "The table's tensor name (default: found by name)");
   cmd->add_option("--reserved-rows", o->reserved_rows,
                   "Leading rows that are not positions (RoBERTa, BART: 2)")

@@ -13,6 +13,7 @@
 #include "lab/checkpoint_table.hpp"
 #include "posemb/resize.hpp"
 #include "table_report.hpp"
+#include "vision_folder.hpp"
 
 namespace posemb::cli {
 namespace {
@@ -28,6 +29,11 @@ struct ResizeCliOptions {
   std::string dtype;
   bool table_only = false;
   ResizeOptions resize;
+  // Vision grids and checkpoint folders (vision_folder.cpp).
+  std::optional<std::size_t> prefix_tokens;
+  std::optional<std::string> grid;
+  std::optional<std::string> from_grid;
+  bool force = false;
 };
 
 FileResizeRequest request_of(const ResizeCliOptions& o) {
@@ -44,6 +50,15 @@ FileResizeRequest request_of(const ResizeCliOptions& o) {
 }
 
 void run_resize(const ResizeCliOptions& o) {
+  // A folder, a vision table or a --grid request: resized in 2-D / written as a folder.
+  if (resize_grid_or_folder({o.file, o.out, o.method, o.tensor, o.dtype, o.to, o.reserved_rows,
+                             o.prefix_tokens, o.grid, o.from_grid, o.force, o.table_only,
+                             o.resize})) {
+    return;
+  }
+  if (o.to == 0) throw UsageError("resize: --to N is required (--grid HxW for a vision table)");
+  if (o.method.empty()) throw UsageError("resize: --method is required for a 1-D table");
+  if (o.force) throw UsageError("resize: --force is for an output folder (resize DIR -o OUTDIR)");
   const FileResizeRequest request = request_of(o);
   const TensorFile file = read_tensor_file(o.file);  // opened once; nothing decoded yet
   const bool lab_checkpoint = lab::is_lab_checkpoint(file.metadata);
@@ -66,17 +81,22 @@ void register_resize_command(CLI::App& app) {
       "resize",
       "Grow (copy, interpolate, random, sinusoidal) or shrink (truncate) the position table of "
       "a checkpoint; writes the whole checkpoint with the new table (--table-only: the table)");
-  cmd->add_option("file", o->file, "A .safetensors or .npy file")->required();
-  cmd->add_option("--to", o->to, "Number of positions of the result (reserved rows extra)")
-      ->required()
+  cmd->add_option("file", o->file,
+                  "A .safetensors or .npy file, or a Hugging Face checkpoint folder (config.json "
+                  "and model.safetensors or its shards)")
+      ->required();
+  cmd->add_option("--to", o->to,
+                  "Number of positions of the result (reserved rows extra); of a vision table: "
+                  "its rows, prefix tokens included (N - prefix must be a square)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
   std::vector<std::string> methods;
   for (auto m : kResizeMethods) methods.emplace_back(resize_method_name(m));
+  for (const char* m : {"bicubic", "bilinear", "sincos"}) methods.emplace_back(m);
   cmd->add_option("--method", o->method,
                   "copy (tile the old positions), interpolate (linear), random (new rows drawn by "
                   "--initializer), sinusoidal (new rows the sinusoidal encoding, scaled to the "
-                  "old rows' norm), truncate (shrink)")
-      ->required()
+                  "old rows' norm), truncate (shrink); a vision grid: bicubic (default), bilinear "
+                  "(torch's interpolate, align_corners=False), sincos (MAE's 2-D table)")
       ->check(CLI::IsMember(methods));
   cmd->add_option("-o,--output", o->out,
                   "Output file: .safetensors (the whole input with the new table), or .npy (the "
@@ -97,6 +117,16 @@ void register_resize_command(CLI::App& app) {
   cmd->add_option("--std", o->resize.stddev, "random: standard deviation of new rows")
       ->check(positive_finite());
   cmd->add_option("--seed", o->resize.seed, "random: seed of new rows")->check(whole_number());
+  cmd->add_option("--grid", o->grid,
+                  "The new grid of a vision table, HxW (e.g. 24x24): the prefix tokens kept, the "
+                  "grid resized in 2-D");
+  cmd->add_option("--from-grid", o->from_grid,
+                  "The stored grid of a vision table when it is not square, HxW");
+  cmd->add_option("--prefix-tokens", o->prefix_tokens,
+                  "Tokens before a vision table's grid (ViT, CLIP: 1; DeiT distilled: 2; default: "
+                  "from the tensor's name)")
+      ->check(whole_number());
+  cmd->add_flag("--force", o->force, "Replace an existing non-empty output folder");
   cmd->callback([o] { run_resize(*o); });
 }
 

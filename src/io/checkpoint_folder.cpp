@@ -1,0 +1,309 @@
+#include "posemb/checkpoint_folder.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <system_error>
+
+#include "hf_config.hpp"
+#include "mapped_file.hpp"
+#include "posemb/atomic_file.hpp"
+#include "posemb/errors.hpp"
+#include "posemb/position_table_file.hpp"
+#include "posemb/safetensors.hpp"
+
+namespace posemb {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+constexpr std::string_view kConfig = "config.json";
+constexpr std::string_view kSingle = "model.safetensors";
+constexpr std::string_view kIndex = "model.safetensors.index.json";
+constexpr std::string_view kOp = "write_checkpoint_folder";
+
+std::string read_text(const std::string& path) {
+  const auto m = detail::MappedFile::open(path, "read_checkpoint_folder");
+  const auto b = m->bytes();
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
+
+// Every regular file under dir (relative paths, sorted); a symbolic link or special file is
+// refused.
+std::vector<std::string> folder_files(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw FileFormatError(dir, "is not a directory");
+  }
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::file_status s = it->symlink_status();
+    const std::string rel = fs::relative(it->path(), dir).generic_string();
+    if (fs::is_symlink(s)) {
+      throw FileFormatError(it->path().string(),
+                            "is a symbolic link; posemb reads and copies only real files in a "
+                            "checkpoint folder (copy the folder with `cp -rL` first)");
+    }
+    if (fs::is_directory(s)) continue;
+    if (!fs::is_regular_file(s)) {
+      throw FileFormatError(it->path().string(), "is not a regular file");
+    }
+    files.push_back(rel);
+  }
+  if (ec) throw std::system_error(ec, "read_checkpoint_folder: cannot list '" + dir + "'");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+bool has(const std::vector<std::string>& files, std::string_view name) {
+  return std::binary_search(files.begin(), files.end(), std::string(name));
+}
+
+// The shards of an index, in order of first appearance, each checked to be a plain file name.
+std::vector<std::string> index_shards(const std::string& text, const std::string& source,
+                                      std::map<std::string, std::string>& weight_map) {
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) throw FileFormatError(source, "is not a JSON object");
+  const auto wm = j.find("weight_map");
+  if (wm == j.end() || !wm->is_object() || wm->empty()) {
+    throw FileFormatError(source, "has no weight_map object naming the shards");
+  }
+  std::vector<std::string> shards;
+  for (const auto& [tensor, shard] : wm->items()) {
+    if (!shard.is_string()) {
+      throw FileFormatError(source,
+                            "weight_map entry " + quote_untrusted(tensor) + " is not a file name");
+    }
+    const std::string s = shard.get<std::string>();
+    if (s.empty() || s.find('/') != std::string::npos || s.find('\\') != std::string::npos ||
+        s.find("..") != std::string::npos || s == "." || s.find('\0') != std::string::npos) {
+      throw FileFormatError(source, "weight_map names shard " + quote_untrusted(s) +
+                                        ": a shard must be a plain file name in the folder "
+                                        "(no '/', no '..')");
+    }
+    if (std::find(shards.begin(), shards.end(), s) == shards.end()) shards.push_back(s);
+    weight_map[tensor] = s;
+  }
+  if (const auto md = j.find("metadata"); md != j.end() && md->is_object()) {
+    if (const auto ts = md->find("total_size"); ts != md->end() && !ts->is_number_unsigned()) {
+      throw FileFormatError(source, "metadata.total_size is not a whole number");
+    }
+  }
+  return shards;
+}
+
+}  // namespace
+
+std::string CheckpointFolder::table_path() const {
+  return (fs::path(dir) / table_shard).string();
+}
+
+CheckpointFolder read_checkpoint_folder(const std::string& dir,
+                                        const std::optional<std::string>& tensor_name) {
+  CheckpointFolder f;
+  f.dir = dir;
+  const std::vector<std::string> files = folder_files(dir);
+  const auto path = [&](std::string_view name) { return (fs::path(dir) / name).string(); };
+  if (!has(files, kConfig)) {
+    throw FileFormatError(dir,
+                          "is a directory, not a regular file, and not a checkpoint folder: "
+                          "it has no config.json (a Hugging Face checkpoint folder holds "
+                          "config.json beside model.safetensors)");
+  }
+  f.config_text = read_text(path(kConfig));
+  detail::check_config_json(f.config_text, path(kConfig));
+  std::map<std::string, std::string> weight_map;  // tensor -> shard, from the index
+  if (has(files, kSingle)) {
+    f.shards = {std::string(kSingle)};
+  } else if (has(files, kIndex)) {
+    f.index_file = kIndex;
+    f.index_text = read_text(path(kIndex));
+    f.shards = index_shards(f.index_text, path(kIndex), weight_map);
+  } else {
+    throw FileFormatError(dir, "has neither model.safetensors nor model.safetensors.index.json" +
+                                   std::string(has(files, "pytorch_model.bin")
+                                                   ? " (pytorch_model.bin is not read: save the "
+                                                     "model with safe_serialization=True)"
+                                                   : ""));
+  }
+  for (const auto& s : f.shards) {
+    if (!has(files, s)) {
+      throw FileFormatError(path(kIndex), "names shard " + quote_untrusted(s) +
+                                              ", which is not a file in the folder");
+    }
+  }
+  // Every shard's header, and which shard holds each tensor.
+  std::map<std::string, TensorFile> read;
+  std::map<std::string, std::string> holder;
+  TensorFile all;
+  for (const auto& s : f.shards) {
+    TensorFile t = read_safetensors(path(s));
+    for (const auto& tensor : t.tensors) {
+      const auto [it, fresh] = holder.emplace(tensor.name(), s);
+      if (!fresh) {
+        throw FileFormatError(dir, "tensor " + quote_untrusted(tensor.name()) +
+                                       " is in two shards, " + quote_untrusted(it->second) +
+                                       " and " + quote_untrusted(s));
+      }
+      all.tensors.push_back(tensor);
+    }
+    if (all.metadata.empty()) all.metadata = t.metadata;
+    read.emplace(s, std::move(t));
+  }
+  for (const auto& [tensor, shard] : weight_map) {
+    const auto it = holder.find(tensor);
+    if (it == holder.end() || it->second != shard) {
+      throw FileFormatError(path(kIndex), "says tensor " + quote_untrusted(tensor) + " is in " +
+                                              quote_untrusted(shard) + ", which does not hold it");
+    }
+  }
+  const std::string where = f.index_file.empty() ? path(kSingle) : path(kIndex);
+  f.table_tensor = find_position_tensor(all, where, tensor_name, &f.how_found);
+  f.table_shard = holder.at(f.table_tensor);
+  f.table_file = std::move(read.at(f.table_shard));
+  for (const auto& file : files) {
+    if (file != kConfig && file != f.index_file &&
+        std::find(f.shards.begin(), f.shards.end(), file) == f.shards.end()) {
+      f.other_files.push_back(file);
+    }
+  }
+  return f;
+}
+
+namespace {
+
+std::uint64_t tensor_bytes(const std::vector<Tensor>& tensors) {
+  std::uint64_t n = 0;
+  for (const auto& t : tensors) n += t.bytes().size();
+  return n;
+}
+
+// The index with metadata.total_size moved by delta bytes (2-space indent, order kept).
+std::string updated_index(const std::string& text, std::int64_t delta, FolderWriteReport& r) {
+  Json j = Json::parse(text);
+  if (auto md = j.find("metadata"); md != j.end() && md->is_object()) {
+    if (auto ts = md->find("total_size"); ts != md->end()) {
+      r.old_total_size = ts->get<std::uint64_t>();
+      r.new_total_size =
+          static_cast<std::uint64_t>(static_cast<std::int64_t>(*r.old_total_size) + delta);
+      *ts = *r.new_total_size;
+    }
+  }
+  return j.dump(2) + "\n";
+}
+
+// out_dir checked: refused when it is the input or inside it, holds the input, is not a
+// directory, or is a non-empty directory without force. Returns whether it exists.
+bool check_out_dir(const fs::path& in, const fs::path& out, bool force) {
+  const std::string op = std::string(kOp) + ": output folder " + quote_untrusted(out.string());
+  std::error_code ec;
+  const fs::path ci = fs::weakly_canonical(in, ec), co = fs::weakly_canonical(out, ec);
+  auto inside = [](const fs::path& a, const fs::path& b) {  // a is b or under it
+    auto [m, _] = std::mismatch(b.begin(), b.end(), a.begin(), a.end());
+    return m == b.end();
+  };
+  if (inside(co, ci)) throw std::invalid_argument(op + " is the input folder or inside it");
+  if (inside(ci, co)) throw std::invalid_argument(op + " holds the input folder");
+  const fs::file_status s = fs::symlink_status(out, ec);
+  if (!fs::exists(s)) return false;
+  if (!fs::is_directory(s)) throw std::invalid_argument(op + " exists and is not a directory");
+  if (!fs::is_empty(out, ec) && !force) {
+    throw std::invalid_argument(op + " exists and is not empty; pass --force to replace it");
+  }
+  return true;
+}
+
+void fill_folder(const CheckpointFolder& in, const ResizedFile& resized, const fs::path& tmp,
+                 const std::string& config, const std::string& index, FolderWriteReport& r) {
+  auto target = [&](const std::string& rel) {
+    const fs::path p = tmp / rel;
+    fs::create_directories(p.parent_path());
+    return p.string();
+  };
+  std::vector<std::string> copies = in.other_files;
+  for (const auto& s : in.shards) {
+    if (s != in.table_shard) copies.push_back(s);
+  }
+  std::sort(copies.begin(), copies.end());
+  for (const auto& rel : copies) {
+    const auto m = detail::MappedFile::open((fs::path(in.dir) / rel).string(), kOp);
+    const auto b = m->bytes();
+    write_file_atomically(target(rel), kOp,
+                          std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
+    r.copied.push_back(rel);
+  }
+  write_safetensors(target(in.table_shard), resized.tensors, resized.metadata);
+  write_file_atomically(target(std::string(kConfig)), kOp, config);
+  if (!in.index_file.empty()) write_file_atomically(target(in.index_file), kOp, index);
+}
+
+// A new, empty folder ".posemb-XXXXXXXX" in parent, made with mkdir(2) so that it gets the
+// usual 0777 & ~umask mode.
+fs::path make_temporary_folder(const fs::path& parent) {
+  std::random_device rd;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    char name[32];
+    std::snprintf(name, sizeof name, ".posemb-%08x", static_cast<unsigned>(rd()));
+    const fs::path p = parent / name;
+    if (::mkdir(p.c_str(), 0777) == 0) return p;
+    if (errno != EEXIST) {
+      throw std::system_error(
+          errno, std::generic_category(),
+          std::string(kOp) + ": cannot create a temporary folder in '" + parent.string() + "'");
+    }
+  }
+  throw std::runtime_error(std::string(kOp) + ": no free temporary folder name in '" +
+                           parent.string() + "'");
+}
+
+}  // namespace
+
+FolderWriteReport write_checkpoint_folder(const CheckpointFolder& in, const ResizedFile& resized,
+                                          std::size_t new_rows, std::optional<GridShape> new_grid,
+                                          const std::string& out_dir, bool force) {
+  FolderWriteReport r;
+  r.table_shard = in.table_shard;
+  fs::path out = fs::path(out_dir).lexically_normal();
+  if (out.filename().empty()) out = out.parent_path();
+  if (out.empty()) throw std::invalid_argument(std::string(kOp) + ": no output folder named");
+  const bool exists = check_out_dir(in.dir, out, force);
+  // Everything is computed before anything is written.
+  const std::string config =
+      detail::updated_config(in.config_text, (fs::path(in.dir) / kConfig).string(), in.table_file,
+                             in.table_tensor, new_rows, new_grid, r.config_changes);
+  const auto delta = static_cast<std::int64_t>(tensor_bytes(resized.tensors)) -
+                     static_cast<std::int64_t>(tensor_bytes(in.table_file.tensors));
+  const std::string index = in.index_file.empty() ? "" : updated_index(in.index_text, delta, r);
+  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  const fs::path tmp = make_temporary_folder(parent);
+  const fs::path old = tmp.string() + "-old";
+  bool moved_old = false;
+  try {
+    fill_folder(in, resized, tmp, config, index, r);
+    if (exists) {
+      fs::rename(out, old);
+      moved_old = true;
+    }
+    fs::rename(tmp, out);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    if (moved_old) fs::rename(old, out, ec);
+    throw;
+  }
+  std::error_code ec;
+  if (moved_old) fs::remove_all(old, ec);
+  return r;
+}
+
+}  // namespace posemb

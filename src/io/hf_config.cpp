@@ -1,0 +1,205 @@
+#include "hf_config.hpp"
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string_view>
+
+#include "posemb/errors.hpp"
+
+namespace posemb {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// A length key: its path in the config, and what it holds.
+struct LengthRule {
+  std::vector<std::string> path;
+  bool image = false;      // image_size = grid x patch_size (else rows - offset)
+  std::size_t offset = 0;  // rows that are not counted (BART's 2)
+  bool optional = false;   // only updated when present (GPT-2's n_ctx)
+};
+
+struct Family {
+  std::string name;
+  std::vector<LengthRule> rules;
+  std::vector<std::string> patch_path;  // for image rules
+};
+
+Json parse_config(const std::string& text, const std::string& source) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw FileFormatError(source, "is not valid JSON");
+  if (!j.is_object()) throw FileFormatError(source, "is JSON but not an object");
+  return j;
+}
+
+std::string model_type(const Json& c) {
+  const auto it = c.find("model_type");
+  return it != c.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool has_object(const Json& c, const char* key) {
+  const auto it = c.find(key);
+  return it != c.end() && it->is_object();
+}
+
+bool contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
+
+Family family_of(const Json& c, const TableClass& kind, std::string_view name) {
+  const std::string mt = model_type(c);
+  if (kind.kind == TableKind::vision) {
+    if (has_object(c, "vision_config")) {
+      return {"CLIP vision",
+              {{{"vision_config", "image_size"}, true}},
+              {"vision_config", "patch_size"}};
+    }
+    return {mt.empty() ? kind.family : mt, {{{"image_size"}, true}}, {"patch_size"}};
+  }
+  if (has_object(c, "text_config") && contains(name, "text_model.")) {
+    return {"CLIP text", {{{"text_config", "max_position_embeddings"}}}, {}};
+  }
+  if (c.contains("n_positions")) {
+    return {"GPT-2", {{{"n_positions"}}, {{"n_ctx"}, false, 0, true}}, {}};
+  }
+  if (c.contains("max_source_positions") || c.contains("max_target_positions")) {
+    const bool dec = contains(name, "decoder");
+    return {"Whisper", {{{dec ? "max_target_positions" : "max_source_positions"}}}, {}};
+  }
+  for (const char* t : {"bart", "mbart", "opt", "plbart", "mvp"}) {
+    if (mt == t) return {mt + " (2 offset rows)", {{{"max_position_embeddings"}, false, 2}}, {}};
+  }
+  // BERT, RoBERTa and others; a config without the key is left alone.
+  return {
+      mt.empty() ? "unknown model_type" : mt, {{{"max_position_embeddings"}, false, 0, true}}, {}};
+}
+
+std::string key_text(const std::vector<std::string>& path) {
+  std::string s;
+  for (const auto& p : path) s += (s.empty() ? "" : ".") + p;
+  return s;
+}
+
+// The value at path, or nullptr.
+const Json* at_path(const Json& c, const std::vector<std::string>& path) {
+  const Json* cur = &c;
+  for (const auto& p : path) {
+    if (!cur->is_object()) return nullptr;
+    const auto it = cur->find(p);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+  }
+  return cur;
+}
+
+// (height, width) of an int-or-pair value of positive integers.
+std::optional<std::pair<std::size_t, std::size_t>> pair_of(const Json* v) {
+  auto one = [](const Json& x) -> std::optional<std::size_t> {
+    if (!x.is_number_unsigned() || x.get<std::uint64_t>() == 0) return std::nullopt;
+    return static_cast<std::size_t>(x.get<std::uint64_t>());
+  };
+  if (v == nullptr) return std::nullopt;
+  if (const auto s = one(*v)) return std::pair{*s, *s};
+  if (v->is_array() && v->size() == 2) {
+    const auto h = one((*v)[0]), w = one((*v)[1]);
+    if (h && w) return std::pair{*h, *w};
+  }
+  return std::nullopt;
+}
+
+Json image_value(GridShape g, std::pair<std::size_t, std::size_t> patch, bool was_int) {
+  const std::size_t h = g.height * patch.first, w = g.width * patch.second;
+  if (was_int && h == w) return Json(h);
+  return Json::array({h, w});
+}
+
+}  // namespace
+
+bool ConfigCheck::agrees() const {
+  if (!note.empty() || lengths.empty()) return false;
+  for (const auto& l : lengths) {
+    if (!l.agrees()) return false;
+  }
+  return true;
+}
+
+ConfigCheck check_checkpoint_config(const std::string& config_text, const std::string& source,
+                                    const TensorFile& file, const std::string& tensor_name,
+                                    std::size_t rows, std::optional<std::size_t> prefix) {
+  const Json c = parse_config(config_text, source);
+  const TableClass kind = classify_table(file, tensor_name);
+  const Family f = family_of(c, kind, tensor_name);
+  const std::size_t prefix_tokens = prefix.value_or(kind.prefix_tokens);
+  ConfigCheck out;
+  out.family = f.name;
+  for (const LengthRule& r : f.rules) {
+    const Json* v = at_path(c, r.path);
+    if (v == nullptr && r.optional) continue;
+    ConfigLength l{key_text(r.path), v == nullptr ? "(absent)" : v->dump(), ""};
+    if (!r.image) {
+      l.expected = rows >= r.offset ? std::to_string(rows - r.offset) : "(none)";
+    } else if (const auto patch = pair_of(at_path(c, f.patch_path)); !patch) {
+      out.note = "config has no usable " + key_text(f.patch_path);
+      l.expected = "(unknown)";
+    } else {
+      const auto img = pair_of(v);
+      const bool fits = img && img->first % patch->first == 0 && img->second % patch->second == 0;
+      const GridShape g =
+          fits ? GridShape{img->first / patch->first, img->second / patch->second} : GridShape{};
+      if (fits && prefix_tokens + g.cells() == rows) {
+        l.expected = l.value;
+      } else {
+        // The square grid the rows make, if any.
+        std::size_t s = 0;
+        while ((s + 1) * (s + 1) + prefix_tokens <= rows) ++s;
+        l.expected = s * s + prefix_tokens == rows && s != 0
+                         ? image_value({s, s}, *patch, !v || !v->is_array()).dump()
+                         : "(no square grid fits " + std::to_string(rows) + " rows)";
+      }
+    }
+    out.lengths.push_back(std::move(l));
+  }
+  if (out.lengths.empty()) {
+    out.note = "config.json has no length key posemb knows for " + f.name;
+  }
+  return out;
+}
+
+namespace detail {
+
+void check_config_json(const std::string& text, const std::string& source) {
+  (void)parse_config(text, source);
+}
+
+std::string updated_config(const std::string& config_text, const std::string& source,
+                           const TensorFile& file, const std::string& tensor_name,
+                           std::size_t new_rows, std::optional<GridShape> new_grid,
+                           std::vector<ConfigLength>& changes) {
+  Json c = parse_config(config_text, source);
+  const Family f = family_of(c, classify_table(file, tensor_name), tensor_name);
+  for (const LengthRule& r : f.rules) {
+    Json* cur = &c;
+    for (std::size_t i = 0; i + 1 < r.path.size(); ++i) cur = &(*cur)[r.path[i]];
+    const bool present = cur->contains(r.path.back());
+    if (!present && r.optional) continue;
+    Json value;
+    if (r.image) {
+      const auto patch = pair_of(at_path(c, f.patch_path));
+      if (!patch || !new_grid) {
+        throw std::invalid_argument(source + ": cannot set " + key_text(r.path) + ": " +
+                                    (!patch ? "no usable " + key_text(f.patch_path)
+                                            : std::string("the new grid is not known")));
+      }
+      value = image_value(*new_grid, *patch, !present || !(*cur)[r.path.back()].is_array());
+    } else {
+      value = Json(new_rows >= r.offset ? new_rows - r.offset : 0);
+    }
+    Json& slot = (*cur)[r.path.back()];
+    changes.push_back({key_text(r.path), present ? slot.dump() : "(absent)", value.dump()});
+    slot = std::move(value);
+  }
+  return c.dump(2) + "\n";
+}
+
+}  // namespace detail
+}  // namespace posemb

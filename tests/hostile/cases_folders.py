@@ -1,0 +1,189 @@
+"""Hostile cases for Hugging Face checkpoint folders (`posemb resize DIR`, `posemb inspect DIR`,
+issue 22): a shard missing, an index naming a shard outside the folder or with `..`, a
+symlinked shard, two shards claiming a tensor, a config that is not JSON, and output folders
+that must not be touched. Each must fail with one line and write nothing: no output folder, no
+`.posemb-*` temporary (the runner checks those), the input folder byte for byte as it was."""
+import json
+import os
+
+from inputs import f32_table, safetensors_bytes
+from runner import Case, tree_hashes
+
+SHARD1 = "model-00001-of-00002.safetensors"
+SHARD2 = "model-00002-of-00002.safetensors"
+
+
+def shard(tensors):
+    """A safetensors file of {name: (rows, cols)} float32 tensors."""
+    entries, data = {}, b""
+    for name, (rows, cols) in tensors.items():
+        b = f32_table(rows, cols, fill=0.125)
+        entries[name] = ("F32", (rows, cols), (len(data), len(data) + len(b)))
+        data += b
+    return safetensors_bytes(entries, data=data)
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def gpt2_folder(d, weight_map=None, shard1=None, config=None):
+    """A GPT-2-shaped folder of two shards under d/m, the table in the second."""
+    m = os.path.join(d, "m")
+    os.makedirs(m)
+    write(os.path.join(m, SHARD1), shard1 or shard({"wte.weight": (10, 4)}))
+    write(os.path.join(m, SHARD2), shard({"wpe.weight": (16, 4)}))
+    wm = weight_map or {"wte.weight": SHARD1, "wpe.weight": SHARD2}
+    write(os.path.join(m, "model.safetensors.index.json"),
+          json.dumps({"metadata": {"total_size": 26 * 16}, "weight_map": wm}))
+    write(os.path.join(m, "config.json"),
+          config if config is not None else json.dumps({"model_type": "gpt2", "n_positions": 16, "n_ctx": 16}))
+    write(os.path.join(m, "tokenizer.json"), "{}")
+    return m
+
+
+def untouched(setup):
+    """Setup plus a check that the input folder is byte for byte as setup left it, and that no
+    output folder was made."""
+    seen = {}
+
+    def run(d):
+        setup(d)
+        seen[d] = tree_hashes(os.path.join(d, "m"))
+
+    def check(d, r):
+        out = []
+        if tree_hashes(os.path.join(d, "m")) != seen.get(d):
+            out.append("the input folder changed")
+        if r.rc != 0 and os.path.lexists(os.path.join(d, "out")):
+            out.append("a failed command made the output folder")
+        return out
+    return run, check
+
+
+def spoiled_folders():
+    """(name, setup(d), text the error must hold)."""
+    def missing_shard(d):
+        os.remove(os.path.join(gpt2_folder(d), SHARD2))
+
+    def symlinked_shard(d):
+        m = gpt2_folder(d)
+        os.rename(os.path.join(m, SHARD2), os.path.join(d, "real.safetensors"))
+        os.symlink(os.path.join(d, "real.safetensors"), os.path.join(m, SHARD2))
+
+    def outside(name):
+        def setup(d):
+            gpt2_folder(d, weight_map={"wte.weight": SHARD1, "wpe.weight": name})
+            write(os.path.join(d, "evil.safetensors"), shard({"wpe.weight": (16, 4)}))
+        return setup
+
+    def two_claims(d):
+        gpt2_folder(d, shard1=shard({"wte.weight": (10, 4), "wpe.weight": (16, 4)}))
+
+    def config(text):
+        return lambda d: gpt2_folder(d, config=text)
+
+    def no_config(d):
+        os.remove(os.path.join(gpt2_folder(d), "config.json"))
+
+    def index_not_json(d):
+        write(os.path.join(gpt2_folder(d), "model.safetensors.index.json"), "{\"weight_map\": ")
+
+    def fifo_in_folder(d):
+        os.mkfifo(os.path.join(gpt2_folder(d), "vocab.txt"))
+
+    return [
+        ("missing-shard", missing_shard, "not a file in the folder"),
+        ("symlinked-shard", symlinked_shard, "symbolic link"),
+        ("index-dotdot", outside("../evil.safetensors"), "plain file name"),
+        ("index-absolute", outside(os.path.join("/", "etc", "passwd")), "plain file name"),
+        ("index-subdir", outside("sub/evil.safetensors"), "plain file name"),
+        ("two-shards-claim", two_claims, "in two shards"),
+        ("config-not-json", config("{\"n_positions\": 16,"), "not valid JSON"),
+        ("config-binary", config("\x00\xff\x1b[2J"), "not valid JSON"),
+        ("config-array", config("[16]"), "not an object"),
+        ("config-missing", no_config, "no config.json"),
+        ("index-not-json", index_not_json, "not a JSON object"),
+        ("fifo-in-folder", fifo_in_folder, "not a regular file"),
+    ]
+
+
+def folder_cases(p):
+    out = []
+    commands = [
+        ("resize", ["resize", "{dir}/m", "--to", "32", "--method", "copy", "-o", "{dir}/out"]),
+        ("resize-force", ["resize", "{dir}/m", "--to", "32", "--method", "copy", "-o", "{dir}/out", "--force"]),
+        ("inspect", ["inspect", "{dir}/m"]),
+    ]
+    for name, spoil, text in spoiled_folders():
+        for tag, args in commands:
+            setup, check = untouched(spoil)
+            out.append(Case("folder-%s-%s" % (name, tag), "folders", args, (1,), (text,), timeout=15,
+                            setup=setup, check=check))
+
+    # Output folders: a non-empty one is kept unless --force; the input itself, a folder inside
+    # it and a regular file are refused even with --force.
+    def with_out(kind):
+        def setup(d):
+            gpt2_folder(d)
+            o = os.path.join(d, "out")
+            if kind == "file":
+                write(o, b"old output, must survive a failed write\n")
+            else:
+                os.makedirs(o)
+                write(os.path.join(o, "keep.txt"), b"old output, must survive a failed write\n")
+        return setup
+    resize = ["resize", "{dir}/m", "--to", "32", "--method", "copy", "-o"]
+    same_input = untouched(gpt2_folder)
+    out += [
+        Case("folder-out-nonempty", "folders", resize + ["{dir}/out"], (1,), ("--force",),
+             setup=with_out("dir"), keep=("out/keep.txt",)),
+        Case("folder-out-file", "folders", resize + ["{dir}/out", "--force"], (1,), ("not a directory",),
+             setup=with_out("file"), keep=("out",)),
+        Case("folder-out-is-input", "folders", resize + ["{dir}/m", "--force"], (1,), ("input folder",),
+             setup=same_input[0], check=same_input[1]),
+        Case("folder-out-inside-input", "folders", resize + ["{dir}/m/sub", "--force"], (1,),
+             ("input folder",), setup=lambda d: gpt2_folder(d)),
+        Case("folder-out-holds-input", "folders", resize + ["{dir}", "--force"], (1,), ("input folder",),
+             setup=lambda d: gpt2_folder(d)),
+        Case("folder-grid-on-gpt2", "folders",
+             ["resize", "{dir}/m", "--grid", "4x4", "-o", "{dir}/out"], (2,), ("1-D",),
+             setup=lambda d: gpt2_folder(d)),
+        Case("folder-force-replaces", "folders", resize + ["{dir}/out", "--force"], (0,), ("total_size",),
+             setup=with_out("dir"),
+             check=lambda d, r: [] if not os.path.exists(os.path.join(d, "out", "keep.txt")) and
+             os.path.exists(os.path.join(d, "out", SHARD2)) else ["--force did not replace the folder"]),
+    ]
+    out += grid_flag_cases()
+    return out
+
+
+def vit_file(d):
+    """A ViT table (1, 197, 8) beside its class token, in d/vit.safetensors."""
+    entries = {"vit.embeddings.cls_token": ("F32", (1, 1, 8), (0, 32)),
+               "vit.embeddings.position_embeddings": ("F32", (1, 197, 8), (32, 32 + 197 * 32))}
+    write(os.path.join(d, "vit.safetensors"),
+          safetensors_bytes(entries, data=f32_table(1, 8) + f32_table(197, 8)))
+
+
+def grid_flag_cases():
+    """Bad values of the grid flags on a ViT file: a usage error naming the flag or the grid,
+    nothing written."""
+    base = ["resize", "{dir}/vit.safetensors", "-o", "{dir}/o.safetensors"]
+    bad = {
+        "--grid": ["", "24", "x24", "24x", "0x4", "4x0", "-1x4", "axb", "4x4x4", "9999999x1", "24x 24"],
+        "--from-grid": ["", "14", "0x14", "13x15", "14x14x1"],
+        "--prefix-tokens": ["abc", "-1", "1.5", "197", "500", "2"],
+        "--to": ["578", "196", "1"],
+    }
+    out = []
+    for flag, values in bad.items():
+        for i, v in enumerate(values):
+            args = base + ([flag, v] if flag == "--to" else ["--grid", "24x24", flag, v])
+            if flag == "--grid":
+                args = base + [flag, v]
+            out.append(Case("folder-flag%s-%d" % (flag, i), "flags", args, (2,), timeout=10, setup=vit_file,
+                            check=lambda d, r: ["o.safetensors written by a refused resize"]
+                            if os.path.exists(os.path.join(d, "o.safetensors")) else []))
+    return out
