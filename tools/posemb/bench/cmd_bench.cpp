@@ -232,7 +232,7 @@ void run_bench(const BenchOptions& o) {
     doc["train_step"] = {{"name", train.name},
                          {"shape", train.shape},
                          {"threads", threads.back()},
-                         {"openblas_kernels", train.blas},
+                         {"matrix_products", train.blas},
                          {"seconds", train.seconds},
                          {"tokens_per_second", train.tokens / train.seconds},
                          {"pytorch_seconds", opt_json(train.peer_seconds)},
@@ -247,13 +247,13 @@ void run_bench(const BenchOptions& o) {
         return s ? fmt::format("{:.0f} tokens/s ({})", train.tokens / *s, ratio(s, train.seconds))
                  : status;
       };
-      fmt::print("{} ({}), {} threads, OpenBLAS {}: {:.3f} ms, {:.0f} tokens/s; PyTorch {}\n",
-                 train.name, train.shape, threads.back(), train.blas, train.seconds * 1e3,
+      fmt::print("{} ({}), {} threads, {}: {:.3f} ms, {:.0f} tokens/s; PyTorch {}\n", train.name,
+                 train.shape, threads.back(), train.blas, train.seconds * 1e3,
                  train.tokens / train.seconds, peer(train.peer_seconds, train.peer_status));
       if (!train.peer_coretype.empty()) {
         fmt::print(
-            "  (OpenBLAS did not recognise this CPU: the lab loads it with "
-            "OPENBLAS_CORETYPE={}; PyTorch with the same: {})\n",
+            "  (PyTorch with OPENBLAS_CORETYPE={}, the OpenBLAS kernels for this CPU's "
+            "instructions: {})\n",
             train.peer_coretype, peer(train.peer_coretype_seconds, train.peer_coretype_status));
       }
     }
