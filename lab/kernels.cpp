@@ -1,8 +1,5 @@
 #include "lab/kernels.hpp"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -12,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "lab/blas.hpp"
+#include "lab/gemm.hpp"
 #include "lab/kernels_simd.hpp"
 #include "posemb/parallel.hpp"
 
@@ -49,53 +46,7 @@ void for_rows(std::size_t m, std::size_t c, F&& row_fn) {
 
 namespace {
 
-// OpenBLAS (0.3.21) takes a work buffer of BUFFER_SIZE (128 MiB on x86-64) from its pool for
-// every BLAS call in progress, allocating one when all are in use, and retries that allocation
-// forever when it fails: under an address-space limit (ulimit -v) a matrix product would spin
-// instead of failing. So before the lab's first product: check that the limit leaves room for
-// a buffer per thread (and the threads' stacks and malloc arenas), then take those
-// buffers at once and give them back (the pool keeps them): later products never allocate, and
-// a later shortage of memory is a std::bad_alloc of our own allocations, not a hang.
-void prepare_blas() {
-  const std::size_t threads = parallel_threads();
-  constexpr std::size_t kBuffer = (std::size_t{128} << 20) + (std::size_t{8} << 10);
-  constexpr std::size_t kThread = std::size_t{72} << 20;  // an 8 MiB stack, a 64 MiB arena
-  struct rlimit rl {};
-  if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-    std::size_t pages = 0;
-    if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
-      if (std::fscanf(f, "%zu", &pages) != 1) pages = 0;
-      std::fclose(f);
-    }
-    const std::size_t in_use = pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const std::size_t need = in_use + threads * kBuffer + (threads - 1) * kThread + (16 << 20);
-    if (need > rl.rlim_cur) {
-      throw std::runtime_error(
-          "lab: the address-space limit (ulimit -v) of " + std::to_string(rl.rlim_cur >> 20) +
-          " MiB is too small: with " + std::to_string(in_use >> 20) + " MiB in use, " +
-          std::to_string(threads) + " threads and OpenBLAS's " + std::to_string(kBuffer >> 20) +
-          " MiB work buffer for each, the lab needs at least " + std::to_string(need >> 20) +
-          " MiB before its own memory (raise the limit or use fewer threads)");
-    }
-  }
-  std::vector<void*> buffers;
-  for (std::size_t i = 0; i < threads; ++i) buffers.push_back(blas().memory_alloc(0));
-  for (void* b : buffers) blas().memory_free(b);
-  // Start parallel_for's helper threads now too (their stacks and malloc arenas).
-  parallel_tasks(threads, threads, [](std::size_t) { std::free(std::malloc(64)); });
-}
-
-}  // namespace
-
-void blas_single_threaded() {
-  static const bool prepared = (prepare_blas(), true);
-  (void)prepared;
-  blas().set_num_threads(1);
-}
-
-namespace {
-
-// Rows [r0, r0 + kRowChunk) of linear_forward: one sgemm call.
+// Rows [r0, r0 + kRowChunk) of linear_forward: one gemm call.
 void linear_forward_rows(MatrixView<float> y, MatrixView<const float> x, MatrixView<const float> w,
                          MatrixView<const float> b, std::size_t r0) {
   const std::size_t k = x.cols(), n = w.cols(), rows = std::min(kRowChunk, x.rows() - r0);
@@ -104,31 +55,24 @@ void linear_forward_rows(MatrixView<float> y, MatrixView<const float> x, MatrixV
     for (std::size_t r = r0; r < r0 + rows; ++r) std::copy_n(b.data(), n, y.row(r).data());
     beta = 1.0f;
   }
-  blas().sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
-               static_cast<int>(n), static_cast<int>(k), 1.0f, x.data() + r0 * x.row_stride(),
-               static_cast<int>(x.row_stride()), w.data(), static_cast<int>(w.row_stride()), beta,
-               y.data() + r0 * y.row_stride(), static_cast<int>(y.row_stride()));
+  gemm(false, false, rows, n, k, 1.0f, x.data() + r0 * x.row_stride(), x.row_stride(), w.data(),
+       w.row_stride(), beta, y.data() + r0 * y.row_stride(), y.row_stride());
 }
 
-// Rows [r0, r0 + kRowChunk) of dx (M, K) = dy (M, N) w^T (N, K): one sgemm call.
+// Rows [r0, r0 + kRowChunk) of dx (M, K) = dy (M, N) w^T (N, K): one gemm call.
 void linear_backward_dx_rows(MatrixView<float> dx, MatrixView<const float> dy,
                              MatrixView<const float> w, bool accumulate, std::size_t r0) {
   const std::size_t k = dx.cols(), n = dy.cols(), rows = std::min(kRowChunk, dy.rows() - r0);
-  blas().sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows), static_cast<int>(k),
-               static_cast<int>(n), 1.0f, dy.data() + r0 * dy.row_stride(),
-               static_cast<int>(dy.row_stride()), w.data(), static_cast<int>(w.row_stride()),
-               accumulate ? 1.0f : 0.0f, dx.data() + r0 * dx.row_stride(),
-               static_cast<int>(dx.row_stride()));
+  gemm(false, true, rows, k, n, 1.0f, dy.data() + r0 * dy.row_stride(), dy.row_stride(), w.data(),
+       w.row_stride(), accumulate ? 1.0f : 0.0f, dx.data() + r0 * dx.row_stride(), dx.row_stride());
 }
 
-// Tile (i0, j0) of dw (K, N) += x^T (K, M) dy (M, N): one sgemm call summing all M rows.
+// Tile (i0, j0) of dw (K, N) += x^T (K, M) dy (M, N): one gemm call summing all M rows.
 void linear_backward_dw_tile(MatrixView<float> dw, MatrixView<const float> dy,
                              MatrixView<const float> x, std::size_t i0, std::size_t j0) {
   const std::size_t ki = std::min(kTile, dw.rows() - i0), nj = std::min(kTile, dw.cols() - j0);
-  blas().sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(ki), static_cast<int>(nj),
-               static_cast<int>(x.rows()), 1.0f, x.data() + i0, static_cast<int>(x.row_stride()),
-               dy.data() + j0, static_cast<int>(dy.row_stride()), 1.0f,
-               dw.data() + i0 * dw.row_stride() + j0, static_cast<int>(dw.row_stride()));
+  gemm(true, false, ki, nj, x.rows(), 1.0f, x.data() + i0, x.row_stride(), dy.data() + j0,
+       dy.row_stride(), 1.0f, dw.data() + i0 * dw.row_stride() + j0, dw.row_stride());
 }
 
 // Columns [j0, j0 + kTile) of db (1, N) += the column sums of dy, rows in order.

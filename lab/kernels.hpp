@@ -4,9 +4,8 @@
 // arguments in the same order, outputs first; each comment says whether a result is written over
 // or added into. Every kernel is deterministic whatever the thread count: work is split
 // into fixed chunks (never "one chunk per thread") and every reduction runs in a fixed order.
-// Matrix products go through single-threaded OpenBLAS calls, one per chunk (call
-// blas_single_threaded() once before using them: OpenBLAS's own threads would oversubscribe the
-// cores and could change the summation order).
+// Matrix products are lab::gemm calls (lab/gemm.hpp), one per chunk: the same bits on every CPU
+// and SIMD target.
 //
 //   lab::linear_forward(y, x, w, b);            // y (M, N) = x (M, K) w (K, N) + b (1, N)
 //   lab::linear_backward(dx, dw, db, dy, x, w); // dx written over; dw, db added into
@@ -19,9 +18,6 @@
 #include "posemb/matrix_view.hpp"
 
 namespace posemb::lab {
-
-// Sets OpenBLAS to one thread (posemb::parallel_for does the parallel work). Idempotent.
-void blas_single_threaded();
 
 // y = x w + b. x: (M, K), w: (K, N), b: (1, N) or empty; y: (M, N), written over.
 void linear_forward(MatrixView<float> y, MatrixView<const float> x, MatrixView<const float> w,

@@ -110,9 +110,7 @@ const ModelConfig& checked(const ModelConfig& cfg) {
 }  // namespace
 
 Model::Model(const ModelConfig& cfg)
-    : cfg_(checked(cfg)), spec_(&find_encoding(cfg.pe)), params_(cfg), enc_(spec_->make(cfg)) {
-  blas_single_threaded();
-}
+    : cfg_(checked(cfg)), spec_(&find_encoding(cfg.pe)), params_(cfg), enc_(spec_->make(cfg)) {}
 
 std::vector<ParamInfo> Model::tensor_shapes(const ModelConfig& cfg) {
   std::vector<ParamInfo> own = Parameters::layout(cfg);

@@ -15,12 +15,15 @@ set -euo pipefail
 
 build=(
   build-essential cmake make pkg-config
-  libomp-dev libopenblas-dev libopenblas-pthread-dev libcli11-dev nlohmann-json3-dev libfmt-dev
+  libomp-dev libcli11-dev nlohmann-json3-dev libfmt-dev
   libstb-dev
   fonts-dejavu-core                                          # text in the tool's PNG plots
   libhwy-dev
 )
-bench=(libbenchmark-dev python3 python3-numpy python3-torch)
+# libopenblas-dev: the BLAS behind the numpy and PyTorch peers (without it, apt may give
+# Debian's torch the reference BLAS, its first alternative: a handicapped peer). The lab itself
+# uses no BLAS (lab/gemm.hpp).
+bench=(libbenchmark-dev python3 python3-numpy python3-torch libopenblas-dev)
 test=(
   git clang clang-format libclang-rt-14-dev                  # format check, libFuzzer, sanitizers
   libgtest-dev libgmock-dev librapidcheck-dev

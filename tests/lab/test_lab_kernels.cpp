@@ -78,7 +78,6 @@ std::vector<float> flat(const Matrix<float>& m) {
 }
 
 TEST(LabKernels, LinearForwardMatchesReference) {
-  blas_single_threaded();
   const std::size_t M = 130, K = 37, N = 45;
   const auto x = random_matrix(M, K, 1), w = random_matrix(K, N, 2), b = random_matrix(1, N, 3);
   Matrix<float> y(M, N);
@@ -103,7 +102,6 @@ TEST(LabKernels, LinearForwardMatchesReference) {
 }
 
 TEST(LabKernels, LinearBackwardMatchesReference) {
-  blas_single_threaded();
   const std::size_t M = 130, K = 37, N = 45;
   const auto x = random_matrix(M, K, 4), w = random_matrix(K, N, 5), dy = random_matrix(M, N, 6);
   const auto dw0 = random_matrix(K, N, 7), db0 = random_matrix(1, N, 8);

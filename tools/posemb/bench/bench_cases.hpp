@@ -30,9 +30,9 @@ struct StandaloneResult {
   double tokens = 0;                   // tokens one call processes
   std::optional<double> peer_seconds;  // PyTorch, same model and thread count
   std::string peer_status;
-  std::string blas;  // the OpenBLAS kernels the lab runs ("SkylakeX", ...)
-  // When the lab chose OpenBLAS's kernels itself (OPENBLAS_CORETYPE, OpenBLAS did not recognise
-  // the CPU): the peer again with the same variable, for PyTorch's own use of OpenBLAS.
+  std::string blas;  // the lab's matrix products ("lab::gemm on avx512")
+  // Unless the user set OPENBLAS_CORETYPE: the OpenBLAS kernels for this CPU's instructions, and
+  // the peer again with that variable, for PyTorch's own use of OpenBLAS.
   std::string peer_coretype;
   std::optional<double> peer_coretype_seconds;
   std::string peer_coretype_status;

@@ -8,6 +8,7 @@
 // steps each, per step), against the same model, shapes and batch in PyTorch
 // (bench/peers/torch_model.py under /usr/bin/python3, same thread count), the two taking turns.
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,13 +16,32 @@
 
 #include "bench_cases.hpp"
 #include "lab/attention.hpp"
-#include "lab/blas.hpp"
 #include "lab/encoding.hpp"
 #include "lab/kernels.hpp"
 #include "lab/trainer.hpp"
 #include "posemb/posemb.hpp"
 
 namespace posemb::cli {
+namespace {
+
+// The OpenBLAS kernels for this CPU's instructions, for PyTorch's OpenBLAS, or "" when the user
+// set OPENBLAS_CORETYPE. OpenBLAS (0.3.21 in Debian 12) picks its kernels by CPU model and falls
+// back to its SSE3 "Prescott" kernels on a model it does not know (newer Xeons with AVX-512):
+// the peer runs once as it is and once with these (SkylakeX's single-precision kernels are also
+// Cooperlake's and Sapphire Rapids', Haswell's are also Zen's).
+std::string openblas_core_for_cpu() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512cd")) {
+    return "SkylakeX";
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  return "";
+}
+
+}  // namespace
 
 StandaloneResult train_step_demo(const BenchContext& ctx) {
   lab::RunConfig r;
@@ -43,8 +63,8 @@ StandaloneResult train_step_demo(const BenchContext& ctx) {
   res.name = "train_step/demo";
   res.shape = "B=32 T=34 C=64 L=2 H=4 V=12";
   res.tokens = 32.0 * static_cast<double>(lab::input_len(r.task.train_len));
-  res.blas = lab::blas().corename();
-  res.peer_coretype = ctx.run_peers ? lab::blas_coretype_override() : "";
+  res.blas = "lab::gemm on " + simd_target();
+  res.peer_coretype = ctx.run_peers ? openblas_core_for_cpu() : "";
   // Training runs its steps back to back, and the peer times them so (no flush between steps):
   // each timed repetition is kSteps consecutive steps after one cache flush, reported per step.
   constexpr int kSteps = 10;
@@ -52,9 +72,9 @@ StandaloneResult train_step_demo(const BenchContext& ctx) {
                                for (int i = 0; i < kSteps; ++i) tr.train_step();
                              }};
   // The peer is another process, so the two cannot be interleaved repetition by repetition:
-  // they take turns in kRounds rounds (ours, the peer, the peer with our OpenBLAS kernels), each
-  // reporting its median, and each side's figure is the median of its rounds. A change in the
-  // machine's speed during the run then falls on both sides alike.
+  // they take turns in kRounds rounds (ours, the peer, the peer with the OpenBLAS kernels for this
+  // CPU), each reporting its median, and each side's figure is the median of its rounds. A change
+  // in the machine's speed during the run then falls on both sides alike.
   constexpr int kRounds = 3;
   const int per_round = std::max(reps / kRounds, 5);
   const std::vector<std::string> args{ctx.peer_dir + "/torch_model.py", "--threads",
@@ -126,7 +146,6 @@ struct LabProblem {
       initialize_table(m->view(), {InitKind::normal, 1.0, seed++});
     }
     for (std::size_t r = 0; r < M; ++r) targets[r] = static_cast<std::int32_t>(r % V);
-    lab::blas_single_threaded();
     lab::gelu_forward(fcg.view(), fct.view(), fc);
     lab::attention_forward(y.view(), probs, qkv, B, T, H);
   }

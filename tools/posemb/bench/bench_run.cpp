@@ -158,7 +158,7 @@ nlohmann::json train_step_json(const StandaloneResult& train, int threads) {
   nlohmann::json j = {{"name", train.name},
                       {"shape", train.shape},
                       {"threads", threads},
-                      {"openblas_kernels", train.blas},
+                      {"matrix_products", train.blas},
                       {"seconds", train.seconds},
                       {"tokens_per_second", train.tokens / train.seconds},
                       {"pytorch_seconds", opt_json(train.peer_seconds)},

@@ -68,14 +68,14 @@ void print_train_step(const nlohmann::json& t) {
                        : fmt::format("{:.0f} tokens/s ({})", tokens / s.get<double>(),
                                      ratio(opt(s), seconds));
   };
-  fmt::print("{} ({}), {} threads, OpenBLAS {}: {:.3f} ms, {:.0f} tokens/s; PyTorch {}\n",
+  fmt::print("{} ({}), {} threads, {}: {:.3f} ms, {:.0f} tokens/s; PyTorch {}\n",
              t["name"].get<std::string>(), t["shape"].get<std::string>(), t["threads"].get<int>(),
-             t["openblas_kernels"].get<std::string>(), seconds * 1e3,
+             t["matrix_products"].get<std::string>(), seconds * 1e3,
              t["tokens_per_second"].get<double>(), peer(t["pytorch_seconds"], t["pytorch_status"]));
   if (t.contains("pytorch_openblas_coretype")) {
     fmt::print(
-        "  (OpenBLAS did not recognise this CPU: the lab loads it with "
-        "OPENBLAS_CORETYPE={}; PyTorch with the same: {})\n",
+        "  (PyTorch with OPENBLAS_CORETYPE={}, the OpenBLAS kernels for this CPU's "
+        "instructions: {})\n",
         t["pytorch_openblas_coretype"].get<std::string>(),
         peer(t["pytorch_coretype_seconds"], t["pytorch_coretype_status"]));
   }
