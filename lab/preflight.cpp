@@ -65,10 +65,9 @@ void check_checkpoint_metadata(std::string_view run_json, std::string_view linea
 
 void check_thread_budget(std::size_t threads, std::string_view what) {
   struct rlimit rl {};
-  if (threads == 0 || ::getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
-  // Per thread: OpenBLAS's work buffer (128 MiB), an 8 MiB stack and a 64 MiB malloc arena, as
-  // the lab's BLAS preparation counts them (lab/kernels.cpp).
-  constexpr std::size_t kPerThread = (std::size_t{128} << 20) + (std::size_t{72} << 20);
+  if (threads <= 1 || ::getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+  // Per thread: an 8 MiB stack and a 64 MiB malloc arena.
+  constexpr std::size_t kPerThread = std::size_t{72} << 20;
   const std::size_t in_use = bytes_in_use();
   const std::size_t limit = rl.rlim_cur;
   const std::size_t room = limit > in_use + 16 * kMiB ? limit - in_use - 16 * kMiB : 0;
@@ -76,7 +75,7 @@ void check_thread_budget(std::size_t threads, std::string_view what) {
   throw std::runtime_error(
       std::string(what) + ": " + std::to_string(threads) + " threads need about " +
       std::to_string(threads * (kPerThread / kMiB)) + " MiB of address space (" +
-      std::to_string(kPerThread / kMiB) + " MiB each: stack, malloc arena, OpenBLAS buffer), " +
+      std::to_string(kPerThread / kMiB) + " MiB each: stack and malloc arena), " +
       "but the address-space limit (ulimit -v) of " + std::to_string(limit / kMiB) +
       " MiB leaves " + std::to_string(room / kMiB) + " MiB with " + std::to_string(in_use / kMiB) +
       " MiB in use: at most " + std::to_string(room / kPerThread) +

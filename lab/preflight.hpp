@@ -35,9 +35,9 @@ void check_resume_step(std::size_t step, std::size_t total_steps);
 // lab's key and the table's provenance) over the safetensors metadata limit.
 void check_checkpoint_metadata(std::string_view run_json, std::string_view lineage);
 
-// Throws std::runtime_error when `threads` threads, each with a stack, a malloc arena and
-// OpenBLAS's work buffer, do not fit the address-space limit (ulimit -v / prlimit --as) beside
-// the memory in use. No limit: nothing to check.
+// Throws std::runtime_error when `threads` threads (more than one), each with a stack and a
+// malloc arena, do not fit the address-space limit (ulimit -v / prlimit --as) beside the memory
+// in use. No limit: nothing to check.
 void check_thread_budget(std::size_t threads, std::string_view what);
 
 // Collective. Throws JobFailure on every rank when the ranks were not given the same settings

@@ -1,6 +1,5 @@
-// `posemb sweep`: a grid of runs (encodings x seeds x tasks x lengths x ...), each trained and
-// evaluated; under `mpirun -np N` the runs are shared among the ranks (lab::run_grid) and rank 0
-// writes results.csv, results.json and the charts into --out.
+// `posemb sweep`: a grid of runs, each trained and evaluated (lab::run_grid, the runs shared among
+// the ranks under mpirun); rank 0 writes results.csv, results.json and the charts into --out.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -39,11 +38,9 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
     fmt::print("posemb sweep: {} runs on {} rank{}, {} at a time per rank\n", runs.size(),
                comm.size(), comm.size() > 1 ? "s" : "", o.parallel_runs);
   }
-  lab::GridOptions go;
+  lab::GridOptions go;  // the threads' memory checked before any starts (lab/preflight.hpp)
   go.parallel_runs = o.parallel_runs;
-  if (o.parallel_runs > 1) {  // the threads' memory, before any of them starts (lab/preflight.hpp)
-    lab::check_thread_budget(std::min(o.parallel_runs, runs.size()), "sweep --parallel-runs");
-  }
+  lab::check_thread_budget(std::min(go.parallel_runs, runs.size()), "sweep --parallel-runs");
   std::mutex print;
   if (!o.quiet) {
     go.progress = [&](const lab::GridProgress& p) {
@@ -95,9 +92,9 @@ void register_sweep_command(CLI::App& app) {
   auto o = std::make_shared<SweepOptions>();
   CLI::App* cmd = app.add_subcommand(
       "sweep",
-      "Train and evaluate a grid of runs (lists of encodings, seeds, tasks, lengths, model "
-      "sizes, ...); under mpirun the runs are shared among the ranks. Writes results.csv, "
-      "results.json and a length-generalization chart per group of runs into --out.");
+      "Train and evaluate a grid of runs (lists of encodings, seeds, tasks, lengths, model sizes, "
+      "...); under mpirun the runs are shared among the ranks. Writes results.csv, results.json "
+      "and a length-generalization chart per group of runs into --out.");
   add_lab_flags(cmd, o->lab);
   // The axes of the grid replace their single-valued flags.
   for (const char* name : {"--pe", "--task", "--alphabet", "--train-len", "--d-model", "--layers",
