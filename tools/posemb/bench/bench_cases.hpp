@@ -17,7 +17,7 @@ namespace posemb::cli {
 struct BenchContext {
   const bench::Harness* harness = nullptr;
   int repetitions = 15;
-  int threads = 1;                          // OpenMP threads for the case and its peer
+  int threads = 1;                          // threads for the case and its peer
   bool run_peers = true;                    // false with --no-peer
   std::string python = "/usr/bin/python3";  // for peer scripts
   std::string peer_dir;                     // where the peer scripts are

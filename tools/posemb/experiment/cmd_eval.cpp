@@ -118,7 +118,7 @@ void register_eval_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of the evaluation instances")
       ->check(whole_number())
       ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "OpenMP threads (default: all cores)")
+  cmd->add_option("--threads", o->threads, "Threads (default: all cores; OMP_NUM_THREADS)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--eval-positions", o->positions,
                   "Encodings trained on randomized positions (learned-randomized) only: positions "

@@ -160,7 +160,7 @@ void add_lab_flags(CLI::App* cmd, LabFlags& f) {
   cmd->add_option("--seed", r.train.seed, "Seed of the initialization and the data")
       ->check(whole_number())
       ->capture_default_str();
-  cmd->add_option("--threads", f.threads, "OpenMP threads (default: all cores)")
+  cmd->add_option("--threads", f.threads, "Threads (default: all cores; OMP_NUM_THREADS)")
       ->check(CLI::Range(1, 1024));
 }
 
