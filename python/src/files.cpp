@@ -127,6 +127,8 @@ py::list resize_dicts(const std::vector<TableResize>& resizes) {
   py::list l;
   for (const TableResize& r : resizes) l.append(resize_dict(r));
   return l;
+}
+
 // reserved_rows past the table's rows would make positions() wrap (rows - reserved).
 void check_reserved_rows(const char* op, std::size_t reserved, std::size_t rows) {
   if (reserved > rows) {
