@@ -16,8 +16,8 @@
 
 #include "lab/checkpoint.hpp"
 #include "lab/encoding.hpp"
-#include "posemb/parallel.hpp"
 #include "lab/preflight.hpp"
+#include "posemb/parallel.hpp"
 
 namespace posemb::lab {
 namespace {

@@ -323,7 +323,8 @@ class RotaryEmbedding(nn.Module):
             raise ValueError(f"RotaryEmbedding: q {tuple(q.shape)} and k {tuple(k.shape)} differ "
                              "in (B, T)")
         batch, length = q.shape[0], q.shape[1]
-        source, tensor = _position_source(batch, length, position_ids, attention_mask, start, None)
+        source, tensor, _ = _position_source(batch, length, position_ids, attention_mask, start,
+                                             None)
         if seq_len is None:
             pos = _ext.resolve_positions(source, batch, length, 2**62)
             seq_len = int(pos.max()) + 1 if pos.size else 0

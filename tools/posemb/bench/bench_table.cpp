@@ -40,8 +40,8 @@ void print_header(const nlohmann::json& doc) {
   fmt::print(
       "peers: llm.c encoder loop, and for rope_* the plain rotate-half loop over cached cos and "
       "sin ('loop'), both -O3 -march=native: {}; PyTorch: {}\n",
-             llmc.starts_with("not measured") ? llmc : std::string("measured"),
-             doc["pytorch_peer"].get<std::string>());
+      llmc.starts_with("not measured") ? llmc : std::string("measured"),
+      doc["pytorch_peer"].get<std::string>());
 }
 
 void print_cases(const nlohmann::json& doc) {
