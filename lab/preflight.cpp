@@ -66,10 +66,14 @@ void check_checkpoint_metadata(std::string_view run_json, std::string_view linea
 void check_thread_budget(std::size_t threads, std::string_view what) {
   struct rlimit rl {};
   if (threads <= 1 || ::getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+  check_thread_budget(threads, what, static_cast<std::size_t>(rl.rlim_cur), bytes_in_use());
+}
+
+void check_thread_budget(std::size_t threads, std::string_view what, std::size_t limit,
+                         std::size_t in_use) {
+  if (threads <= 1) return;
   // Per thread: an 8 MiB stack and a 64 MiB malloc arena.
   constexpr std::size_t kPerThread = std::size_t{72} << 20;
-  const std::size_t in_use = bytes_in_use();
-  const std::size_t limit = rl.rlim_cur;
   const std::size_t room = limit > in_use + 16 * kMiB ? limit - in_use - 16 * kMiB : 0;
   if (threads <= room / kPerThread) return;
   throw std::runtime_error(

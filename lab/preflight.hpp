@@ -39,6 +39,9 @@ void check_checkpoint_metadata(std::string_view run_json, std::string_view linea
 // malloc arena, do not fit the address-space limit (ulimit -v / prlimit --as) beside the memory
 // in use. No limit: nothing to check.
 void check_thread_budget(std::size_t threads, std::string_view what);
+// The same against a given limit and memory in use (bytes): the rule alone, for tests.
+void check_thread_budget(std::size_t threads, std::string_view what, std::size_t limit,
+                         std::size_t in_use);
 
 // Collective. Throws JobFailure on every rank when the ranks were not given the same settings
 // (compared by a 64-bit hash of `settings`; `what` names the command). A single process
