@@ -12,22 +12,14 @@
 #include <vector>
 
 #include "lab/model.hpp"
+#include "lab_runs.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb::lab {
 namespace {
 
 ModelConfig tiny(const std::string& pe) {
-  ModelConfig cfg;
-  cfg.vocab_size = 9;
-  cfg.d_model = 16;
-  cfg.n_heads = 2;
-  cfg.n_layers = 2;
-  cfg.d_ff = 32;
-  cfg.pe = pe;
-  cfg.max_seq_len = find_encoding(pe).has_table ? 40 : 0;
-  cfg.init_std = 0.3;  // far from uniform attention
-  return cfg;
+  return testing::tiny_model_config(pe, 40);
 }
 
 // Initialized, with biases and LayerNorm terms moved off 0 and 1.

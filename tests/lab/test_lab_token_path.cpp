@@ -19,6 +19,7 @@
 
 #include "lab/model.hpp"
 #include "lab/task.hpp"
+#include "lab_runs.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/parallel.hpp"
 
@@ -26,16 +27,7 @@ namespace posemb::lab {
 namespace {
 
 ModelConfig tiny(const std::string& pe) {
-  ModelConfig cfg;
-  cfg.vocab_size = 9;
-  cfg.d_model = 16;
-  cfg.n_heads = 2;
-  cfg.n_layers = 2;
-  cfg.d_ff = 32;
-  cfg.pe = pe;
-  cfg.max_seq_len = find_encoding(pe).has_table ? 80 : 0;
-  cfg.init_std = 0.3;
-  return cfg;
+  return testing::tiny_model_config(pe, 80);
 }
 
 // A (B, T) batch of random tokens, positions from `first` (gapped when !contiguous), the last

@@ -27,4 +27,19 @@ inline RunConfig tiny_run_config(const std::string& pe, std::size_t train_len, s
   return r;
 }
 
+// A 2-layer, 2-head, d_model 16 model of `pe` over 9 tokens with init_std 0.3 (far from uniform
+// attention); a learned table of table_rows rows (none for a computed encoding).
+inline ModelConfig tiny_model_config(const std::string& pe, std::size_t table_rows) {
+  ModelConfig cfg;
+  cfg.vocab_size = 9;
+  cfg.d_model = 16;
+  cfg.n_heads = 2;
+  cfg.n_layers = 2;
+  cfg.d_ff = 32;
+  cfg.pe = pe;
+  cfg.max_seq_len = find_encoding(pe).has_table ? table_rows : 0;
+  cfg.init_std = 0.3;
+  return cfg;
+}
+
 }  // namespace posemb::lab::testing
