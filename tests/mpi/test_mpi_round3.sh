@@ -49,4 +49,20 @@ mpmd "train on rank 0, sweep on rank 1" 2 -- train "${model[@]}" --out "$tmp/c" 
   sweep "${grid[@]}" --out "$tmp/d"
 mpmd "sweep on rank 0, train on rank 1" 2 -- sweep "${grid[@]}" --out "$tmp/e" ::: \
   train "${model[@]}" --out "$tmp/f"
+
+# A process of the job that never starts MPI (another program; a posemb command without MPI):
+# MPI_Init has no timeout, so --peer-timeout bounds the wait for the job to start.
+for other in "sleep 60" "$bin inspect --help"; do
+  start=$(date +%s)
+  # shellcheck disable=SC2086
+  timeout 120 "$mpiexec" "${mpi_flags[@]}" -np 1 "$bin" sweep "${grid[@]}" --peer-timeout 3 \
+    --out "$tmp/g" : -np 1 $other >/dev/null 2>"$tmp/err"
+  code=$?
+  took=$(($(date +%s) - start))
+  [ "$code" -eq 1 ] || fail "a rank beside '$other' that never starts MPI: exit $code, expected 1"
+  [ "$took" -lt 60 ] || fail "a rank beside '$other' waited ${took} s, past --peer-timeout 3"
+  contains err "posemb: error: the MPI job did not start within --peer-timeout 3 s" \
+    "the wait for MPI to start beside '$other' is bounded"
+  [ -e "$tmp/g" ] && fail "a job that never started wrote $tmp/g"
+done
 finish test_mpi_round3

@@ -135,14 +135,14 @@ void register_sweep_command(CLI::App& app) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{1024}))
       ->capture_default_str();
   cmd->add_option("--peer-timeout", o->peer_timeout,
-                  "Under mpirun: seconds a rank waits for the others to finish their runs "
+                  "Under mpirun: seconds a rank waits for the job to start and for the others "
+                  "to finish their runs "
                   "before ending the job (0: no limit)")
       ->check(CLI::Range(0.0, 1e9))
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "No progress or summary");
   cmd->callback([o] {
-    lab::Communicator& comm = lab::world();
-    set_peer_timeout(comm, o->peer_timeout);
+    lab::Communicator& comm = join_world(o->peer_timeout);
     run_job(comm, [&] { sweep(*o, comm); });
   });
 }

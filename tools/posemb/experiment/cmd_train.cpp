@@ -71,8 +71,7 @@ void train(TrainOptions& o, lab::Communicator& comm) {
 
 void run_train(TrainOptions& o) {
   // The job first (MPI starts here under mpirun), so that rank 0 alone reports any failure.
-  lab::Communicator& comm = lab::world();
-  set_peer_timeout(comm, o.peer_timeout);
+  lab::Communicator& comm = join_world(o.peer_timeout);
   run_job(comm, [&] { train(o, comm); });
 }
 
@@ -122,7 +121,8 @@ void register_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "No progress or summary");
   cmd->add_option("--peer-timeout", o->peer_timeout,
-                  "Under mpirun: seconds a rank waits for the others before ending the job "
+                  "Under mpirun: seconds a rank waits for the job to start, and for the others, "
+                  "before ending the job "
                   "(0: no limit)")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();

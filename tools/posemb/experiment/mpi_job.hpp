@@ -1,7 +1,7 @@
 // tools/posemb/experiment/mpi_job.hpp: how a command runs as one rank of an MPI job (`mpirun -np
 // N posemb train ...`): who reports a failure, and what happens to the others.
 //
-//   lab::Communicator& comm = lab::world();        // before anything may fail
+//   lab::Communicator& comm = join_world(o.peer_timeout);   // before anything may fail
 //   run_job(comm, [&] { ... the command ... });
 //
 // A failure every rank knows of (lab::JobFailure from the lab's status exchange; a usage error,
@@ -12,8 +12,6 @@
 // aborted (MPI_Abort) when this process exits instead of hanging.
 #pragma once
 
-#include <chrono>
-#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -44,9 +42,12 @@ void run_job(lab::Communicator& comm, F&& body) {
   }
 }
 
-// The communicator's timeout from a --peer-timeout value in seconds (0: none).
-inline void set_peer_timeout(lab::Communicator& comm, double seconds) {
-  comm.set_timeout(std::chrono::milliseconds(static_cast<long long>(std::llround(seconds * 1e3))));
-}
+// The job (lab::world()), with the communicator's timeout set from a --peer-timeout value in
+// seconds (0: none). Starting MPI waits for every process of the job, and MPI_Init has no
+// timeout of its own: when it has not returned within `peer_timeout` seconds (a process of the
+// job never starts MPI: another program, or a posemb command that does not use MPI), this
+// process prints one error line and ends with exit status 1, which makes the launcher end the
+// job. Nothing has been written at that point.
+lab::Communicator& join_world(double peer_timeout);
 
 }  // namespace posemb::cli
