@@ -193,4 +193,18 @@ RunConfig merge_run(const RunConfig& base, const RunOverrides& o) {
   return r;
 }
 
+RunConfig complete_run(const RunChoices& c) {
+  RunConfig r = c.run;
+  r.task.kind = parse_task_kind(c.task);
+  const EncodingSpec& spec = find_encoding(c.pe);
+  r.model.pe = c.pe;
+  if (r.model.embed_init_std <= 0.0) r.model.embed_init_std = spec.default_embed_init_std;
+  r.model.d_ff = c.d_ff != 0 ? c.d_ff : 4 * r.model.d_model;
+  r.model.vocab_size = r.task.vocab_size();
+  r.model.max_seq_len =
+      c.max_seq_len != 0 ? c.max_seq_len : spec.default_table_rows(r.task.train_len);
+  r.validate();
+  return r;
+}
+
 }  // namespace posemb::lab

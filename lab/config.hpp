@@ -191,4 +191,26 @@ inline std::size_t input_len(std::size_t n) {
 TaskKind parse_task_kind(const std::string& name);  // "copy", "reverse"; ConfigError otherwise
 std::string task_kind_name(TaskKind kind);
 
+// What a user chooses for a new run, with the choices that have a default depending on the
+// others left open (0 or empty); complete_run fills them by the lab's rules:
+//
+//   lab::RunChoices c;                 // every setting at its default
+//   c.pe = "rope";
+//   c.run.task.train_len = 32;
+//   lab::RunConfig run = lab::complete_run(c);   // d_ff 4 * d_model, the task's vocabulary, ...
+struct RunChoices {
+  RunChoices() { run.model.embed_init_std = 0.0; }  // 0: the encoding's default
+  RunConfig run;  // the settings chosen; the fields below and vocab_size are filled from them
+  std::string pe = default_encoding_name();  // a registered encoding
+  std::string task = "copy";                 // parse_task_kind
+  std::size_t max_seq_len = 0;               // table rows; 0: the encoding's default for train_len
+  std::size_t d_ff = 0;                      // 0: 4 * d_model
+};
+
+// The validated RunConfig of c: the task kind and encoding parsed, model.pe and vocab_size set,
+// d_ff 4 * d_model unless given, the table's rows the encoding's default for the training length
+// unless given, the embedding's init std the encoding's unless given. Throws ConfigError naming
+// the fields of an unknown, out-of-range or contradicting choice.
+RunConfig complete_run(const RunChoices& c);
+
 }  // namespace posemb::lab

@@ -164,22 +164,12 @@ void add_lab_flags(CLI::App* cmd, LabFlags& f) {
       ->check(CLI::Range(1, 1024));
 }
 
-lab::RunConfig finish_lab_flags(LabFlags& f) {
-  auto r = f.run;
+lab::RunConfig finish_lab_flags(const LabFlags& f) {
   try {
-    r.task.kind = lab::parse_task_kind(f.task);
-    const auto& spec = lab::find_encoding(f.pe);
-    r.model.pe = f.pe;
-    if (r.model.embed_init_std <= 0.0) r.model.embed_init_std = spec.default_embed_init_std;
-    r.model.d_ff = f.d_ff != 0 ? f.d_ff : 4 * r.model.d_model;
-    r.model.vocab_size = r.task.vocab_size();
-    r.model.max_seq_len =
-        f.max_seq_len != 0 ? f.max_seq_len : spec.default_table_rows(r.task.train_len);
-    r.validate();
+    return lab::complete_run(f);
   } catch (const lab::ConfigError& e) {
     throw usage_error(e);
   }
-  return r;
 }
 
 std::filesystem::path prepare_output_dir(const std::string& dir,

@@ -16,21 +16,16 @@
 
 namespace posemb::cli {
 
-struct LabFlags {
-  LabFlags() { run.model.embed_init_std = 0.0; }  // 0: the encoding's default
-  lab::RunConfig run;
-  std::string pe = lab::default_encoding_name();
-  std::string task = "copy";
-  std::size_t max_seq_len = 0;  // 0: the default for the encoding
-  std::size_t d_ff = 0;         // 0: 4 * d_model
-  int threads = 0;              // 0: OpenMP's default
+// The lab's run choices (lab::RunChoices) as flags, and the thread count.
+struct LabFlags : lab::RunChoices {
+  int threads = 0;  // 0: OpenMP's default
 };
 
 // Adds the flags to cmd (all optional, with defaults and ranges shown in --help).
 void add_lab_flags(CLI::App* cmd, LabFlags& f);
-// Turns the parsed flags into a validated RunConfig; throws UsageError naming the flags of
-// contradicting or out-of-range values.
-lab::RunConfig finish_lab_flags(LabFlags& f);
+// lab::complete_run of the parsed flags; throws UsageError naming the flags of contradicting or
+// out-of-range values.
+lab::RunConfig finish_lab_flags(const LabFlags& f);
 
 // Config field ("eval.max_len") -> the flag that sets it in one command ("--eval-max").
 using FlagNames = std::map<std::string, std::string>;

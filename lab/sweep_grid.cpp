@@ -1,0 +1,105 @@
+#include "lab/sweep_grid.hpp"
+
+#include <fmt/core.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lab/encoding.hpp"
+
+namespace posemb::lab {
+namespace {
+
+// One point of the grid: the values at index i of each axis (the odometer of make_grid).
+struct Point {
+  std::string task, pe;
+  std::size_t alphabet, train_len, d_model, layers, heads, batch, steps;
+  float lr;
+  std::uint64_t seed;
+};
+
+SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v) {
+  RunChoices c = base;
+  c.task = v.task;
+  c.pe = v.pe;
+  c.run.task.alphabet = v.alphabet;
+  c.run.task.train_len = v.train_len;
+  c.run.model.d_model = v.d_model;
+  c.run.model.n_layers = v.layers;
+  c.run.model.n_heads = v.heads;
+  c.run.train.batch = v.batch;
+  c.run.train.steps = v.steps;
+  c.run.train.lr = v.lr;
+  c.run.train.seed = v.seed;
+  if (!find_encoding(v.pe).has_table) c.max_seq_len = 0;  // sizes only the tables there are
+  SweepPoint p;
+  p.task = v.task;
+  p.seed = v.seed;
+  p.run.run = complete_run(c);
+  p.run.eval.min_len = 1;
+  p.run.eval.max_len = a.eval_max != 0 ? a.eval_max : 3 * v.train_len;
+  p.run.eval.samples = a.samples;
+  p.run.eval.seed = a.eval_seed;
+  std::string group;
+  auto axis = [&](const char* name, std::size_t values, const auto& value) {
+    if (values < 2) return;
+    if (!group.empty()) group += ' ';
+    group += fmt::format("{}={}", name, value);
+  };
+  axis("task", a.task.size(), v.task);
+  axis("alphabet", a.alphabet.size(), v.alphabet);
+  axis("train_len", a.train_len.size(), v.train_len);
+  axis("d_model", a.d_model.size(), v.d_model);
+  axis("layers", a.layers.size(), v.layers);
+  axis("heads", a.heads.size(), v.heads);
+  axis("batch", a.batch.size(), v.batch);
+  axis("steps", a.steps.size(), v.steps);
+  axis("lr", a.lr.size(), v.lr);
+  p.group = group;
+  p.run.name =
+      (group.empty() ? "" : group + " ") + "pe=" + v.pe + " seed=" + std::to_string(v.seed);
+  return p;
+}
+
+}  // namespace
+
+std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& a,
+                                  const std::vector<std::uint64_t>& seeds) {
+  const std::size_t sizes[] = {a.task.size(),    a.alphabet.size(), a.train_len.size(),
+                               a.d_model.size(), a.layers.size(),   a.heads.size(),
+                               a.batch.size(),   a.steps.size(),    a.lr.size(),
+                               a.pe.size(),      seeds.size()};
+  std::size_t total = 1;
+  for (const std::size_t n : sizes) {
+    if (n == 0) throw ConfigError({"sweep.runs"}, "sweep: an axis of the grid has no values");
+    total = total > kMaxSweepRuns / n ? kMaxSweepRuns + 1 : total * n;
+  }
+  if (total > kMaxSweepRuns) {
+    std::string product;
+    for (const std::size_t n : sizes) product += (product.empty() ? "" : " x ") + std::to_string(n);
+    throw ConfigError({"sweep.runs"}, "sweep: the grid has " + product + " runs, more than " +
+                                          std::to_string(kMaxSweepRuns));
+  }
+  std::vector<SweepPoint> grid;
+  grid.reserve(total);
+  Point v{};
+  for (const auto& task : a.task)
+    for (const auto alphabet : a.alphabet)
+      for (const auto train_len : a.train_len)
+        for (const auto d_model : a.d_model)
+          for (const auto layers : a.layers)
+            for (const auto heads : a.heads)
+              for (const auto batch : a.batch)
+                for (const auto steps : a.steps)
+                  for (const auto lr : a.lr)
+                    for (const auto& pe : a.pe)
+                      for (const auto seed : seeds) {
+                        v = {task,  pe,    alphabet, train_len, d_model, layers,
+                             heads, batch, steps,    lr,        seed};
+                        grid.push_back(make_point(base, a, v));
+                      }
+  return grid;
+}
+
+}  // namespace posemb::lab

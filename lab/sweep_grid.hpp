@@ -1,0 +1,44 @@
+// lab/sweep_grid.hpp: the grid of a sweep: each setting a list of values, the runs every
+// combination of them, seed innermost, each a complete, validated run.
+//
+//   lab::RunChoices base;                       // the settings every run shares
+//   lab::SweepAxes axes;
+//   axes.pe = {"learned", "rope"};
+//   axes.train_len = {8, 16};
+//   std::vector<lab::SweepPoint> grid = lab::make_grid(base, axes, {1, 2, 3});   // 12 runs
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lab/config.hpp"
+#include "lab/sweep_report.hpp"
+
+namespace posemb::lab {
+
+// The axes of the grid (each a list of values) and the evaluation of every run.
+struct SweepAxes {
+  std::vector<std::string> pe{default_encoding_name()}, task{"copy"};
+  std::vector<std::size_t> alphabet{8}, train_len{16}, d_model{64}, layers{2}, heads{4}, batch{32},
+      steps{1000};
+  std::vector<float> lr{1e-3f};
+  std::size_t eval_max = 0;  // 0: 3 * train_len of each run
+  std::size_t samples = 100;
+  std::uint64_t eval_seed = 1234;
+};
+
+// The most runs one grid may have.
+inline constexpr std::size_t kMaxSweepRuns = 100000;
+
+// The grid, in a fixed order: task, alphabet, train_len, d_model, layers, heads, batch, steps,
+// lr, pe, then seed innermost. Each run is complete_run(base with the point's values); an
+// encoding without a table ignores base.max_seq_len. A run's group names the axes (other than pe
+// and seed) with more than one value, its name adds pe and seed. Throws ConfigError naming the
+// fields of the first run that is not valid, or (field "sweep.runs") when there would be more
+// than kMaxSweepRuns runs or an axis is empty.
+std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& axes,
+                                  const std::vector<std::uint64_t>& seeds);
+
+}  // namespace posemb::lab

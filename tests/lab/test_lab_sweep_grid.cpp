@@ -1,0 +1,136 @@
+// The lab's run choices and sweep grid (lab/config.hpp complete_run, lab/sweep_grid.hpp): the
+// defaults that depend on other choices, the grid's order, names and groups, and every refusal
+// naming its field.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lab/config.hpp"
+#include "lab/encoding.hpp"
+#include "lab/sweep_grid.hpp"
+
+namespace posemb::lab {
+namespace {
+
+std::vector<std::string> fields_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.fields();
+  }
+  ADD_FAILURE() << "no ConfigError";
+  return {};
+}
+
+TEST(CompleteRun, FillsTheDefaultsFromTheOtherChoices) {
+  RunChoices c;
+  c.pe = "learned";
+  c.task = "reverse";
+  c.run.task.train_len = 5;
+  c.run.task.alphabet = 6;
+  c.run.model.d_model = 24;
+  c.run.model.n_heads = 2;
+  const RunConfig r = complete_run(c);
+  const EncodingSpec& spec = find_encoding("learned");
+  EXPECT_EQ(r.task.kind, TaskKind::reverse);
+  EXPECT_EQ(r.model.pe, "learned");
+  EXPECT_EQ(r.model.d_ff, 4u * 24u);
+  EXPECT_EQ(r.model.vocab_size, r.task.vocab_size());
+  EXPECT_EQ(r.model.max_seq_len, spec.default_table_rows(5));
+  EXPECT_EQ(r.model.embed_init_std, spec.default_embed_init_std);
+  c.d_ff = 40;
+  c.max_seq_len = 64;
+  c.run.model.embed_init_std = 0.5;
+  const RunConfig given = complete_run(c);
+  EXPECT_EQ(given.model.d_ff, 40u);
+  EXPECT_EQ(given.model.max_seq_len, 64u);
+  EXPECT_EQ(given.model.embed_init_std, 0.5);
+}
+
+TEST(CompleteRun, RefusesNamingTheField) {
+  RunChoices c;
+  c.pe = "no-such-encoding";
+  EXPECT_EQ(fields_of([&] { complete_run(c); }), std::vector<std::string>{"model.pe"});
+  c = RunChoices();
+  c.task = "sort";
+  EXPECT_EQ(fields_of([&] { complete_run(c); }), std::vector<std::string>{"task.kind"});
+  c = RunChoices();
+  c.run.model.n_heads = 3;  // 64 is not a multiple of 3
+  const auto f = fields_of([&] { complete_run(c); });
+  EXPECT_FALSE(f.empty());
+}
+
+TEST(SweepGrid, EveryCombinationSeedInnermostNamedByTheAxesThatVary) {
+  RunChoices base;
+  base.run.model.d_model = 16;
+  base.run.model.n_heads = 2;
+  SweepAxes a;
+  a.pe = {"learned", "rope"};
+  a.train_len = {4, 6};
+  a.lr = {0.003f};
+  const std::vector<std::uint64_t> seeds{7, 9};
+  const auto grid = make_grid(base, a, seeds);
+  ASSERT_EQ(grid.size(), 2u * 2u * 2u);
+  std::size_t i = 0;
+  for (const std::size_t len : a.train_len) {
+    for (const auto& pe : a.pe) {
+      for (const auto seed : seeds) {
+        const SweepPoint& p = grid[i++];
+        EXPECT_EQ(p.seed, seed);
+        EXPECT_EQ(p.run.run.train.seed, seed);
+        EXPECT_EQ(p.run.run.task.train_len, len);
+        EXPECT_EQ(p.run.run.model.pe, pe);
+        EXPECT_EQ(p.run.run.train.lr, 0.003f);
+        EXPECT_EQ(p.group, "train_len=" + std::to_string(len));
+        EXPECT_EQ(p.run.name, p.group + " pe=" + pe + " seed=" + std::to_string(seed));
+        EXPECT_EQ(p.run.eval.max_len, 3 * len);  // eval_max 0: three times the training length
+        RunChoices c = base;
+        c.pe = pe;
+        c.run.task.train_len = len;
+        c.run.train.lr = 0.003f;
+        c.run.train.seed = seed;
+        EXPECT_EQ(p.run.run.model.max_seq_len, complete_run(c).model.max_seq_len);
+      }
+    }
+  }
+}
+
+TEST(SweepGrid, TableRowsOnlyForEncodingsWithATable) {
+  RunChoices base;
+  base.max_seq_len = 100;
+  SweepAxes a;
+  a.pe = {"learned", "sinusoidal"};
+  const auto grid = make_grid(base, a, {1});
+  ASSERT_EQ(grid.size(), 2u);
+  EXPECT_EQ(grid[0].run.run.model.max_seq_len, 100u);
+  EXPECT_EQ(grid[1].run.run.model.max_seq_len,
+            find_encoding("sinusoidal").default_table_rows(a.train_len[0]));
+  EXPECT_EQ(grid[0].group, "");
+}
+
+TEST(SweepGrid, RefusesTooManyRunsAnEmptyAxisAndAnInvalidPoint) {
+  RunChoices base;
+  SweepAxes a;
+  a.lr = std::vector<float>(1000, 1e-3f);
+  std::vector<std::uint64_t> seeds(101);
+  EXPECT_EQ(fields_of([&] { make_grid(base, a, seeds); }), std::vector<std::string>{"sweep.runs"});
+  seeds.resize(100);  // exactly kMaxSweepRuns runs is allowed
+  EXPECT_NO_THROW(EXPECT_EQ(make_grid(base, a, seeds).size(), kMaxSweepRuns));
+  EXPECT_EQ(fields_of([&] { make_grid(base, a, {}); }), std::vector<std::string>{"sweep.runs"});
+  // A product that overflows std::size_t is refused, not wrapped.
+  SweepAxes huge;
+  huge.alphabet = std::vector<std::size_t>(1u << 16, 8);
+  huge.d_model = std::vector<std::size_t>(1u << 16, 64);
+  huge.batch = std::vector<std::size_t>(1u << 16, 32);
+  huge.steps = std::vector<std::size_t>(1u << 16, 10);
+  EXPECT_EQ(fields_of([&] { make_grid(base, huge, {1}); }), std::vector<std::string>{"sweep.runs"});
+  SweepAxes bad;
+  bad.pe = {"learned", "nope"};
+  EXPECT_EQ(fields_of([&] { make_grid(base, bad, {1}); }), std::vector<std::string>{"model.pe"});
+}
+
+}  // namespace
+}  // namespace posemb::lab
