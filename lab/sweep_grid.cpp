@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,20 +67,34 @@ SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v
 
 std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& a,
                                   const std::vector<std::uint64_t>& seeds) {
-  const std::size_t sizes[] = {a.task.size(),    a.alphabet.size(), a.train_len.size(),
-                               a.d_model.size(), a.layers.size(),   a.heads.size(),
-                               a.batch.size(),   a.steps.size(),    a.lr.size(),
-                               a.pe.size(),      seeds.size()};
+  const std::pair<const char*, std::size_t> sizes[] = {{"task", a.task.size()},
+                                                       {"alphabet", a.alphabet.size()},
+                                                       {"train_len", a.train_len.size()},
+                                                       {"d_model", a.d_model.size()},
+                                                       {"layers", a.layers.size()},
+                                                       {"heads", a.heads.size()},
+                                                       {"batch", a.batch.size()},
+                                                       {"steps", a.steps.size()},
+                                                       {"lr", a.lr.size()},
+                                                       {"pe", a.pe.size()},
+                                                       {"seed", seeds.size()}};
   std::size_t total = 1;
-  for (const std::size_t n : sizes) {
-    if (n == 0) throw ConfigError({"sweep.runs"}, "sweep: an axis of the grid has no values");
-    total = total > kMaxSweepRuns / n ? kMaxSweepRuns + 1 : total * n;
+  bool overflow = false;
+  std::string product;  // "2 lr x 100000 seed"
+  for (const auto& [name, n] : sizes) {
+    if (n == 0) {
+      throw ConfigError({"sweep.runs"},
+                        std::string("sweep: the grid's ") + name + " has no values");
+    }
+    overflow = overflow || total > SIZE_MAX / n;
+    total = overflow ? total : total * n;
+    if (n > 1) product += fmt::format("{}{} {}", product.empty() ? "" : " x ", n, name);
   }
-  if (total > kMaxSweepRuns) {
-    std::string product;
-    for (const std::size_t n : sizes) product += (product.empty() ? "" : " x ") + std::to_string(n);
-    throw ConfigError({"sweep.runs"}, "sweep: the grid has " + product + " runs, more than " +
-                                          std::to_string(kMaxSweepRuns));
+  if (overflow || total > kMaxSweepRuns) {
+    throw ConfigError({"sweep.runs"},
+                      fmt::format("sweep: the grid has {} runs ({}), more than {}",
+                                  overflow ? std::string("too many") : std::to_string(total),
+                                  product, kMaxSweepRuns));
   }
   std::vector<SweepPoint> grid;
   grid.reserve(total);

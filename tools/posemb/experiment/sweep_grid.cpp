@@ -44,7 +44,7 @@ std::vector<lab::SweepPoint> make_grid(const SweepOptions& o) {
   try {
     return lab::make_grid(o.lab, o, seeds);
   } catch (const lab::ConfigError& e) {
-    throw usage_error(e, {{"sweep.runs", "--seeds and the list-valued flags"}});
+    throw usage_error(e);
   }
 }
 
