@@ -28,6 +28,7 @@ computes nor where it writes; changed in place through torch, autograd refuses t
 """
 import json
 import mmap
+import operator
 import warnings
 
 import numpy as np
@@ -63,10 +64,26 @@ def _zeros(shape):
     return torch.from_numpy(np.frombuffer(buf, dtype=np.float32).reshape(shape))
 
 
-def _position_source(batch, seq_len, position_ids, attention_mask, start, separator, idx=None):
-    """The PositionSource for a (batch, seq_len) batch, the tensor it reads (a copy made here, or
-    None) and the caller's tensor it was copied from (kept for autograd's in-place check, never
-    read); idx (this call's copy of the token ids) for packed positions."""
+_INT_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+_TABLE_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+
+
+def _integer_copy(op, name, t):
+    """This call's own contiguous copy of an integer tensor t: int32 and int64 kept, every other
+    integer dtype widened to int64 (posemb reads int32 and int64 ids)."""
+    if t.dtype not in _INT_DTYPES:
+        raise TypeError(f"{op}: {name} must be an integer tensor (uint8, int8, int16, int32 or "
+                        f"int64), got {t.dtype}")
+    if t.dtype in (torch.int32, torch.int64):
+        return t.clone(memory_format=torch.contiguous_format)
+    return t.to(torch.int64).contiguous()
+
+
+def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=None):
+    """Where a (batch, seq_len) batch's positions come from, as tensors and plain values (what
+    torch.jit.trace records): (kind, the tensor posemb reads (this call's copy, or None), start,
+    separator, the caller's tensor it was copied from (kept for autograd's in-place check, never
+    read)); idx (this call's copy of the token ids) for packed positions."""
     given = [n for n, v in (("position_ids", position_ids), ("attention_mask", attention_mask),
                             ("separator", separator)) if v is not None]
     if len(given) > 1:
@@ -82,23 +99,100 @@ def _position_source(batch, seq_len, position_ids, attention_mask, start, separa
             ids = ids.unsqueeze(0)
         if ids.dim() == 2 and ids.shape[0] == 1 and batch > 1:
             ids = ids.expand(batch, ids.shape[1])
-        ids = ids.clone(memory_format=torch.contiguous_format)  # the forward's own copy
-        return _ext.PositionSource.explicit_ids(_np(ids)), ids, position_ids.detach()
+        ids = _integer_copy("posemb.torch", "position_ids", ids)  # the forward's own copy
+        return "explicit", ids, 0, 0, position_ids.detach()
     if attention_mask is not None:
         _cpu(attention_mask)
-        mask = attention_mask.detach().clone(memory_format=torch.contiguous_format)
-        return _ext.PositionSource.padding_mask(_np(mask)), mask, attention_mask.detach()
+        mask = attention_mask.detach()
+        if mask.dtype != torch.bool:
+            mask = _integer_copy("posemb.torch", "attention_mask", mask)
+        else:
+            mask = mask.clone(memory_format=torch.contiguous_format)
+        return "mask", mask, 0, 0, attention_mask.detach()
     if separator is not None:
         tokens = idx.detach().clone(memory_format=torch.contiguous_format)  # int64: narrowed, checked
-        return _ext.PositionSource.packed(_np(tokens), int(separator)), tokens, None
-    return _ext.PositionSource.contiguous(int(start)), None, None
+        return "packed", tokens, 0, int(separator), None
+    return "contiguous", None, int(start), 0, None
+
+
+def _source(kind, tensor, start, separator):
+    """The PositionSource of a _plan (it references tensor, which the caller keeps alive)."""
+    if kind == "explicit":
+        return _ext.PositionSource.explicit_ids(_np(tensor))
+    if kind == "mask":
+        return _ext.PositionSource.padding_mask(_np(tensor))
+    if kind == "packed":
+        return _ext.PositionSource.packed(_np(tensor), separator)
+    return _ext.PositionSource.contiguous(start)
+
+
+def _position_source(batch, seq_len, position_ids, attention_mask, start, separator, idx=None):
+    """The PositionSource of a _plan, the tensor it reads and the caller's tensor."""
+    kind, tensor, start, separator, given = _plan(batch, seq_len, position_ids, attention_mask,
+                                                  start, separator, idx)
+    return _source(kind, tensor, start, separator), tensor, given
+
+
+def _table_dtype(op, **tables):
+    """The one dtype of the tables (TypeError for another dtype or for tables that differ)."""
+    for name, t in tables.items():
+        if t.dtype not in _TABLE_DTYPES:
+            raise TypeError(f"{op}: {name} must be a float32, float16, bfloat16 or float64 "
+                            f"tensor, got {t.dtype}")
+    dtypes = {t.dtype for t in tables.values()}
+    if len(dtypes) > 1:
+        raise TypeError(f"{op}: the tables must have one dtype, got " +
+                        ", ".join(f"{n} {t.dtype}" for n, t in tables.items()))
+    return dtypes.pop()
+
+
+def _float32_parts(op, table):
+    """A float64 table as three float32 tables whose sum in float64 is the table exactly (for
+    values in float32's normal range): the first is table.float() and carries the gradient, the
+    other two are constants."""
+    high = table.float()
+    if torch.isinf(high).any() and not torch.isinf(table.detach()).any():
+        raise ValueError(f"{op}: a float64 table holds values beyond float32's range (|x| > "
+                         "3.4e38); posemb computes in float32")
+    rest = table.detach() - high.detach().double()
+    middle = rest.float()
+    return high, middle, (rest - middle.double()).float()
+
+
+def _in_table_dtype(op, compute, *tables):
+    """compute(*tables) for tables of any of posemb.torch's dtypes, compute taking float32 tables
+    and giving a float32 result through posemb's kernels (a linear function of the tables).
+
+    float16, bfloat16: the tables widened to float32 (exactly), the result rounded once to their
+    dtype; autograd's casts carry the gradient back, widened and then rounded to the dtype.
+    float64: each table as three exact float32 parts (_float32_parts), the other tables zero,
+    summed in float64: the forward equals the float64 formula exactly; the gradient is computed
+    in float32 (the kernels' precision) and returned in float64."""
+    dtype = tables[0].dtype
+    if dtype == torch.float32:
+        return compute(*tables)
+    if dtype != torch.float64:
+        return compute(*(t.float() for t in tables)).to(dtype)
+    total = None
+    for i, table in enumerate(tables):
+        zeros = [None if j == i else torch.zeros(t.shape) for j, t in enumerate(tables)]
+        part_sum = None
+        for part in _float32_parts(op, table):
+            y = compute(*(part if j == i else zeros[j] for j in range(len(tables)))).double()
+            part_sum = y if part_sum is None else part_sum + y
+        total = part_sum if total is None else total + part_sum
+    return total
 
 
 class _TokenPosition(torch.autograd.Function):
-    """out[b, t] = wte[idx[b, t]] + wpe[pos[b, t]] with posemb's embed_forward / embed_backward."""
+    """out[b, t] = wte[idx[b, t]] + wpe[pos[b, t]] with posemb's embed_forward / embed_backward
+    (float32 tables). Arguments are tensors and plain values (a _plan), so torch.jit.trace
+    records the call and replays it on new inputs."""
 
     @staticmethod
-    def forward(ctx, wte, wpe, idx, source, source_tensor, given_idx, given_positions):
+    def forward(ctx, wte, wpe, idx, kind, source_tensor, start, separator, given_idx,
+                given_positions):
+        source = _source(kind, source_tensor, start, separator)
         out = torch.empty((idx.shape[0], idx.shape[1], wte.shape[1]), dtype=wte.dtype)
         _ext.embed_forward(_np(idx), _np(wte), _np(wpe), source, out=_np(out))
         # idx and source_tensor are this call's own copies (token_position_embedding): the
@@ -128,11 +222,12 @@ class _TokenPosition(torch.autograd.Function):
                                 None if dwpe is None else ctx.source)
         elif need_wpe:
             _ext.add_positions_backward(_np(dwpe), _np(dout), ctx.source)
-        return dwte, dwpe, None, None, None, None, None
+        return dwte, dwpe, None, None, None, None, None, None, None
 
 
 class _Rows(torch.autograd.Function):
-    """Rows [start, start + seq_len) of weight: posemb's lookup, a view of the weight itself."""
+    """Rows [start, start + seq_len) of weight (float32): posemb's lookup, a view of the weight
+    itself."""
 
     @staticmethod
     def forward(ctx, weight, seq_len, start):
@@ -154,11 +249,13 @@ class _Rows(torch.autograd.Function):
 
 
 class _Gather(torch.autograd.Function):
-    """out[b, t] = weight[pos[b, t]] for a PositionSource (explicit ids)."""
+    """out[b, t] = weight[pos[b, t]] for explicit ids (float32 weight; tensors and plain values,
+    as _TokenPosition)."""
 
     @staticmethod
-    def forward(ctx, weight, batch, seq_len, source, source_tensor, given_positions):
-        out = torch.zeros((batch, seq_len, weight.shape[1]), dtype=weight.dtype)
+    def forward(ctx, weight, source_tensor, given_positions):
+        source = _source("explicit", source_tensor, 0, 0)
+        out = torch.zeros((*source_tensor.shape, weight.shape[1]), dtype=weight.dtype)
         _ext.add_positions_forward(_np(out), _np(weight), source)
         ctx.save_for_backward(source_tensor, given_positions)  # the copy; the caller's (see above)
         ctx.source = source
@@ -170,40 +267,77 @@ class _Gather(torch.autograd.Function):
         ctx.saved_tensors  # refuses a backward after the caller's positions changed in place
         dweight = _zeros(ctx.shape)
         _ext.add_positions_backward(_np(dweight), _np(dout.contiguous()), ctx.source)
-        return dweight, None, None, None, None, None
+        return dweight, None, None
 
 
 def token_position_embedding(idx, wte, wpe, position_ids=None, attention_mask=None, *, start=0,
                              separator=None):
     """wte[idx] + wpe[positions], (B, T, C), through posemb's fused kernels (the functional form
-    of TokenPositionEmbedding; positions as its forward takes them)."""
+    of TokenPositionEmbedding; positions as its forward takes them). The result has the tables'
+    dtype (float32, float16, bfloat16 or float64; see _in_table_dtype)."""
     _cpu(idx, wte, wpe)
-    if idx.dim() != 2:
-        raise ValueError(f"token_position_embedding: idx must be (B, T), got shape "
-                         f"{tuple(idx.shape)}")
+    op = "token_position_embedding"
+    _table_dtype(op, wte=wte, wpe=wpe)
+    if not isinstance(idx, torch.Tensor) or idx.dim() != 2:
+        got = f"shape {tuple(idx.shape)}" if isinstance(idx, torch.Tensor) else type(idx).__name__
+        raise ValueError(f"{op}: idx must be a (B, T) tensor of token ids, got {got}")
+    if idx.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"{op}: idx must be an int64 or int32 tensor of token ids (as "
+                        f"nn.Embedding takes them), got {idx.dtype}")
     given = idx.detach()
     idx = given.clone(memory_format=torch.contiguous_format)  # the ids this call reads
-    source, tensor, given_positions = _position_source(idx.shape[0], idx.shape[1], position_ids,
-                                                       attention_mask, start, separator, idx)
-    return _TokenPosition.apply(wte, wpe, idx, source, tensor, given, given_positions)
+    kind, tensor, start, separator, given_positions = _plan(idx.shape[0], idx.shape[1],
+                                                            position_ids, attention_mask, start,
+                                                            separator, idx)
+    compute = lambda a, b: _TokenPosition.apply(a, b, idx, kind, tensor, start, separator, given,
+                                                given_positions)
+    return _in_table_dtype(op, compute, wte, wpe)
+
+
+def _seq_len(op, positions):
+    """positions as a seq_len when it is one (an int, or an integer tensor of no dimensions, which
+    torch.jit.trace makes of x.shape[1]); None for a tensor of position ids."""
+    if isinstance(positions, torch.Tensor):
+        if positions.dim() != 0:
+            return None
+        if positions.dtype not in _INT_DTYPES:
+            raise TypeError(f"{op}: positions must be an int (seq_len) or an integer tensor of "
+                            f"position ids (T,) or (B, T), got a {positions.dtype} scalar tensor")
+        return int(positions)
+    try:
+        return operator.index(positions)
+    except TypeError:
+        raise TypeError(f"{op}: positions must be an int (seq_len) or an integer tensor of "
+                        f"position ids (T,) or (B, T), got {type(positions).__name__}") from None
 
 
 def position_embedding(weight, positions, start=0):
     """weight's rows for positions (the functional form of LearnedPositionalEmbedding):
-    an int seq_len gives rows [start, start + seq_len), a view of weight; position_ids (T,) or
-    (B, T) give weight[position_ids], (T, C) or (B, T, C)."""
+    an int seq_len gives rows [start, start + seq_len), a view of a float32 weight; position_ids
+    (T,) or (B, T), of any integer dtype, give weight[position_ids], (T, C) or (B, T, C). The
+    result has weight's dtype (float32, float16, bfloat16 or float64)."""
     _cpu(weight)
-    if not isinstance(positions, torch.Tensor):
-        return _Rows.apply(weight, int(positions), int(start))
+    op = "position_embedding"
+    _table_dtype(op, weight=weight)
+    seq_len = _seq_len(op, positions)
+    if seq_len is not None and isinstance(positions, torch.Tensor) and torch.jit.is_tracing():
+        # x.shape[1] under torch.jit.trace: ids start..start + seq_len - 1, so that the trace
+        # follows the length of its inputs (as nn.Embedding(torch.arange(T)) does)
+        positions, start, seq_len = torch.arange(positions) + int(start), 0, None
+    if seq_len is not None:
+        start = int(start)
+        if weight.dtype == torch.float32:
+            return _Rows.apply(weight, seq_len, start)
+        return _in_table_dtype(op, lambda w: _Rows.apply(w, seq_len, start), weight)
     if start != 0:
-        raise ValueError("position_embedding: start applies to a seq_len; position_ids give "
-                         "every position")
+        raise ValueError(f"{op}: start applies to a seq_len; position_ids give every position")
     if positions.dim() not in (1, 2):
-        raise ValueError(f"position_embedding: position_ids must be (T,) or (B, T), got shape "
+        raise ValueError(f"{op}: position_ids must be (T,) or (B, T), got shape "
                          f"{tuple(positions.shape)}")
-    batch, seq_len = (1, positions.shape[0]) if positions.dim() == 1 else tuple(positions.shape)
-    source, tensor, given = _position_source(batch, seq_len, positions, None, 0, None)
-    out = _Gather.apply(weight, batch, seq_len, source, tensor, given)
+    batch, seq_len = (1, int(positions.shape[0])) if positions.dim() == 1 else (
+        int(positions.shape[0]), int(positions.shape[1]))
+    _, tensor, _, _, given = _plan(batch, seq_len, positions, None, 0, None)
+    out = _in_table_dtype(op, lambda w: _Gather.apply(w, tensor, given), weight)
     return out[0] if positions.dim() == 1 else out
 
 
