@@ -258,22 +258,31 @@ read into memory and are not affected.)")
                                return names;
                              })
       .def_readonly("metadata", &TensorFile::metadata)
-      .def("dtype",
-           [](const TensorFile& f, const std::string& name) {
-             return std::string(dtype_name(f.at(name).dtype()));
-           })
-      .def("shape",
-           [](const TensorFile& f, const std::string& name) {
-             const auto& s = f.at(name).shape();
-             return std::vector<std::uint64_t>(s.begin(), s.end());
-           })
+      .def(
+          "dtype",
+          [](const TensorFile& f, const std::string& name) {
+            return std::string(dtype_name(f.at(name).dtype()));
+          },
+          py::arg("name"))
+      .def(
+          "shape",
+          [](const TensorFile& f, const std::string& name) {
+            const auto& s = f.at(name).shape();
+            return std::vector<std::uint64_t>(s.begin(), s.end());
+          },
+          py::arg("name"))
       .def("__len__", [](const TensorFile& f) { return f.tensors.size(); })
-      .def("__contains__",
-           [](const TensorFile& f, const std::string& name) { return f.find(name) != nullptr; })
-      .def("__getitem__", [](py::object self, const std::string& name) {
-        const Tensor& t = self.cast<const TensorFile&>().at(name);
-        return tensor_array(t, self, "TensorFile");
-      });
+      .def(
+          "__contains__",
+          [](const TensorFile& f, const std::string& name) { return f.find(name) != nullptr; },
+          py::arg("name"))
+      .def(
+          "__getitem__",
+          [](py::object self, const std::string& name) {
+            const Tensor& t = self.cast<const TensorFile&>().at(name);
+            return tensor_array(t, self, "TensorFile");
+          },
+          py::arg("name"));
 
   m.def(
       "read_safetensors",
