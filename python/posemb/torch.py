@@ -1,4 +1,4 @@
-"""posemb.torch: PyTorch modules on posemb's C++ kernels (CPU, float32).
+"""posemb.torch: PyTorch modules on posemb's C++ kernels (CPU; float32 compute).
 
     import torch
     from posemb.torch import TokenPositionEmbedding
@@ -25,6 +25,13 @@ or int32. The (B, T) ids, position ids and masks are copied once per forward (sm
 (B, T, C) output): the backward reads that copy, so ids changed after the forward through
 idx.numpy() (which torch's version counter does not see) change neither what the backward
 computes nor where it writes; changed in place through torch, autograd refuses the backward.
+
+Dtypes: the modules follow .half(), .bfloat16() and .double(), and autocast leaves them in their
+own dtype (as it does nn.Embedding). The kernels compute in float32: float16 and bfloat16 tables
+are widened exactly, the result and the gradients rounded once to the tables' dtype; a float64
+table is looked up exactly (as three float32 parts), its gradient computed in float32. Position
+ids may have any integer dtype. torch.jit.trace records the modules (torch.jit.save of the
+trace, and torch.jit.script, do not work: they are Python autograd Functions).
 """
 import json
 import mmap
@@ -124,13 +131,6 @@ def _source(kind, tensor, start, separator):
     if kind == "packed":
         return _ext.PositionSource.packed(_np(tensor), separator)
     return _ext.PositionSource.contiguous(start)
-
-
-def _position_source(batch, seq_len, position_ids, attention_mask, start, separator, idx=None):
-    """The PositionSource of a _plan, the tensor it reads and the caller's tensor."""
-    kind, tensor, start, separator, given = _plan(batch, seq_len, position_ids, attention_mask,
-                                                  start, separator, idx)
-    return _source(kind, tensor, start, separator), tensor, given
 
 
 def _table_dtype(op, **tables):
@@ -400,7 +400,8 @@ class _Rotate(torch.autograd.Function):
     """x (B, T, H, D) rotated by posemb's rope_forward (a copy); the backward is rope_backward."""
 
     @staticmethod
-    def forward(ctx, x, layout, source, source_tensor, config, seq_len):
+    def forward(ctx, x, layout, kind, source_tensor, start, config, seq_len):
+        source = _source(kind, source_tensor, start, 0)
         out = x.detach().clone(memory_format=torch.contiguous_format)
         with warnings.catch_warnings():  # the config's warnings were given once, by __init__
             warnings.simplefilter("ignore")
@@ -417,7 +418,7 @@ class _Rotate(torch.autograd.Function):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _ext.rope_backward(_np(dx), layout, source, config=config, seq_len=seq_len)
-        return dx, None, None, None, None, None
+        return dx, None, None, None, None, None, None
 
 
 class RotaryEmbedding(nn.Module):
@@ -430,8 +431,9 @@ class RotaryEmbedding(nn.Module):
     Mistral, Qwen, Phi: rotate_half) or "interleaved" (GPT-J, RoFormer).
 
     forward(q, k, position_ids=None, attention_mask=None, *, start=0, seq_len=None) -> (q, k)
-      q, k: (B, T, H, D) float32 CPU tensors (posemb's token-major layout; HF's (B, H, T, D)
-      is q.transpose(1, 2)), returned rotated (new tensors; gradients flow through posemb's
+      q, k: (B, T, H, D) CPU tensors (posemb's token-major layout; HF's (B, H, T, D) is
+      q.transpose(1, 2)), float32, float16, bfloat16 or float64 (rotated in float32, returned
+      in their own dtype), returned rotated (new tensors; gradients flow through posemb's
       rope_backward). Positions as in TokenPositionEmbedding. seq_len: the length the
       frequencies are for (dynamic, longrope); None does what transformers'
       dynamic_rope_update does, the largest position + 1.
@@ -450,20 +452,24 @@ class RotaryEmbedding(nn.Module):
     def forward(self, q, k, position_ids=None, attention_mask=None, *, start=0, seq_len=None):
         _cpu(q, k)
         for name, t in (("q", q), ("k", k)):
-            if t.dim() != 4 or t.dtype != torch.float32:
-                raise ValueError(f"RotaryEmbedding: {name} must be a (B, T, H, D) float32 tensor, "
-                                 f"got {tuple(t.shape)} {t.dtype}")
+            if t.dim() != 4:
+                raise ValueError(f"RotaryEmbedding: {name} must be a (B, T, H, D) tensor, got "
+                                 f"shape {tuple(t.shape)}")
+            if t.dtype not in _TABLE_DTYPES:
+                raise TypeError(f"RotaryEmbedding: {name} must be a float32, float16, bfloat16 or "
+                                f"float64 tensor, got {t.dtype}")
         if q.shape[:2] != k.shape[:2]:
             raise ValueError(f"RotaryEmbedding: q {tuple(q.shape)} and k {tuple(k.shape)} differ "
                              "in (B, T)")
-        batch, length = q.shape[0], q.shape[1]
-        source, tensor, _ = _position_source(batch, length, position_ids, attention_mask, start,
-                                             None)
+        batch, length = int(q.shape[0]), int(q.shape[1])
+        kind, tensor, start, _, _ = _plan(batch, length, position_ids, attention_mask, start, None)
         if seq_len is None:
-            pos = _ext.resolve_positions(source, batch, length, 2**62)
+            pos = _ext.resolve_positions(_source(kind, tensor, start, 0), batch, length, 2**62)
             seq_len = int(pos.max()) + 1 if pos.size else 0
-        return (_Rotate.apply(q, self.layout, source, tensor, self.config, seq_len),
-                _Rotate.apply(k, self.layout, source, tensor, self.config, seq_len))
+        # In float32 (posemb's kernels), returned in q's and k's dtypes: float16 and bfloat16
+        # widened exactly, float64 rounded to float32 (the rotation is float32-accurate).
+        return tuple(_Rotate.apply(t.float(), self.layout, kind, tensor, start, self.config,
+                                   seq_len).to(t.dtype) for t in (q, k))
 
     def extra_repr(self):
         return f"rotary_dim={2 * self.inv_freq.shape[0]}, layout={self.layout!r}"
