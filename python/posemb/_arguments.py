@@ -109,8 +109,8 @@ def _mismatch(op, params, args, kwargs, setter):
     given = list(zip((p for p in params if not p[2]), args))
     by_name = {p[0]: p for p in params}
     given += [(by_name[k], v) for k, v in kwargs.items() if k in by_name]
-    for (name, type_text, _), value in given:
-        if name == "self" or (setter and name == "arg0"):
+    for i, ((name, type_text, _), value) in enumerate(given):
+        if name == "self" or (setter and i == 0):
             continue
         expected = _expected(type_text)
         if expected is not None and not expected[0](value):
@@ -153,10 +153,12 @@ def _wrap_class(cls):
             wrapped = _wrap(inner, op)
             if wrapped is not inner:
                 setattr(cls, attr, wrapped)
-        elif isinstance(value, property) and _is_extension_function(value.fset):
-            op = f"{cls.__name__}.{attr}"
-            setattr(cls, attr, property(value.fget, _wrap(value.fset, op, setter=True),
-                                        value.fdel, value.__doc__))
+        elif isinstance(value, property) and value.fset is not None:
+            fset = getattr(value.fset, "__func__", value.fset)  # an instancemethod or a function
+            if _is_extension_function(fset):
+                op = f"{cls.__name__}.{attr}"
+                setattr(cls, attr, property(value.fget, _wrap(fset, op, setter=True),
+                                            value.fdel, value.__doc__))
 
 
 def name_the_arguments(namespace):
