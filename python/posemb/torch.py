@@ -55,7 +55,13 @@ def _cpu(*tensors):
 
 
 def _np(t):
-    """A numpy view of a CPU tensor: the same memory, no copy."""
+    """A numpy view of a CPU tensor: the same memory, no copy. Under torch.jit.trace the views
+    are taken inside the autograd Functions, which the trace records as calls (replayed on new
+    tensors), so the tracer's warning that the values become constants does not apply."""
+    if torch.jit.is_tracing():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            return t.detach().numpy()
     return t.detach().numpy()
 
 
@@ -102,10 +108,10 @@ def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=No
     if position_ids is not None:
         _cpu(position_ids)
         ids = position_ids.detach()
-        if ids.dim() == 1:
-            ids = ids.unsqueeze(0)
-        if ids.dim() == 2 and ids.shape[0] == 1 and batch > 1:
-            ids = ids.expand(batch, ids.shape[1])
+        if ids.dim() == 1:  # (T,): broadcast over the batch
+            ids = ids.unsqueeze(0).expand(batch, -1)
+        elif ids.dim() == 2 and batch != 1 and ids.shape[0] == 1:
+            ids = ids.expand(batch, -1)
         ids = _integer_copy("posemb.torch", "position_ids", ids)  # the forward's own copy
         return "explicit", ids, 0, 0, position_ids.detach()
     if attention_mask is not None:
@@ -319,11 +325,12 @@ def position_embedding(weight, positions, start=0):
     _cpu(weight)
     op = "position_embedding"
     _table_dtype(op, weight=weight)
-    seq_len = _seq_len(op, positions)
-    if seq_len is not None and isinstance(positions, torch.Tensor) and torch.jit.is_tracing():
+    if (torch.jit.is_tracing() and isinstance(positions, torch.Tensor) and positions.dim() == 0
+            and positions.dtype in _INT_DTYPES):
         # x.shape[1] under torch.jit.trace: ids start..start + seq_len - 1, so that the trace
         # follows the length of its inputs (as nn.Embedding(torch.arange(T)) does)
-        positions, start, seq_len = torch.arange(positions) + int(start), 0, None
+        positions, start = torch.arange(positions) + int(start), 0
+    seq_len = _seq_len(op, positions)
     if seq_len is not None:
         start = int(start)
         if weight.dtype == torch.float32:
@@ -334,9 +341,8 @@ def position_embedding(weight, positions, start=0):
     if positions.dim() not in (1, 2):
         raise ValueError(f"{op}: position_ids must be (T,) or (B, T), got shape "
                          f"{tuple(positions.shape)}")
-    batch, seq_len = (1, int(positions.shape[0])) if positions.dim() == 1 else (
-        int(positions.shape[0]), int(positions.shape[1]))
-    _, tensor, _, _, given = _plan(batch, seq_len, positions, None, 0, None)
+    # (T,) ids as one row; (B, T) ids are the batch (batch 1: never broadcast)
+    _, tensor, _, _, given = _plan(1, None, positions, None, 0, None)
     out = _in_table_dtype(op, lambda w: _Gather.apply(w, tensor, given), weight)
     return out[0] if positions.dim() == 1 else out
 
@@ -466,6 +472,10 @@ class RotaryEmbedding(nn.Module):
         if seq_len is None:
             pos = _ext.resolve_positions(_source(kind, tensor, start, 0), batch, length, 2**62)
             seq_len = int(pos.max()) + 1 if pos.size else 0
+            if torch.jit.is_tracing():
+                warnings.warn(f"RotaryEmbedding: under torch.jit.trace, seq_len=None is fixed at "
+                              f"the traced inputs' largest position + 1 ({seq_len}); pass seq_len "
+                              "for dynamic or longrope scaling", torch.jit.TracerWarning)
         # In float32 (posemb's kernels), returned in q's and k's dtypes: float16 and bfloat16
         # widened exactly, float64 rounded to float32 (the rotation is float32-accurate).
         return tuple(_Rotate.apply(t.float(), self.layout, kind, tensor, start, self.config,

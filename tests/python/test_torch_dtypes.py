@@ -253,3 +253,26 @@ def test_too_long_names_the_calls_numbers():
     assert "4 explicit position ids 3..200 in a (2, 2) batch" in msg, msg
     assert "the first past the table: batch row 0, token 1, explicit position id 70" in msg, msg
     assert "at least 201 rows" in msg, msg
+
+
+class Broadcast(nn.Module):
+    """(T,) position ids broadcast over the batch, and a seq_len from the input's shape."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = pt.TokenPositionEmbedding(V, MAXT, C)
+
+    def forward(self, idx):
+        return (self.emb(idx, position_ids=torch.arange(idx.shape[1]).flip(0)) +
+                self.emb.wpe(idx.shape[1]))
+
+
+def test_jit_trace_follows_batch_and_length_without_tracer_warnings(gen):
+    model = Broadcast()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        traced = torch.jit.trace(model, torch.randint(0, V, (2, 4), generator=gen))
+    assert not [w for w in caught if "posemb" in w.filename], [str(w.message) for w in caught]
+    for b, t in ((1, 3), (4, 9)):
+        idx = torch.randint(0, V, (b, t), generator=gen)
+        assert torch.equal(traced(idx), model(idx))
