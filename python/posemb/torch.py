@@ -351,8 +351,11 @@ class LearnedPositionalEmbedding(nn.Module):
     """A learned position table, `weight` (max_seq_len, embed_dim), on posemb's kernels.
 
     forward(seq_len, start=0): rows [start, start + seq_len), (seq_len, embed_dim), a view of
-    weight (no copy); forward(position_ids): weight[position_ids], (B, T, embed_dim) for (B, T)
-    ids or (T, embed_dim) for (T,) ids. Past the table: posemb.SequenceTooLong (an IndexError).
+    a float32 weight (no copy); seq_len an int or a 0-d integer tensor. forward(position_ids):
+    weight[position_ids], (B, T, embed_dim) for (B, T) ids or (T, embed_dim) for (T,) ids, of any
+    integer dtype. The result has weight's dtype (.half(), .bfloat16(), .double(): see the
+    module's docstring). Past the table: posemb.SequenceTooLong (an IndexError) naming the rows
+    the call needs.
     The table is initialized by posemb's seeded initializers (init: "normal" N(0, stddev),
     "scaled-normal", "glorot-uniform", "zeros", "sinusoidal"), the same on every machine.
     """
