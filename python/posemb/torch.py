@@ -27,9 +27,10 @@ idx.numpy() (which torch's version counter does not see) change neither what the
 computes nor where it writes; changed in place through torch, autograd refuses the backward.
 
 Dtypes: the modules follow .half(), .bfloat16() and .double(), and autocast leaves them in their
-own dtype (as it does nn.Embedding). The kernels compute in float32: float16 and bfloat16 tables
-are widened exactly, the result and the gradients rounded once to the tables' dtype; a float64
-table is looked up exactly (as three float32 parts), its gradient computed in float32. Position
+own dtype (as it does nn.Embedding). The kernels compute in float32: float16 tables are read as
+they are and bfloat16 ones through a float32 copy, both widened exactly, the result and the
+gradients rounded once to the tables' dtype; a float64 table is looked up exactly (as three
+float32 parts), its gradient computed in float32. Position
 ids may have any integer dtype. torch.jit.trace records the modules (torch.jit.save of the
 trace, and torch.jit.script, do not work: they are Python autograd Functions).
 """
@@ -199,7 +200,8 @@ class _TokenPosition(torch.autograd.Function):
     def forward(ctx, wte, wpe, idx, kind, source_tensor, start, separator, given_idx,
                 given_positions):
         source = _source(kind, source_tensor, start, separator)
-        out = torch.empty((idx.shape[0], idx.shape[1], wte.shape[1]), dtype=wte.dtype)
+        # float32 tables, or float16 ones read as they are (widened exactly in the kernel)
+        out = torch.empty((idx.shape[0], idx.shape[1], wte.shape[1]), dtype=torch.float32)
         _ext.embed_forward(_np(idx), _np(wte), _np(wpe), source, out=_np(out))
         # idx and source_tensor are this call's own copies (token_position_embedding): the
         # backward reads what the forward read. The caller's tensors are saved only so that
@@ -232,14 +234,18 @@ class _TokenPosition(torch.autograd.Function):
 
 
 class _Rows(torch.autograd.Function):
-    """Rows [start, start + seq_len) of weight (float32): posemb's lookup, a view of the weight
-    itself."""
+    """Rows [start, start + seq_len) of weight: posemb's lookup, a view of the weight itself (any
+    of the table dtypes: a view needs no arithmetic). The gradient is computed in float32;
+    autograd rounds it to weight's dtype."""
 
     @staticmethod
     def forward(ctx, weight, seq_len, start):
         # The library checks the range (SequenceTooLong) and gives the view; torch's narrow is
-        # the same memory, made so that autograd knows the output is a view of weight.
-        _ext.learned_positional_embedding(seq_len, _np(weight), start)
+        # the same memory, made so that autograd knows the output is a view of weight. numpy
+        # has no bfloat16: the rows' count is what the check reads, so a (rows, 0) stand-in.
+        table = (_np(weight) if weight.dtype != torch.bfloat16 else
+                 np.empty((weight.shape[0], 0), np.float32))
+        _ext.learned_positional_embedding(seq_len, table, start)
         ctx.start = start
         ctx.shape = weight.shape
         return weight.narrow(0, start, seq_len)
@@ -248,7 +254,7 @@ class _Rows(torch.autograd.Function):
     def backward(ctx, dout):
         dweight = _zeros(ctx.shape)
         if dout.shape[0] != 0:
-            rows = _np(dout.contiguous()).reshape(1, *dout.shape)  # (1, seq_len, C), a view
+            rows = _np(dout.float().contiguous()).reshape(1, *dout.shape)  # (1, seq_len, C)
             _ext.add_positions_backward(_np(dweight), rows,
                                         _ext.PositionSource.contiguous(ctx.start))
         return dweight, None, None
@@ -297,6 +303,8 @@ def token_position_embedding(idx, wte, wpe, position_ids=None, attention_mask=No
                                                             separator, idx)
     compute = lambda a, b: _TokenPosition.apply(a, b, idx, kind, tensor, start, separator, given,
                                                 given_positions)
+    if wte.dtype == torch.float16:  # the kernel reads float16 tables as they are: no copy
+        return compute(wte, wpe).to(torch.float16)
     return _in_table_dtype(op, compute, wte, wpe)
 
 
@@ -332,10 +340,7 @@ def position_embedding(weight, positions, start=0):
         positions, start = torch.arange(positions) + int(start), 0
     seq_len = _seq_len(op, positions)
     if seq_len is not None:
-        start = int(start)
-        if weight.dtype == torch.float32:
-            return _Rows.apply(weight, seq_len, start)
-        return _in_table_dtype(op, lambda w: _Rows.apply(w, seq_len, start), weight)
+        return _Rows.apply(weight, seq_len, int(start))
     if start != 0:
         raise ValueError(f"{op}: start applies to a seq_len; position_ids give every position")
     if positions.dim() not in (1, 2):

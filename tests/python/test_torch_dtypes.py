@@ -276,3 +276,22 @@ def test_jit_trace_follows_batch_and_length_without_tracer_warnings(gen):
     for b, t in ((1, 3), (4, 9)):
         idx = torch.randint(0, V, (b, t), generator=gen)
         assert torch.equal(traced(idx), model(idx))
+
+
+def test_float16_tables_are_read_in_place_and_rows_are_views(monkeypatch):
+    emb = pt.TokenPositionEmbedding(V, MAXT, C).half()
+    seen = []
+    real = posemb._posemb.embed_forward
+
+    def spy(tokens, wte, wpe, *args, **kw):
+        seen.append((wte.__array_interface__["data"][0], wpe.__array_interface__["data"][0]))
+        return real(tokens, wte, wpe, *args, **kw)
+
+    monkeypatch.setattr(posemb._posemb, "embed_forward", spy)
+    emb(torch.zeros(B, T, dtype=torch.long))
+    assert seen == [(emb.wte.weight.data_ptr(), emb.wpe.weight.data_ptr())]  # no float32 copy
+    for dtype in DTYPES:
+        lpe = pt.LearnedPositionalEmbedding(MAXT, C).to(dtype)
+        rows = lpe(4, 2)
+        assert rows.dtype == dtype and rows._base is lpe.weight
+        assert rows.data_ptr() == lpe.weight[2].data_ptr()
