@@ -87,7 +87,8 @@ def extension_signatures():
                                                                                member)
                 if fn is not None and (attr == "__init__" or not attr.startswith("__") or
                                        attr in ("__getitem__", "__contains__")):
-                    out.append((f"{name}.{attr}", (getattr(fn, "__doc__", "") or "").split("\n")[0]))
+                    doc = getattr(fn, "__doc__", "") or ""
+                    out.append((f"{name}.{attr}", doc.split("\n")[0]))
     return out
 
 
@@ -109,7 +110,8 @@ def test_big_endian_arrays_are_refused_saying_big_endian(name, tmp_path):
         with pytest.raises(TypeError) as e:
             call({**given, "path": str(tmp_path / "be")})
         msg = str(e.value)
-        assert f"{arg} " in msg and "big-endian " + given[arg].dtype.newbyteorder("=").name in msg, msg
+        native = given[arg].dtype.newbyteorder("=").name
+        assert f"{arg} " in msg and f"big-endian {native}" in msg, msg
         assert "\n" not in msg
         assert given[arg].tobytes() == before
     assert not (tmp_path / "be").exists()
@@ -127,7 +129,8 @@ WRONG_TYPES = [
      "load_position_table: tensor_name must be a str or None, got int 5"),
     (lambda p: posemb.read_checkpoint_folder(p, tensor_name=["wpe"]),
      "read_checkpoint_folder: tensor_name must be a str or None, got list ['wpe']"),
-    (lambda p: posemb.read_safetensors(p)[5], "TensorFile.__getitem__: name must be a str, got int 5"),
+    (lambda p: posemb.read_safetensors(p)[5],
+     "TensorFile.__getitem__: name must be a str, got int 5"),
     (lambda p: 5 in posemb.read_safetensors(p), "TensorFile.__contains__: name must be a str"),
     (lambda p: posemb.read_safetensors(p).shape(None), "TensorFile.shape: name must be a str"),
     (lambda p: posemb.read_safetensors(p).dtype(1.5), "TensorFile.dtype: name must be a str"),

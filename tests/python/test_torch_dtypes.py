@@ -142,7 +142,8 @@ def test_gradcheck_float64_on_any_values():
                dict(position_ids=torch.tensor([[3, 3, 0, 7], [1, 2, 2, 1]]))):
         fn = lambda a, b: pt.token_position_embedding(idx, a, b, **kw)
         assert torch.autograd.gradcheck(fn, (wte, wpe)), kw
-    for positions in (3, torch.tensor([[1, 7, 1], [0, 0, 2]]), torch.tensor([4, 2], dtype=torch.int16)):
+    int16 = torch.tensor([4, 2], dtype=torch.int16)
+    for positions in (3, torch.tensor([[1, 7, 1], [0, 0, 2]]), int16):
         assert torch.autograd.gradcheck(lambda w: pt.position_embedding(w, positions, 0), (wpe,))
 
 
@@ -220,13 +221,16 @@ def test_type_errors_say_what_was_expected():
     idx = torch.zeros(B, T, dtype=torch.long)
     expect = "an int \\(seq_len\\) or an integer tensor of position ids"
     for bad, got in (("x", "got str"), (2.5, "got float"), (torch.tensor(2.0), "float32 scalar")):
-        with pytest.raises(TypeError, match=f"position_embedding: positions must be {expect}.*{got}"):
+        with pytest.raises(TypeError,
+                           match=f"position_embedding: positions must be {expect}.*{got}"):
             lpe(bad)
-    with pytest.raises(TypeError, match="position_ids must be an integer tensor .* got torch.float32"):
+    with pytest.raises(TypeError,
+                       match="position_ids must be an integer tensor .* got torch.float32"):
         lpe(torch.arange(4.0))
     with pytest.raises(TypeError, match="position_ids must be an integer tensor .* got torch.bool"):
         emb(idx, position_ids=torch.ones(B, T, dtype=torch.bool))
-    with pytest.raises(TypeError, match="idx must be an int64 or int32 tensor .* got torch.float32"):
+    with pytest.raises(TypeError,
+                       match="idx must be an int64 or int32 tensor .* got torch.float32"):
         emb(idx.float())
     with pytest.raises(TypeError, match="the tables must have one dtype, got wte torch.float16, "
                                         "wpe torch.float32"):
