@@ -27,9 +27,9 @@ idx.numpy() (which torch's version counter does not see) change neither what the
 computes nor where it writes; changed in place through torch, autograd refuses the backward.
 
 Dtypes: the modules follow .half(), .bfloat16() and .double(), and autocast leaves them in their
-own dtype (as it does nn.Embedding). The kernels compute in float32: float16 tables are read as
-they are and bfloat16 ones through a float32 copy, both widened exactly, the result and the
-gradients rounded once to the tables' dtype; a float64 table is looked up exactly (as three
+own dtype (as it does nn.Embedding). The kernels compute in float32: float16 and bfloat16 tables
+are read as they are and widened exactly (a position table alone with position ids: through a
+float32 copy of the table), the result and the gradients rounded once to the tables' dtype; a float64 table is looked up exactly (as three
 float32 parts), its gradient computed in float32. Position
 ids may have any integer dtype. torch.jit.trace records the modules (torch.jit.save of the
 trace, and torch.jit.script, do not work: they are Python autograd Functions).
@@ -200,9 +200,12 @@ class _TokenPosition(torch.autograd.Function):
     def forward(ctx, wte, wpe, idx, kind, source_tensor, start, separator, given_idx,
                 given_positions):
         source = _source(kind, source_tensor, start, separator)
-        # float32 tables, or float16 ones read as they are (widened exactly in the kernel)
+        # float32 tables, or float16 / bfloat16 ones read as they are (widened exactly in the
+        # kernel; numpy has no bfloat16, so those go as their bits)
         out = torch.empty((idx.shape[0], idx.shape[1], wte.shape[1]), dtype=torch.float32)
-        _ext.embed_forward(_np(idx), _np(wte), _np(wpe), source, out=_np(out))
+        bits = wte.dtype == torch.bfloat16
+        table = (lambda t: _np(t.view(torch.int16))) if bits else _np
+        _ext.embed_forward(_np(idx), table(wte), table(wpe), source, out=_np(out), bfloat16=bits)
         # idx and source_tensor are this call's own copies (token_position_embedding): the
         # backward reads what the forward read. The caller's tensors are saved only so that
         # autograd refuses a backward after they changed in place, as it does for nn.Embedding.
@@ -303,8 +306,8 @@ def token_position_embedding(idx, wte, wpe, position_ids=None, attention_mask=No
                                                             separator, idx)
     compute = lambda a, b: _TokenPosition.apply(a, b, idx, kind, tensor, start, separator, given,
                                                 given_positions)
-    if wte.dtype == torch.float16:  # the kernel reads float16 tables as they are: no copy
-        return compute(wte, wpe).to(torch.float16)
+    if wte.dtype in (torch.float16, torch.bfloat16):  # read by the kernel as they are: no copy
+        return compute(wte, wpe).to(wte.dtype)
     return _in_table_dtype(op, compute, wte, wpe)
 
 

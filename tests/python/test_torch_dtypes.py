@@ -282,8 +282,9 @@ def test_jit_trace_follows_batch_and_length_without_tracer_warnings(gen):
         assert torch.equal(traced(idx), model(idx))
 
 
-def test_float16_tables_are_read_in_place_and_rows_are_views(monkeypatch):
-    emb = pt.TokenPositionEmbedding(V, MAXT, C).half()
+@pytest.mark.parametrize("half", HALVES)
+def test_16_bit_tables_are_read_in_place_and_rows_are_views(monkeypatch, half):
+    emb = pt.TokenPositionEmbedding(V, MAXT, C).to(half)
     seen = []
     real = posemb._posemb.embed_forward
 
@@ -299,3 +300,18 @@ def test_float16_tables_are_read_in_place_and_rows_are_views(monkeypatch):
         rows = lpe(4, 2)
         assert rows.dtype == dtype and rows._base is lpe.weight
         assert rows.data_ptr() == lpe.weight[2].data_ptr()
+
+
+def test_embed_forward_reads_bfloat16_bits(gen):
+    wte = wide((V, C), gen, torch.bfloat16)
+    wpe = wide((MAXT, C), gen, torch.bfloat16)
+    tokens = torch.randint(0, V, (B, T), generator=gen).numpy()
+    bits = lambda t: t.view(torch.int16).numpy()
+    got = posemb.embed_forward(tokens, bits(wte), bits(wpe), bfloat16=True)
+    want = posemb.embed_forward(tokens, wte.float().numpy(), wpe.float().numpy())
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    got = posemb.embed_forward(tokens, bits(wte).view("uint16"), bfloat16=True)  # token rows only
+    assert got.tobytes() == wte.float().numpy()[tokens].tobytes()
+    with pytest.raises(TypeError, match="wte must be an int16 or uint16 array of bfloat16 bits "
+                                        r"\(bfloat16=True\), got float32"):
+        posemb.embed_forward(tokens, wte.float().numpy(), bfloat16=True)
