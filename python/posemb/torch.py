@@ -426,15 +426,19 @@ class RotaryEmbedding(nn.Module):
             if t.dtype not in _TABLE_DTYPES:
                 raise TypeError(f"RotaryEmbedding: {name} must be a float32, float16, bfloat16 or "
                                 f"float64 tensor, got {t.dtype}")
-        if q.shape[:2] != k.shape[:2]:
+        # (under torch.jit.trace the sizes are traced values: not compared, not made ints, so
+        # that the trace follows the inputs' batch and length; the kernels check the shapes)
+        tracing = torch.jit.is_tracing()
+        if not tracing and q.shape[:2] != k.shape[:2]:
             raise ValueError(f"RotaryEmbedding: q {tuple(q.shape)} and k {tuple(k.shape)} differ "
                              "in (B, T)")
-        batch, length = int(q.shape[0]), int(q.shape[1])
+        batch, length = q.shape[0], q.shape[1]
         kind, tensor, start, _, _ = _plan(batch, length, position_ids, attention_mask, start, None)
         if seq_len is None:
-            pos = _ext.resolve_positions(_source(kind, tensor, start, 0), batch, length, 2**62)
+            pos = _ext.resolve_positions(_source(kind, tensor, start, 0), int(batch), int(length),
+                                         2**62)
             seq_len = int(pos.max()) + 1 if pos.size else 0
-            if torch.jit.is_tracing():
+            if tracing:
                 warnings.warn(f"RotaryEmbedding: under torch.jit.trace, seq_len=None is fixed at "
                               f"the traced inputs' largest position + 1 ({seq_len}); pass seq_len "
                               "for dynamic or longrope scaling", torch.jit.TracerWarning)

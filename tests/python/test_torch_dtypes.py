@@ -315,3 +315,30 @@ def test_embed_forward_reads_bfloat16_bits(gen):
     with pytest.raises(TypeError, match="wte must be an int16 or uint16 array of bfloat16 bits "
                                         r"\(bfloat16=True\), got float32"):
         posemb.embed_forward(tokens, wte.float().numpy(), bfloat16=True)
+
+
+class Rotary(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
+                                        "num_attention_heads": 2, "max_position_embeddings": 64})
+
+    def forward(self, q, k):
+        return self.rope(q, k, seq_len=64)
+
+
+def test_jit_trace_of_rotary_embedding_follows_batch_and_length(gen):
+    model = Rotary()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        traced = torch.jit.trace(model, (torch.randn(2, 4, 2, 4), torch.randn(2, 4, 2, 4)))
+    assert not [w for w in caught if "posemb" in w.filename], [str(w.message) for w in caught]
+    q = torch.randn(3, 9, 2, 4, generator=gen, requires_grad=True)
+    k = torch.randn(3, 9, 2, 4, generator=gen, requires_grad=True)
+    got, want = traced(q, k), model(q, k)
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+    sum(t.sum() for t in got).backward()
+    dq = q.grad.clone()
+    q.grad = None
+    sum(t.sum() for t in want).backward()
+    assert torch.equal(q.grad, dq)
