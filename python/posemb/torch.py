@@ -29,10 +29,10 @@ computes nor where it writes; changed in place through torch, autograd refuses t
 Dtypes: the modules follow .half(), .bfloat16() and .double(), and autocast leaves them in their
 own dtype (as it does nn.Embedding). The kernels compute in float32: float16 and bfloat16 tables
 are read as they are and widened exactly (a position table alone with position ids: through a
-float32 copy of the table), the result and the gradients rounded once to the tables' dtype; a float64 table is looked up exactly (as three
-float32 parts), its gradient computed in float32. Position
-ids may have any integer dtype. torch.jit.trace records the modules (torch.jit.save of the
-trace, and torch.jit.script, do not work: they are Python autograd Functions).
+float32 copy of the table), the result and the gradients rounded once to the tables' dtype; a
+float64 table is looked up exactly (as three float32 parts), its gradient computed in float32.
+Position ids may have any integer dtype. torch.jit.trace records the modules (torch.jit.save of
+the trace, and torch.jit.script, do not work: they are Python autograd Functions).
 """
 import json
 import mmap
@@ -281,7 +281,7 @@ def _seq_len(op, positions):
 
 def position_embedding(weight, positions, start=0):
     """weight's rows for positions (the functional form of LearnedPositionalEmbedding):
-    an int seq_len gives rows [start, start + seq_len), a view of a float32 weight; position_ids
+    an int seq_len gives rows [start, start + seq_len), a view of weight; position_ids
     (T,) or (B, T), of any integer dtype, give weight[position_ids], (T, C) or (B, T, C). The
     result has weight's dtype (float32, float16, bfloat16 or float64)."""
     _cpu(weight)
@@ -310,7 +310,7 @@ class LearnedPositionalEmbedding(nn.Module):
     """A learned position table, `weight` (max_seq_len, embed_dim), on posemb's kernels.
 
     forward(seq_len, start=0): rows [start, start + seq_len), (seq_len, embed_dim), a view of
-    a float32 weight (no copy); seq_len an int or a 0-d integer tensor. forward(position_ids):
+    weight (no copy); seq_len an int or a 0-d integer tensor. forward(position_ids):
     weight[position_ids], (B, T, embed_dim) for (B, T) ids or (T, embed_dim) for (T,) ids, of any
     integer dtype. The result has weight's dtype (.half(), .bfloat16(), .double(): see the
     module's docstring). Past the table: posemb.SequenceTooLong (an IndexError) naming the rows
