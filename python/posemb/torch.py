@@ -31,8 +31,9 @@ own dtype (as it does nn.Embedding). The kernels compute in float32: float16 and
 are read as they are and widened exactly (a position table alone with position ids: through a
 float32 copy of the table), the result and the gradients rounded once to the tables' dtype; a
 float64 table is looked up exactly (as three float32 parts), its gradient computed in float32.
-Position ids may have any integer dtype. torch.jit.trace records the modules (torch.jit.save of
-the trace, and torch.jit.script, do not work: they are Python autograd Functions).
+Position ids may have any integer dtype. torch.jit.trace records the modules as operators
+(torch.ops.posemb.*): a trace can be saved and loaded where posemb.torch is imported
+(torch.jit.script does not compile the modules).
 """
 import json
 import mmap
@@ -236,6 +237,34 @@ class _Gather(torch.autograd.Function):
         return dweight, None, None
 
 
+# The autograd Functions as operators of torch's dispatcher (torch.library): torch.jit.trace
+# records them by name, so a trace can be saved (torch.jit.save) and loaded again in a process
+# that has imported posemb.torch. Autograd runs the Function; below autograd (inference mode) the
+# forward alone.
+_LIBRARY = torch.library.Library("posemb", "DEF")
+
+
+def _operator(name, schema, function):
+    _LIBRARY.define(name + schema)
+
+    def forward_only(*args):
+        with torch.no_grad():
+            return function.apply(*args)
+
+    _LIBRARY.impl(name, forward_only, "CPU")
+    _LIBRARY.impl(name, function.apply, "Autograd")
+    return getattr(torch.ops.posemb, name)
+
+
+_token_position_op = _operator(
+    "token_position", "(Tensor wte, Tensor wpe, Tensor idx, str kind, Tensor? positions, "
+    "int start, int separator, Tensor given_idx, Tensor? given_positions) -> Tensor",
+    _TokenPosition)
+_gather_op = _operator("gather_positions",
+                       "(Tensor weight, Tensor positions, Tensor given_positions) -> Tensor",
+                       _Gather)
+
+
 def token_position_embedding(idx, wte, wpe, position_ids=None, attention_mask=None, *, start=0,
                              separator=None):
     """wte[idx] + wpe[positions], (B, T, C), through posemb's fused kernels (the functional form
@@ -255,8 +284,8 @@ def token_position_embedding(idx, wte, wpe, position_ids=None, attention_mask=No
     kind, tensor, start, separator, given_positions = _plan(idx.shape[0], idx.shape[1],
                                                             position_ids, attention_mask, start,
                                                             separator, idx)
-    compute = lambda a, b: _TokenPosition.apply(a, b, idx, kind, tensor, start, separator, given,
-                                                given_positions)
+    compute = lambda a, b: _token_position_op(a, b, idx, kind, tensor, start, separator, given,
+                                              given_positions)
     if wte.dtype in (torch.float16, torch.bfloat16):  # read by the kernel as they are: no copy
         return compute(wte, wpe).to(wte.dtype)
     return _in_table_dtype(op, compute, wte, wpe)
@@ -287,10 +316,14 @@ def position_embedding(weight, positions, start=0):
     _cpu(weight)
     op = "position_embedding"
     _table_dtype(op, weight=weight)
-    if (torch.jit.is_tracing() and isinstance(positions, torch.Tensor) and positions.dim() == 0
-            and positions.dtype in _INT_DTYPES):
-        # x.shape[1] under torch.jit.trace: ids start..start + seq_len - 1, so that the trace
-        # follows the length of its inputs (as nn.Embedding(torch.arange(T)) does)
+    if torch.jit.is_tracing() and not (isinstance(positions, torch.Tensor) and positions.dim()):
+        # A seq_len under torch.jit.trace (x.shape[1] is a 0-d tensor there): the ids start ..
+        # start + seq_len - 1 through the gather operator, so that the trace follows the length
+        # of its inputs (as nn.Embedding(torch.arange(T)) does) and can be saved.
+        if not isinstance(positions, torch.Tensor):
+            _seq_len(op, positions)  # the type check
+        elif positions.dtype not in _INT_DTYPES:
+            _seq_len(op, positions)  # raises, naming the dtype
         positions, start = torch.arange(positions) + int(start), 0
     seq_len = _seq_len(op, positions)
     if seq_len is not None:
@@ -302,7 +335,7 @@ def position_embedding(weight, positions, start=0):
                          f"{tuple(positions.shape)}")
     # (T,) ids as one row; (B, T) ids are the batch (batch 1: never broadcast)
     _, tensor, _, _, given = _plan(1, None, positions, None, 0, None)
-    out = _in_table_dtype(op, lambda w: _Gather.apply(w, tensor, given), weight)
+    out = _in_table_dtype(op, lambda w: _gather_op(w, tensor, given), weight)
     return out[0] if positions.dim() == 1 else out
 
 
@@ -389,6 +422,10 @@ class _Rotate(torch.autograd.Function):
         return dx, None, None, None, None, None, None
 
 
+_rotate_op = _operator("rotate", "(Tensor x, str layout, str kind, Tensor? positions, int start, "
+                       "str config, int seq_len) -> Tensor", _Rotate)
+
+
 class RotaryEmbedding(nn.Module):
     """Rotary position embedding of queries and keys as a Hugging Face config.json describes it:
     rope_theta, head_dim, partial_rotary_factor and rope_scaling (linear, dynamic, yarn, llama3,
@@ -444,8 +481,8 @@ class RotaryEmbedding(nn.Module):
                               "for dynamic or longrope scaling", torch.jit.TracerWarning)
         # In float32 (posemb's kernels), returned in q's and k's dtypes: float16 and bfloat16
         # widened exactly, float64 rounded to float32 (the rotation is float32-accurate).
-        return tuple(_Rotate.apply(t.float(), self.layout, kind, tensor, start, self.config,
-                                   seq_len).to(t.dtype) for t in (q, k))
+        return tuple(_rotate_op(t.float(), self.layout, kind, tensor, start, self.config,
+                                seq_len).to(t.dtype) for t in (q, k))
 
     def extra_repr(self):
         return f"rotary_dim={2 * self.inv_freq.shape[0]}, layout={self.layout!r}"

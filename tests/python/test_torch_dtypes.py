@@ -2,6 +2,9 @@
 against nn.Embedding and the plain torch formula in that dtype (forward and backward, gradcheck
 for float64); positions as an int and as a tensor of any integer dtype agree; torch.jit.trace
 records models using the modules and replays them on new inputs."""
+import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -342,3 +345,34 @@ def test_jit_trace_of_rotary_embedding_follows_batch_and_length(gen):
     q.grad = None
     sum(t.sum() for t in want).backward()
     assert torch.equal(q.grad, dq)
+
+
+def test_a_trace_saves_and_loads_where_posemb_torch_is_imported(gen, tmp_path):
+    model = Model()
+    make = lambda b, t: (torch.randint(0, V, (b, t), generator=gen),
+                         torch.randint(0, MAXT, (b, t), generator=gen),
+                         torch.ones(b, t, dtype=torch.long))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        traced = torch.jit.trace(model, make(2, 4))
+    torch.jit.save(traced, str(tmp_path / "model.pt"))
+    loaded = torch.jit.load(str(tmp_path / "model.pt"))
+    inputs = make(3, 7)
+    want = model(*inputs)
+    want.square().sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    got = loaded(*inputs)
+    got.square().sum().backward()
+    assert torch.equal(got, want)
+    for p, g in zip(loaded.parameters(), grads):
+        assert torch.equal(p.grad, g)
+    # another process: torch.jit.load after `import posemb.torch` (which registers the operators)
+    torch.save((inputs, want.detach()), str(tmp_path / "io.pt"))
+    script = ("import sys, torch, posemb.torch\n"
+              "inputs, want = torch.load(sys.argv[2])\n"
+              "got = torch.jit.load(sys.argv[1])(*inputs)\n"
+              "sys.exit(0 if torch.equal(got, want) else 3)\n")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "model.pt"),
+                           str(tmp_path / "io.pt")], env=dict(os.environ), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
