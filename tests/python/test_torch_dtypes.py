@@ -376,3 +376,14 @@ def test_a_trace_saves_and_loads_where_posemb_torch_is_imported(gen, tmp_path):
                            str(tmp_path / "io.pt")], env=dict(os.environ), capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_inference_mode_and_no_grad_give_the_same_values(gen):
+    emb = pt.TokenPositionEmbedding(V, MAXT, C)
+    idx = torch.randint(0, V, (B, T), generator=gen)
+    pos = torch.randint(0, MAXT, (B, T), generator=gen)
+    want = [emb(idx).detach(), emb(idx, position_ids=pos).detach(), emb.wpe(pos).detach()]
+    for mode in (torch.inference_mode, torch.no_grad):
+        with mode():
+            got = [emb(idx), emb(idx, position_ids=pos), emb.wpe(pos)]
+        assert all(torch.equal(g, w) and not g.requires_grad for g, w in zip(got, want))
