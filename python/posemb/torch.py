@@ -100,7 +100,8 @@ def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=No
     """Where a (batch, seq_len) batch's positions come from, as tensors and plain values (what
     torch.jit.trace records): (kind, the tensor posemb reads (this call's copy, or None), start,
     separator, the caller's tensor it was copied from (kept for autograd's in-place check, never
-    read)); idx (this call's copy of the token ids) for packed positions."""
+    read)); idx (this call's copy of the token ids) for packed positions. (T,) position ids are
+    broadcast to batch rows, and (1, T) ones too; batch None leaves (B, T) ids as they are."""
     given = [n for n, v in (("position_ids", position_ids), ("attention_mask", attention_mask),
                             ("separator", separator)) if v is not None]
     if len(given) > 1:
@@ -114,8 +115,9 @@ def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=No
         ids = position_ids.detach()
         if ids.dim() == 1:  # (T,): broadcast over the batch
             ids = ids.unsqueeze(0).expand(batch, -1)
-        elif ids.dim() == 2 and batch != 1 and ids.shape[0] == 1:
-            ids = ids.expand(batch, -1)
+        elif ids.dim() == 2 and batch is not None and (torch.jit.is_tracing() or
+                                                      (batch != 1 and ids.shape[0] == 1)):
+            ids = ids.expand(batch, -1)  # traced: recorded, so that it follows the batch
         ids = _integer_copy("posemb.torch", "position_ids", ids)  # the forward's own copy
         return "explicit", ids, 0, 0, position_ids.detach()
     if attention_mask is not None:
@@ -333,8 +335,9 @@ def position_embedding(weight, positions, start=0):
     if positions.dim() not in (1, 2):
         raise ValueError(f"{op}: position_ids must be (T,) or (B, T), got shape "
                          f"{tuple(positions.shape)}")
-    # (T,) ids as one row; (B, T) ids are the batch (batch 1: never broadcast)
-    _, tensor, _, _, given = _plan(1, None, positions, None, 0, None)
+    # (T,) ids as one row; (B, T) ids are the batch (batch None: never broadcast)
+    _, tensor, _, _, given = _plan(1 if positions.dim() == 1 else None, None, positions, None, 0,
+                                   None)
     out = _in_table_dtype(op, lambda w: _gather_op(w, tensor, given), weight)
     return out[0] if positions.dim() == 1 else out
 

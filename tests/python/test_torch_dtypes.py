@@ -183,10 +183,11 @@ def test_jit_trace_records_the_modules_and_replays_new_inputs(gen):
     make = lambda b, t: (torch.randint(0, V, (b, t), generator=gen),
                          torch.randint(0, MAXT, (b, t), generator=gen),
                          torch.ones(b, t, dtype=torch.long))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the tracer's warnings about Python values
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         traced = torch.jit.trace(model, make(2, 4))
-    for b, t in ((2, 4), (3, 7)):  # a new batch and a new length
+    assert not [w for w in caught if "posemb" in w.filename], [str(w.message) for w in caught]
+    for b, t in ((2, 4), (3, 7), (1, 5)):  # a new batch and a new length
         inputs = make(b, t)
         inputs[2][0, :2] = 0
         model.zero_grad()
