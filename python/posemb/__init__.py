@@ -126,3 +126,8 @@ __all__ += [
     "vision_layout",
     "write_checkpoint_folder",
 ]
+
+# TypeErrors from the extension name the argument of the wrong type (python/posemb/_arguments.py).
+from posemb._arguments import name_the_arguments as _name_the_arguments  # noqa: E402
+
+_name_the_arguments(globals())

@@ -1,4 +1,4 @@
-"""posemb.torch: PyTorch modules on posemb's C++ kernels (CPU, float32).
+"""posemb.torch: PyTorch modules on posemb's C++ kernels (CPU; float32 compute).
 
     import torch
     from posemb.torch import TokenPositionEmbedding
@@ -25,9 +25,19 @@ or int32. The (B, T) ids, position ids and masks are copied once per forward (sm
 (B, T, C) output): the backward reads that copy, so ids changed after the forward through
 idx.numpy() (which torch's version counter does not see) change neither what the backward
 computes nor where it writes; changed in place through torch, autograd refuses the backward.
+
+Dtypes: the modules follow .half(), .bfloat16() and .double(), and autocast leaves them in their
+own dtype (as it does nn.Embedding). The kernels compute in float32: float16 and bfloat16 tables
+are read as they are and widened exactly (a position table alone with position ids: through a
+float32 copy of the table), the result and the gradients rounded once to the tables' dtype; a
+float64 table is looked up exactly (as three float32 parts), its gradient computed in float32.
+Position ids may have any integer dtype. torch.jit.trace records the modules as operators
+(torch.ops.posemb.*): a trace can be saved and loaded where posemb.torch is imported
+(torch.jit.script does not compile the modules).
 """
 import json
 import mmap
+import operator
 import warnings
 
 import numpy as np
@@ -35,6 +45,9 @@ import torch
 from torch import nn
 
 from posemb import _posemb as _ext
+from posemb._torch_dtypes import TABLE_DTYPES as _TABLE_DTYPES
+from posemb._torch_dtypes import in_table_dtype as _in_table_dtype
+from posemb._torch_dtypes import table_dtype as _table_dtype
 
 __all__ = ["LearnedPositionalEmbedding", "RotaryEmbedding", "TokenPositionEmbedding",
            "position_embedding", "token_position_embedding"]
@@ -47,7 +60,13 @@ def _cpu(*tensors):
 
 
 def _np(t):
-    """A numpy view of a CPU tensor: the same memory, no copy."""
+    """A numpy view of a CPU tensor: the same memory, no copy. Under torch.jit.trace the views
+    are taken inside the autograd Functions, which the trace records as calls (replayed on new
+    tensors), so the tracer's warning that the values become constants does not apply."""
+    if torch.jit.is_tracing():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            return t.detach().numpy()
     return t.detach().numpy()
 
 
@@ -63,10 +82,26 @@ def _zeros(shape):
     return torch.from_numpy(np.frombuffer(buf, dtype=np.float32).reshape(shape))
 
 
-def _position_source(batch, seq_len, position_ids, attention_mask, start, separator, idx=None):
-    """The PositionSource for a (batch, seq_len) batch, the tensor it reads (a copy made here, or
-    None) and the caller's tensor it was copied from (kept for autograd's in-place check, never
-    read); idx (this call's copy of the token ids) for packed positions."""
+_INT_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
+
+def _integer_copy(op, name, t):
+    """This call's own contiguous copy of an integer tensor t: int32 and int64 kept, every other
+    integer dtype widened to int64 (posemb reads int32 and int64 ids)."""
+    if t.dtype not in _INT_DTYPES:
+        raise TypeError(f"{op}: {name} must be an integer tensor (uint8, int8, int16, int32 or "
+                        f"int64), got {t.dtype}")
+    if t.dtype in (torch.int32, torch.int64):
+        return t.clone(memory_format=torch.contiguous_format)
+    return t.to(torch.int64).contiguous()
+
+
+def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=None):
+    """Where a (batch, seq_len) batch's positions come from, as tensors and plain values (what
+    torch.jit.trace records): (kind, the tensor posemb reads (this call's copy, or None), start,
+    separator, the caller's tensor it was copied from (kept for autograd's in-place check, never
+    read)); idx (this call's copy of the token ids) for packed positions. (T,) position ids are
+    broadcast to batch rows, and (1, T) ones too; batch None leaves (B, T) ids as they are."""
     given = [n for n, v in (("position_ids", position_ids), ("attention_mask", attention_mask),
                             ("separator", separator)) if v is not None]
     if len(given) > 1:
@@ -78,29 +113,53 @@ def _position_source(batch, seq_len, position_ids, attention_mask, start, separa
     if position_ids is not None:
         _cpu(position_ids)
         ids = position_ids.detach()
-        if ids.dim() == 1:
-            ids = ids.unsqueeze(0)
-        if ids.dim() == 2 and ids.shape[0] == 1 and batch > 1:
-            ids = ids.expand(batch, ids.shape[1])
-        ids = ids.clone(memory_format=torch.contiguous_format)  # the forward's own copy
-        return _ext.PositionSource.explicit_ids(_np(ids)), ids, position_ids.detach()
+        if ids.dim() == 1:  # (T,): broadcast over the batch
+            ids = ids.unsqueeze(0).expand(batch, -1)
+        elif ids.dim() == 2 and batch is not None and (torch.jit.is_tracing() or
+                                                      (batch != 1 and ids.shape[0] == 1)):
+            ids = ids.expand(batch, -1)  # traced: recorded, so that it follows the batch
+        ids = _integer_copy("posemb.torch", "position_ids", ids)  # the forward's own copy
+        return "explicit", ids, 0, 0, position_ids.detach()
     if attention_mask is not None:
         _cpu(attention_mask)
-        mask = attention_mask.detach().clone(memory_format=torch.contiguous_format)
-        return _ext.PositionSource.padding_mask(_np(mask)), mask, attention_mask.detach()
+        mask = attention_mask.detach()
+        if mask.dtype != torch.bool:
+            mask = _integer_copy("posemb.torch", "attention_mask", mask)
+        else:
+            mask = mask.clone(memory_format=torch.contiguous_format)
+        return "mask", mask, 0, 0, attention_mask.detach()
     if separator is not None:
         tokens = idx.detach().clone(memory_format=torch.contiguous_format)  # int64: narrowed, checked
-        return _ext.PositionSource.packed(_np(tokens), int(separator)), tokens, None
-    return _ext.PositionSource.contiguous(int(start)), None, None
+        return "packed", tokens, 0, int(separator), None
+    return "contiguous", None, int(start), 0, None
+
+
+def _source(kind, tensor, start, separator):
+    """The PositionSource of a _plan (it references tensor, which the caller keeps alive)."""
+    if kind == "explicit":
+        return _ext.PositionSource.explicit_ids(_np(tensor))
+    if kind == "mask":
+        return _ext.PositionSource.padding_mask(_np(tensor))
+    if kind == "packed":
+        return _ext.PositionSource.packed(_np(tensor), separator)
+    return _ext.PositionSource.contiguous(start)
 
 
 class _TokenPosition(torch.autograd.Function):
-    """out[b, t] = wte[idx[b, t]] + wpe[pos[b, t]] with posemb's embed_forward / embed_backward."""
+    """out[b, t] = wte[idx[b, t]] + wpe[pos[b, t]] with posemb's embed_forward / embed_backward
+    (float32 tables). Arguments are tensors and plain values (a _plan), so torch.jit.trace
+    records the call and replays it on new inputs."""
 
     @staticmethod
-    def forward(ctx, wte, wpe, idx, source, source_tensor, given_idx, given_positions):
-        out = torch.empty((idx.shape[0], idx.shape[1], wte.shape[1]), dtype=wte.dtype)
-        _ext.embed_forward(_np(idx), _np(wte), _np(wpe), source, out=_np(out))
+    def forward(ctx, wte, wpe, idx, kind, source_tensor, start, separator, given_idx,
+                given_positions):
+        source = _source(kind, source_tensor, start, separator)
+        # float32 tables, or float16 / bfloat16 ones read as they are (widened exactly in the
+        # kernel; numpy has no bfloat16, so those go as their bits)
+        out = torch.empty((idx.shape[0], idx.shape[1], wte.shape[1]), dtype=torch.float32)
+        bits = wte.dtype == torch.bfloat16
+        table = (lambda t: _np(t.view(torch.int16))) if bits else _np
+        _ext.embed_forward(_np(idx), table(wte), table(wpe), source, out=_np(out), bfloat16=bits)
         # idx and source_tensor are this call's own copies (token_position_embedding): the
         # backward reads what the forward read. The caller's tensors are saved only so that
         # autograd refuses a backward after they changed in place, as it does for nn.Embedding.
@@ -128,17 +187,22 @@ class _TokenPosition(torch.autograd.Function):
                                 None if dwpe is None else ctx.source)
         elif need_wpe:
             _ext.add_positions_backward(_np(dwpe), _np(dout), ctx.source)
-        return dwte, dwpe, None, None, None, None, None
+        return dwte, dwpe, None, None, None, None, None, None, None
 
 
 class _Rows(torch.autograd.Function):
-    """Rows [start, start + seq_len) of weight: posemb's lookup, a view of the weight itself."""
+    """Rows [start, start + seq_len) of weight: posemb's lookup, a view of the weight itself (any
+    of the table dtypes: a view needs no arithmetic). The gradient is computed in float32;
+    autograd rounds it to weight's dtype."""
 
     @staticmethod
     def forward(ctx, weight, seq_len, start):
         # The library checks the range (SequenceTooLong) and gives the view; torch's narrow is
-        # the same memory, made so that autograd knows the output is a view of weight.
-        _ext.learned_positional_embedding(seq_len, _np(weight), start)
+        # the same memory, made so that autograd knows the output is a view of weight. numpy
+        # has no bfloat16: the rows' count is what the check reads, so a (rows, 0) stand-in.
+        table = (_np(weight) if weight.dtype != torch.bfloat16 else
+                 np.empty((weight.shape[0], 0), np.float32))
+        _ext.learned_positional_embedding(seq_len, table, start)
         ctx.start = start
         ctx.shape = weight.shape
         return weight.narrow(0, start, seq_len)
@@ -147,18 +211,20 @@ class _Rows(torch.autograd.Function):
     def backward(ctx, dout):
         dweight = _zeros(ctx.shape)
         if dout.shape[0] != 0:
-            rows = _np(dout.contiguous()).reshape(1, *dout.shape)  # (1, seq_len, C), a view
+            rows = _np(dout.float().contiguous()).reshape(1, *dout.shape)  # (1, seq_len, C)
             _ext.add_positions_backward(_np(dweight), rows,
                                         _ext.PositionSource.contiguous(ctx.start))
         return dweight, None, None
 
 
 class _Gather(torch.autograd.Function):
-    """out[b, t] = weight[pos[b, t]] for a PositionSource (explicit ids)."""
+    """out[b, t] = weight[pos[b, t]] for explicit ids (float32 weight; tensors and plain values,
+    as _TokenPosition)."""
 
     @staticmethod
-    def forward(ctx, weight, batch, seq_len, source, source_tensor, given_positions):
-        out = torch.zeros((batch, seq_len, weight.shape[1]), dtype=weight.dtype)
+    def forward(ctx, weight, source_tensor, given_positions):
+        source = _source("explicit", source_tensor, 0, 0)
+        out = torch.zeros((*source_tensor.shape, weight.shape[1]), dtype=weight.dtype)
         _ext.add_positions_forward(_np(out), _np(weight), source)
         ctx.save_for_backward(source_tensor, given_positions)  # the copy; the caller's (see above)
         ctx.source = source
@@ -170,40 +236,109 @@ class _Gather(torch.autograd.Function):
         ctx.saved_tensors  # refuses a backward after the caller's positions changed in place
         dweight = _zeros(ctx.shape)
         _ext.add_positions_backward(_np(dweight), _np(dout.contiguous()), ctx.source)
-        return dweight, None, None, None, None, None
+        return dweight, None, None
+
+
+# The autograd Functions as operators of torch's dispatcher (torch.library): torch.jit.trace
+# records them by name, so a trace can be saved (torch.jit.save) and loaded again in a process
+# that has imported posemb.torch. Autograd runs the Function; below autograd (inference mode) the
+# forward alone.
+_LIBRARY = torch.library.Library("posemb", "DEF")
+
+
+def _operator(name, schema, function):
+    _LIBRARY.define(name + schema)
+
+    def forward_only(*args):
+        with torch.no_grad():
+            return function.apply(*args)
+
+    _LIBRARY.impl(name, forward_only, "CPU")
+    _LIBRARY.impl(name, function.apply, "Autograd")
+    return getattr(torch.ops.posemb, name)
+
+
+_token_position_op = _operator(
+    "token_position", "(Tensor wte, Tensor wpe, Tensor idx, str kind, Tensor? positions, "
+    "int start, int separator, Tensor given_idx, Tensor? given_positions) -> Tensor",
+    _TokenPosition)
+_gather_op = _operator("gather_positions",
+                       "(Tensor weight, Tensor positions, Tensor given_positions) -> Tensor",
+                       _Gather)
 
 
 def token_position_embedding(idx, wte, wpe, position_ids=None, attention_mask=None, *, start=0,
                              separator=None):
     """wte[idx] + wpe[positions], (B, T, C), through posemb's fused kernels (the functional form
-    of TokenPositionEmbedding; positions as its forward takes them)."""
+    of TokenPositionEmbedding; positions as its forward takes them). The result has the tables'
+    dtype (float32, float16, bfloat16 or float64; see posemb._torch_dtypes)."""
     _cpu(idx, wte, wpe)
-    if idx.dim() != 2:
-        raise ValueError(f"token_position_embedding: idx must be (B, T), got shape "
-                         f"{tuple(idx.shape)}")
+    op = "token_position_embedding"
+    _table_dtype(op, wte=wte, wpe=wpe)
+    if not isinstance(idx, torch.Tensor) or idx.dim() != 2:
+        got = f"shape {tuple(idx.shape)}" if isinstance(idx, torch.Tensor) else type(idx).__name__
+        raise ValueError(f"{op}: idx must be a (B, T) tensor of token ids, got {got}")
+    if idx.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"{op}: idx must be an int64 or int32 tensor of token ids (as "
+                        f"nn.Embedding takes them), got {idx.dtype}")
     given = idx.detach()
     idx = given.clone(memory_format=torch.contiguous_format)  # the ids this call reads
-    source, tensor, given_positions = _position_source(idx.shape[0], idx.shape[1], position_ids,
-                                                       attention_mask, start, separator, idx)
-    return _TokenPosition.apply(wte, wpe, idx, source, tensor, given, given_positions)
+    kind, tensor, start, separator, given_positions = _plan(idx.shape[0], idx.shape[1],
+                                                            position_ids, attention_mask, start,
+                                                            separator, idx)
+    compute = lambda a, b: _token_position_op(a, b, idx, kind, tensor, start, separator, given,
+                                              given_positions)
+    if wte.dtype in (torch.float16, torch.bfloat16):  # read by the kernel as they are: no copy
+        return compute(wte, wpe).to(wte.dtype)
+    return _in_table_dtype(op, compute, wte, wpe)
+
+
+def _seq_len(op, positions):
+    """positions as a seq_len when it is one (an int, or an integer tensor of no dimensions, which
+    torch.jit.trace makes of x.shape[1]); None for a tensor of position ids."""
+    if isinstance(positions, torch.Tensor):
+        if positions.dim() != 0:
+            return None
+        if positions.dtype not in _INT_DTYPES:
+            raise TypeError(f"{op}: positions must be an int (seq_len) or an integer tensor of "
+                            f"position ids (T,) or (B, T), got a {positions.dtype} scalar tensor")
+        return int(positions)
+    try:
+        return operator.index(positions)
+    except TypeError:
+        raise TypeError(f"{op}: positions must be an int (seq_len) or an integer tensor of "
+                        f"position ids (T,) or (B, T), got {type(positions).__name__}") from None
 
 
 def position_embedding(weight, positions, start=0):
     """weight's rows for positions (the functional form of LearnedPositionalEmbedding):
-    an int seq_len gives rows [start, start + seq_len), a view of weight; position_ids (T,) or
-    (B, T) give weight[position_ids], (T, C) or (B, T, C)."""
+    an int seq_len gives rows [start, start + seq_len), a view of weight; position_ids
+    (T,) or (B, T), of any integer dtype, give weight[position_ids], (T, C) or (B, T, C). The
+    result has weight's dtype (float32, float16, bfloat16 or float64)."""
     _cpu(weight)
-    if not isinstance(positions, torch.Tensor):
-        return _Rows.apply(weight, int(positions), int(start))
+    op = "position_embedding"
+    _table_dtype(op, weight=weight)
+    if torch.jit.is_tracing() and not (isinstance(positions, torch.Tensor) and positions.dim()):
+        # A seq_len under torch.jit.trace (x.shape[1] is a 0-d tensor there): the ids start ..
+        # start + seq_len - 1 through the gather operator, so that the trace follows the length
+        # of its inputs (as nn.Embedding(torch.arange(T)) does) and can be saved.
+        if not isinstance(positions, torch.Tensor):
+            _seq_len(op, positions)  # the type check
+        elif positions.dtype not in _INT_DTYPES:
+            _seq_len(op, positions)  # raises, naming the dtype
+        positions, start = torch.arange(positions) + int(start), 0
+    seq_len = _seq_len(op, positions)
+    if seq_len is not None:
+        return _Rows.apply(weight, seq_len, int(start))
     if start != 0:
-        raise ValueError("position_embedding: start applies to a seq_len; position_ids give "
-                         "every position")
+        raise ValueError(f"{op}: start applies to a seq_len; position_ids give every position")
     if positions.dim() not in (1, 2):
-        raise ValueError(f"position_embedding: position_ids must be (T,) or (B, T), got shape "
+        raise ValueError(f"{op}: position_ids must be (T,) or (B, T), got shape "
                          f"{tuple(positions.shape)}")
-    batch, seq_len = (1, positions.shape[0]) if positions.dim() == 1 else tuple(positions.shape)
-    source, tensor, given = _position_source(batch, seq_len, positions, None, 0, None)
-    out = _Gather.apply(weight, batch, seq_len, source, tensor, given)
+    # (T,) ids as one row; (B, T) ids are the batch (batch None: never broadcast)
+    _, tensor, _, _, given = _plan(1 if positions.dim() == 1 else None, None, positions, None, 0,
+                                   None)
+    out = _in_table_dtype(op, lambda w: _gather_op(w, tensor, given), weight)
     return out[0] if positions.dim() == 1 else out
 
 
@@ -211,8 +346,11 @@ class LearnedPositionalEmbedding(nn.Module):
     """A learned position table, `weight` (max_seq_len, embed_dim), on posemb's kernels.
 
     forward(seq_len, start=0): rows [start, start + seq_len), (seq_len, embed_dim), a view of
-    weight (no copy); forward(position_ids): weight[position_ids], (B, T, embed_dim) for (B, T)
-    ids or (T, embed_dim) for (T,) ids. Past the table: posemb.SequenceTooLong (an IndexError).
+    weight (no copy); seq_len an int or a 0-d integer tensor. forward(position_ids):
+    weight[position_ids], (B, T, embed_dim) for (B, T) ids or (T, embed_dim) for (T,) ids, of any
+    integer dtype. The result has weight's dtype (.half(), .bfloat16(), .double(): see the
+    module's docstring). Past the table: posemb.SequenceTooLong (an IndexError) naming the rows
+    the call needs.
     The table is initialized by posemb's seeded initializers (init: "normal" N(0, stddev),
     "scaled-normal", "glorot-uniform", "zeros", "sinusoidal"), the same on every machine.
     """
@@ -266,7 +404,8 @@ class _Rotate(torch.autograd.Function):
     """x (B, T, H, D) rotated by posemb's rope_forward (a copy); the backward is rope_backward."""
 
     @staticmethod
-    def forward(ctx, x, layout, source, source_tensor, config, seq_len):
+    def forward(ctx, x, layout, kind, source_tensor, start, config, seq_len):
+        source = _source(kind, source_tensor, start, 0)
         out = x.detach().clone(memory_format=torch.contiguous_format)
         with warnings.catch_warnings():  # the config's warnings were given once, by __init__
             warnings.simplefilter("ignore")
@@ -283,7 +422,11 @@ class _Rotate(torch.autograd.Function):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _ext.rope_backward(_np(dx), layout, source, config=config, seq_len=seq_len)
-        return dx, None, None, None, None, None
+        return dx, None, None, None, None, None, None
+
+
+_rotate_op = _operator("rotate", "(Tensor x, str layout, str kind, Tensor? positions, int start, "
+                       "str config, int seq_len) -> Tensor", _Rotate)
 
 
 class RotaryEmbedding(nn.Module):
@@ -296,8 +439,9 @@ class RotaryEmbedding(nn.Module):
     Mistral, Qwen, Phi: rotate_half) or "interleaved" (GPT-J, RoFormer).
 
     forward(q, k, position_ids=None, attention_mask=None, *, start=0, seq_len=None) -> (q, k)
-      q, k: (B, T, H, D) float32 CPU tensors (posemb's token-major layout; HF's (B, H, T, D)
-      is q.transpose(1, 2)), returned rotated (new tensors; gradients flow through posemb's
+      q, k: (B, T, H, D) CPU tensors (posemb's token-major layout; HF's (B, H, T, D) is
+      q.transpose(1, 2)), float32, float16, bfloat16 or float64 (rotated in float32, returned
+      in their own dtype), returned rotated (new tensors; gradients flow through posemb's
       rope_backward). Positions as in TokenPositionEmbedding. seq_len: the length the
       frequencies are for (dynamic, longrope); None does what transformers'
       dynamic_rope_update does, the largest position + 1.
@@ -316,20 +460,32 @@ class RotaryEmbedding(nn.Module):
     def forward(self, q, k, position_ids=None, attention_mask=None, *, start=0, seq_len=None):
         _cpu(q, k)
         for name, t in (("q", q), ("k", k)):
-            if t.dim() != 4 or t.dtype != torch.float32:
-                raise ValueError(f"RotaryEmbedding: {name} must be a (B, T, H, D) float32 tensor, "
-                                 f"got {tuple(t.shape)} {t.dtype}")
-        if q.shape[:2] != k.shape[:2]:
+            if t.dim() != 4:
+                raise ValueError(f"RotaryEmbedding: {name} must be a (B, T, H, D) tensor, got "
+                                 f"shape {tuple(t.shape)}")
+            if t.dtype not in _TABLE_DTYPES:
+                raise TypeError(f"RotaryEmbedding: {name} must be a float32, float16, bfloat16 or "
+                                f"float64 tensor, got {t.dtype}")
+        # (under torch.jit.trace the sizes are traced values: not compared, not made ints, so
+        # that the trace follows the inputs' batch and length; the kernels check the shapes)
+        tracing = torch.jit.is_tracing()
+        if not tracing and q.shape[:2] != k.shape[:2]:
             raise ValueError(f"RotaryEmbedding: q {tuple(q.shape)} and k {tuple(k.shape)} differ "
                              "in (B, T)")
         batch, length = q.shape[0], q.shape[1]
-        source, tensor, _ = _position_source(batch, length, position_ids, attention_mask, start,
-                                             None)
+        kind, tensor, start, _, _ = _plan(batch, length, position_ids, attention_mask, start, None)
         if seq_len is None:
-            pos = _ext.resolve_positions(source, batch, length, 2**62)
+            pos = _ext.resolve_positions(_source(kind, tensor, start, 0), int(batch), int(length),
+                                         2**62)
             seq_len = int(pos.max()) + 1 if pos.size else 0
-        return (_Rotate.apply(q, self.layout, source, tensor, self.config, seq_len),
-                _Rotate.apply(k, self.layout, source, tensor, self.config, seq_len))
+            if tracing:
+                warnings.warn(f"RotaryEmbedding: under torch.jit.trace, seq_len=None is fixed at "
+                              f"the traced inputs' largest position + 1 ({seq_len}); pass seq_len "
+                              "for dynamic or longrope scaling", torch.jit.TracerWarning)
+        # In float32 (posemb's kernels), returned in q's and k's dtypes: float16 and bfloat16
+        # widened exactly, float64 rounded to float32 (the rotation is float32-accurate).
+        return tuple(_rotate_op(t.float(), self.layout, kind, tensor, start, self.config,
+                                seq_len).to(t.dtype) for t in (q, k))
 
     def extra_repr(self):
         return f"rotary_dim={2 * self.inv_freq.shape[0]}, layout={self.layout!r}"

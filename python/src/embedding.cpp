@@ -5,9 +5,11 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "arrays.hpp"
 #include "bindings.hpp"
@@ -20,12 +22,35 @@ namespace {
 
 using OptArray = std::optional<py::array>;
 
-// The forward from tables of element type E (float32, or float16: widened exactly).
+// A table of bfloat16 bits: numpy has no bfloat16, so an int16 or uint16 array holding them
+// (torch: t.view(torch.int16).numpy()), read as the library's bfloat16, no copy.
+MatrixView<const bfloat16> bfloat16_in(const py::array& a, const char* op, const char* name) {
+  static_assert(sizeof(bfloat16) == sizeof(std::uint16_t));
+  if (!has_dtype<std::int16_t>(a) && !has_dtype<std::uint16_t>(a)) {
+    throw py::type_error(std::string(op) + ": " + name +
+                         " must be an int16 or uint16 array of bfloat16 bits (bfloat16=True), "
+                         "got " +
+                         dtype_name(a));
+  }
+  const RowsLayout l = rows_layout(a, 2, sizeof(bfloat16), op, name);
+  return MatrixView<const bfloat16>(static_cast<const bfloat16*>(l.data), l.rows, l.cols, l.stride);
+}
+
+template <class E>
+MatrixView<const E> table_in(const py::array& a, const char* op, const char* name) {
+  if constexpr (std::is_same_v<E, bfloat16>) {
+    return bfloat16_in(a, op, name);
+  } else {
+    return matrix_in<E>(a, op, name);
+  }
+}
+
+// The forward from tables of element type E (float32, or float16 / bfloat16: widened exactly).
 template <class E>
 py::array embed_forward_from(const py::array& tokens, const py::array& wte, const OptArray& wpe,
                              const Positions* positions, const OptArray& out) {
   constexpr const char* op = "embed_forward";
-  const MatrixView<const E> wte_v = matrix_in<E>(wte, op, "wte");
+  const MatrixView<const E> wte_v = table_in<E>(wte, op, "wte");
   const Tokens tk = tokens_in(tokens, op, wte_v.rows());
   const std::size_t B = tk.view.rows(), T = tk.view.cols();
   py::array result =
@@ -35,7 +60,7 @@ py::array embed_forward_from(const py::array& tokens, const py::array& wte, cons
   const Activations<float> o = activations_out<float>(result, op, "out");
   expect_batch(op, "out", o.batch, o.seq_len, B, T);
   if (wpe) {
-    const MatrixView<const E> wpe_v = matrix_in<E>(*wpe, op, "wpe");
+    const MatrixView<const E> wpe_v = table_in<E>(*wpe, op, "wpe");
     const PositionSource& src = source_or_default(positions);
     without_gil([&] { posemb::embed_forward(o.rows, tk.view, src, wte_v, wpe_v); });
   } else {
@@ -48,7 +73,8 @@ py::array embed_forward_from(const py::array& tokens, const py::array& wte, cons
 }
 
 py::array embed_forward(const py::array& tokens, const py::array& wte, const OptArray& wpe,
-                        const Positions* positions, const OptArray& out) {
+                        const Positions* positions, const OptArray& out, bool bfloat16_bits) {
+  if (bfloat16_bits) return embed_forward_from<bfloat16>(tokens, wte, wpe, positions, out);
   if (has_dtype<float16>(wte)) return embed_forward_from<float16>(tokens, wte, wpe, positions, out);
   return embed_forward_from<float>(tokens, wte, wpe, positions, out);
 }
@@ -128,11 +154,13 @@ void bind_embedding(py::module_& m) {
         "Internal (posemb.torch): zeros over the rows of g that tokens name, on posemb's threads.");
   m.def("embed_forward", &embed_forward, py::arg("tokens"), py::arg("wte"),
         py::arg("wpe") = py::none(), py::arg("positions") = py::none(), py::kw_only(),
-        py::arg("out") = py::none(),
+        py::arg("out") = py::none(), py::arg("bfloat16") = false,
         R"(out[b, t] = wte[tokens[b, t]] + wpe[pos[b, t]] (GPT-2's input layer); returns out.
 
 tokens (B, T) int32 (or int64, narrowed); wte (V, C) and wpe (max_seq_len, C) float32, or both
 float16 (widened exactly: the same bits as the float32 forward on the widened tables);
+with bfloat16=True, both int16 or uint16 arrays holding bfloat16 bits (numpy has no bfloat16;
+torch: t.view(torch.int16).numpy()), widened exactly;
 positions a PositionSource (None: contiguous from 0); pads of a padding mask get the wte row
 only. Without wpe (and positions), out[b, t] = wte[tokens[b, t]]. out (B, T, C) float32 is
 written over (allocated when None). Everything is validated before anything is written:

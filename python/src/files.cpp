@@ -89,15 +89,17 @@ DType tensor_dtype(const py::array& a, const std::string& name, const char* op) 
                         DType::I16, DType::U16, DType::I32, DType::U32, DType::I64, DType::U64}) {
     if (a.dtype().equal(*numpy_dtype(d))) return d;
   }
-  throw py::type_error(std::string(op) + ": '" + name +
-                       "' must be a float, integer or bool array, got " + dtype_name(a));
+  const std::string subject = name.empty() ? "array" : "'" + name + "'";  // write_npy: no name
+  throw py::type_error(std::string(op) + ": " + subject +
+                       " must be a float, integer or bool array, got " + dtype_name(a));
 }
 
 // A C-order array as a Tensor to write (a copy of its bytes).
 Tensor tensor_from(const std::string& name, const py::array& a, const char* op) {
   if (!(a.flags() & py::array::c_style)) {
-    throw py::value_error(std::string(op) + ": '" + name +
-                          "' is not C-contiguous; pass np.ascontiguousarray(...)");
+    const std::string subject = name.empty() ? "array" : "'" + name + "'";
+    throw py::value_error(std::string(op) + ": " + subject +
+                          " is not C-contiguous; pass np.ascontiguousarray(...)");
   }
   const DType dt = tensor_dtype(a, name, op);
   std::vector<std::uint64_t> shape(a.shape(), a.shape() + a.ndim());
@@ -258,22 +260,31 @@ read into memory and are not affected.)")
                                return names;
                              })
       .def_readonly("metadata", &TensorFile::metadata)
-      .def("dtype",
-           [](const TensorFile& f, const std::string& name) {
-             return std::string(dtype_name(f.at(name).dtype()));
-           })
-      .def("shape",
-           [](const TensorFile& f, const std::string& name) {
-             const auto& s = f.at(name).shape();
-             return std::vector<std::uint64_t>(s.begin(), s.end());
-           })
+      .def(
+          "dtype",
+          [](const TensorFile& f, const std::string& name) {
+            return std::string(dtype_name(f.at(name).dtype()));
+          },
+          py::arg("name"))
+      .def(
+          "shape",
+          [](const TensorFile& f, const std::string& name) {
+            const auto& s = f.at(name).shape();
+            return std::vector<std::uint64_t>(s.begin(), s.end());
+          },
+          py::arg("name"))
       .def("__len__", [](const TensorFile& f) { return f.tensors.size(); })
-      .def("__contains__",
-           [](const TensorFile& f, const std::string& name) { return f.find(name) != nullptr; })
-      .def("__getitem__", [](py::object self, const std::string& name) {
-        const Tensor& t = self.cast<const TensorFile&>().at(name);
-        return tensor_array(t, self, "TensorFile");
-      });
+      .def(
+          "__contains__",
+          [](const TensorFile& f, const std::string& name) { return f.find(name) != nullptr; },
+          py::arg("name"))
+      .def(
+          "__getitem__",
+          [](py::object self, const std::string& name) {
+            const Tensor& t = self.cast<const TensorFile&>().at(name);
+            return tensor_array(t, self, "TensorFile");
+          },
+          py::arg("name"));
 
   m.def(
       "read_safetensors",

@@ -33,12 +33,12 @@ struct Heads {
   std::size_t batch = 0, seq_len = 0, heads = 0, head_dim = 0;
 };
 
-Heads heads_of(py::array& x, const char* op) {
-  expect_dtype<float>(x, op, "x");
-  expect_writeable(x, op, "x");
+Heads heads_of(py::array& x, const char* op, const char* name) {
+  expect_dtype<float>(x, op, name);
+  expect_writeable(x, op, name);
   if (x.ndim() != 4) {
-    throw py::value_error(std::string(op) + ": x must have 4 dimensions (B, T, H, D), got " +
-                          std::to_string(x.ndim()));
+    throw py::value_error(std::string(op) + ": " + name +
+                          " must have 4 dimensions (B, T, H, D), got " + std::to_string(x.ndim()));
   }
   Heads h;
   h.batch = static_cast<std::size_t>(x.shape(0));
@@ -53,10 +53,11 @@ Heads heads_of(py::array& x, const char* op) {
   const bool rows_even = h.batch <= 1 || h.seq_len <= 1 || x.strides(0) == x.shape(1) * row;
   if (!heads_contiguous || !rows_even || row < 0 || row % item != 0 || x.strides(0) < 0 ||
       x.strides(0) % item != 0) {
-    throw py::value_error(std::string(op) +
-                          ": x must hold each token's heads contiguously and the tokens at one "
+    throw py::value_error(std::string(op) + ": " + name +
+                          " must hold each token's heads contiguously and the tokens at one "
                           "stride (a C-order array, or a slice of one along T); pass "
-                          "np.ascontiguousarray(x)");
+                          "np.ascontiguousarray(" +
+                          name + ")");
   }
   const std::size_t cols = h.heads * h.head_dim;
   // The stride between consecutive tokens (any value serves a single token per row of B).
@@ -104,7 +105,7 @@ template <bool Forward>
 void rotate(py::array x, const std::string& layout, const Positions* positions, double base,
             std::size_t rotary_dim, const py::object& config, std::optional<std::size_t> seq_len) {
   constexpr const char* op = Forward ? "rope_forward" : "rope_backward";
-  const Heads h = heads_of(x, op);
+  const Heads h = heads_of(x, op, Forward ? "x" : "dx");
   const Rope rope = rope_of(op, h, layout, base, rotary_dim, config, seq_len);
   const PositionSource& src = source_or_default(positions);
   without_gil([&] {

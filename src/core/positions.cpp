@@ -1,5 +1,6 @@
 #include "posemb/positions.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -51,6 +52,32 @@ std::int64_t mask_value(MatrixView<const T> mask, std::size_t b, std::size_t t) 
   }
 }
 
+// The call's numbers for explicit ids past the table: the range of its ids (lowest..highest
+// non-negative id, so the rows the call needs) and how many there are, then the first id past
+// the table (batch row b, token t).
+template <class T>
+[[noreturn]] void throw_ids_past_table(MatrixView<const T> ids, std::size_t max_seq_len,
+                                       const char* op, std::string_view remedy, std::size_t b,
+                                       std::size_t t) {
+  const auto first = static_cast<std::uint64_t>(ids(b, t));
+  std::uint64_t low = first, high = first;
+  for (std::size_t r = 0; r < ids.rows(); ++r) {
+    for (std::size_t c = 0; c < ids.cols(); ++c) {
+      const std::int64_t v = ids(r, c);
+      if (v < 0) continue;
+      low = std::min(low, static_cast<std::uint64_t>(v));
+      high = std::max(high, static_cast<std::uint64_t>(v));
+    }
+  }
+  const std::string detail = std::to_string(ids.rows() * ids.cols()) + " explicit position ids " +
+                             std::to_string(low) + ".." + std::to_string(high) + " in a " +
+                             shape(ids.rows(), ids.cols()) +
+                             " batch; the first past the table: " + where(b, t) +
+                             ", explicit position id " + std::to_string(first);
+  throw SequenceTooLong(op, static_cast<std::size_t>(high - low) + 1, static_cast<std::size_t>(low),
+                        max_seq_len, detail, remedy);
+}
+
 template <class T>
 void resolve_explicit(Matrix<std::int64_t>& pos, MatrixView<const T> ids, std::size_t max_seq_len,
                       const char* op, std::string_view remedy) {
@@ -63,8 +90,7 @@ void resolve_explicit(Matrix<std::int64_t>& pos, MatrixView<const T> ids, std::s
                                 where(b, t) + " is negative");
       }
       if (static_cast<std::uint64_t>(p) >= max_seq_len) {
-        throw SequenceTooLong(op, 1, static_cast<std::size_t>(p), max_seq_len,
-                              where(b, t) + ", explicit position id " + std::to_string(p), remedy);
+        throw_ids_past_table(ids, max_seq_len, op, remedy, b, t);
       }
       pos(b, t) = p;
     }

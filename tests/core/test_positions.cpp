@@ -62,10 +62,13 @@ TEST(Positions, ExplicitIdPastTheTableNamesRowTokenAndNumbers) {
     FAIL() << "no exception";
   } catch (const SequenceTooLong& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("batch row 1, token 1"), std::string::npos) << m;
-    EXPECT_NE(m.find("1030"), std::string::npos) << m;
+    EXPECT_NE(m.find("batch row 1, token 1, explicit position id 1030"), std::string::npos) << m;
     EXPECT_NE(m.find("1024"), std::string::npos) << m;
-    EXPECT_EQ(e.start(), 1030u);
+    // The call's numbers: ids 0..1030 need rows [0, 1031).
+    EXPECT_NE(m.find("6 explicit position ids 0..1030 in a (2, 3) batch"), std::string::npos) << m;
+    EXPECT_NE(m.find("at least 1031 rows"), std::string::npos) << m;
+    EXPECT_EQ(e.start(), 0u);
+    EXPECT_EQ(e.required_rows(), 1031u);
   }
 }
 

@@ -59,7 +59,7 @@ ELEMENT_TYPES = {
     "positions.hpp": {"TokenId", "std::int32_t", "std::int64_t", "std::uint8_t", "bool"},
     "rope.hpp": {"float"},
     "alibi.hpp": {"float"},
-    # float16 tables in embed_forward; numpy has no bfloat16 (torch users: .float() first)
+    # float16 tables in embed_forward; bfloat16 ones as int16/uint16 bits (bfloat16=True)
     "embedding.hpp": {"float", "TokenId", "bfloat16", "float16"},
     "layer.hpp": {"float", "TokenId"},
     "initializers.hpp": {"float"},
