@@ -30,14 +30,21 @@ std::size_t product_work(std::size_t m, std::size_t k, std::size_t n) {
   return m * k * n / 8;
 }
 
+// parallel_for's work of a streaming row kernel (a few operations per element) that reads and
+// writes `floats` floats in all: counted in bytes (posemb::streaming_work).
+std::size_t streaming_floats(std::size_t floats) {
+  return streaming_work(floats * sizeof(float));
+}
+
 // Calls row_fn(r) for every row r of an (m, c) problem, rows in chunks of about 16K elements
-// (parallel_for: on several threads when the problem is large enough). Each row is computed
-// the same way whichever thread runs it.
+// (parallel_for with `work`: on several threads when the problem is large enough; m * c for
+// arithmetic per element, streaming_floats for loops the memory bus limits). Each row is
+// computed the same way whichever thread runs it.
 template <class F>
-void for_rows(std::size_t m, std::size_t c, F&& row_fn) {
+void for_rows(std::size_t m, std::size_t c, std::size_t work, F&& row_fn) {
   const std::size_t grain =
       std::max<std::size_t>(1, (std::size_t{1} << 14) / std::max<std::size_t>(c, 1));
-  parallel_for(m, grain, m * c, [&](std::size_t begin, std::size_t end) {
+  parallel_for(m, grain, work, [&](std::size_t begin, std::size_t end) {
     for (std::size_t r = begin; r < end; ++r) row_fn(r);
   });
 }
@@ -130,7 +137,8 @@ void layernorm_forward(MatrixView<float> y, std::span<float> mean, std::span<flo
                        MatrixView<const float> b) {
   const std::size_t c = x.cols();
   const auto row = simd::layernorm_forward_row();
-  for_rows(x.rows(), c, [&](std::size_t r) {
+  // x read, y written (streaming).
+  for_rows(x.rows(), c, streaming_floats(2 * x.rows() * c), [&](std::size_t r) {
     row(y.row(r).data(), &mean[r], &rstd[r], x.row(r).data(), w.data(), b.data(), c);
   });
 }
@@ -142,12 +150,15 @@ void layernorm_backward(MatrixView<float> dx, MatrixView<float> dw, MatrixView<f
   const std::size_t m = x.rows(), c = x.cols();
   // dx, row by row: dx += rstd * (dy w - mean(dy w) - xhat * mean(dy w xhat)).
   const auto row = simd::layernorm_backward_row();
-  for_rows(m, c, [&](std::size_t r) {
+  // dy and x read, dx written (streaming).
+  for_rows(m, c, streaming_floats(3 * m * c), [&](std::size_t r) {
     row(dx.row(r).data(), dy.row(r).data(), x.row(r).data(), mean[r], rstd[r], w.data(), c);
   });
-  // dw, db: column sums over the rows in row order, one column range per task.
+  // dw, db: column sums over the rows in row order, one column range per task (dy and x read:
+  // streaming).
   const auto columns = simd::layernorm_param_columns();
-  parallel_for(chunks(c, kTile), 1, m * c, [&](std::size_t t0, std::size_t t1) {
+  const std::size_t sums = streaming_floats(2 * m * c);
+  parallel_for(chunks(c, kTile), 1, sums, [&](std::size_t t0, std::size_t t1) {
     for (std::size_t ti = t0; ti < t1; ++ti) {
       const std::size_t j0 = ti * kTile, j1 = std::min(c, j0 + kTile);
       float aw[kTile] = {}, ab[kTile] = {};
@@ -165,7 +176,7 @@ void gelu_forward(MatrixView<float> y, MatrixView<float> th, MatrixView<const fl
   const std::size_t c = x.cols();
   const bool keep = !th.empty();
   const auto row = simd::gelu_forward_row();
-  for_rows(x.rows(), c, [&](std::size_t r) {
+  for_rows(x.rows(), c, x.rows() * c, [&](std::size_t r) {
     row(y.row(r).data(), keep ? th.row(r).data() : nullptr, x.row(r).data(), c);
   });
 }
@@ -174,7 +185,7 @@ void gelu_backward(MatrixView<float> dx, MatrixView<const float> dy, MatrixView<
                    MatrixView<const float> th) {
   const std::size_t c = x.cols();
   const auto row = simd::gelu_backward_row();
-  for_rows(x.rows(), c, [&](std::size_t r) {
+  for_rows(x.rows(), c, x.rows() * c, [&](std::size_t r) {
     row(dx.row(r).data(), dy.row(r).data(), x.row(r).data(), th.row(r).data(), c);
   });
 }
@@ -182,7 +193,9 @@ void gelu_backward(MatrixView<float> dx, MatrixView<const float> dy, MatrixView<
 void add_into(MatrixView<float> x, MatrixView<const float> y) {
   const std::size_t c = x.cols();
   const auto row = simd::add_row();
-  for_rows(x.rows(), c, [&](std::size_t r) { row(x.row(r).data(), y.row(r).data(), c); });
+  // x and y read, x written (streaming).
+  for_rows(x.rows(), c, streaming_floats(3 * x.rows() * c),
+           [&](std::size_t r) { row(x.row(r).data(), y.row(r).data(), c); });
 }
 
 double softmax_cross_entropy(MatrixView<float> dlogits, std::span<float> losses,
@@ -195,7 +208,7 @@ double softmax_cross_entropy(MatrixView<float> dlogits, std::span<float> losses,
   }
   const float inv = count == 0 ? 0.0f : 1.0f / static_cast<float>(count);
   const auto row = simd::softmax_row();
-  for_rows(m, v, [&](std::size_t r) {
+  for_rows(m, v, m * v, [&](std::size_t r) {
     float* d = dlogits.row(r).data();
     if (targets[r] < 0) {
       std::fill_n(d, v, 0.0f);

@@ -19,8 +19,20 @@
 //   // a few large independent jobs (training runs, evaluated lengths), up to 4 at a time
 //   posemb::parallel_tasks(jobs.size(), 4, [&](std::size_t i) { results[i] = run(jobs[i]); });
 //
+//   // a streaming loop (a few operations per element: limited by memory, not arithmetic),
+//   // given as the bytes it reads and writes
+//   posemb::parallel_for(n, 16, posemb::streaming_work(2 * n * cols * sizeof(float)),
+//                        [&](std::size_t begin, std::size_t end) { add_rows(begin, end); });
+//
 // Small work stays on the calling thread: below kParallelMinWork elements (1 MiB of floats),
 // waking helpers costs more than it saves, and far more on a busy machine.
+//
+// Streaming loops count their work in bytes moved: streaming_work(bytes) reaches
+// kParallelMinWork only at kParallelMinStreamBytes (64 MiB) of reads and writes. One core
+// streams nearly as fast as the memory bus allows, so a second thread adds little to such a loop
+// and, when another process holds a core, costs far more than it adds (measured on a 2-core
+// machine with loops of 4 to 28 MB of traffic: add_into, layer norm, RoPE, the position-only
+// add; each slower on 2 threads than on 1, quiet or not).
 //
 // Larger work is cut into chunks of `grain` indices that the calling thread and up to
 // parallel_threads() - 1 helper threads take one at a time until none is left (dynamic
@@ -49,6 +61,40 @@ inline constexpr std::size_t kParallelMinWork = std::size_t{1} << 18;
 // True when a loop touching `elements` elements is worth running on several threads.
 constexpr bool worth_parallel(std::size_t elements) noexcept {
   return elements >= kParallelMinWork;
+}
+
+// Streaming loops (see above): at least this many bytes read and written to go parallel.
+inline constexpr std::size_t kParallelMinStreamBytes = std::size_t{64} << 20;
+
+namespace detail {
+// The streaming threshold in effect: kParallelMinStreamBytes unless a test changed it.
+std::size_t min_stream_bytes() noexcept;
+
+// For tests: while alive, streaming loops go parallel from `bytes` (at least kParallelMinWork)
+// instead of kParallelMinStreamBytes, so that loops of a test's size run on several threads.
+// Process-wide; not to be created while a loop runs.
+class ScopedMinStreamBytes {
+ public:
+  explicit ScopedMinStreamBytes(std::size_t bytes) noexcept;
+  ~ScopedMinStreamBytes();
+  ScopedMinStreamBytes(const ScopedMinStreamBytes&) = delete;
+  ScopedMinStreamBytes& operator=(const ScopedMinStreamBytes&) = delete;
+
+ private:
+  std::size_t saved_;
+};
+}  // namespace detail
+
+// parallel_for's work for a streaming loop that reads and writes `bytes` bytes in all: one unit
+// per kParallelMinStreamBytes / kParallelMinWork (256) bytes, so that worth_parallel holds from
+// kParallelMinStreamBytes on.
+inline std::size_t streaming_work(std::size_t bytes) noexcept {
+  return bytes / (detail::min_stream_bytes() / kParallelMinWork);
+}
+
+// True when a streaming loop moving `bytes` bytes is worth running on several threads.
+inline bool worth_parallel_streaming(std::size_t bytes) noexcept {
+  return worth_parallel(streaming_work(bytes));
 }
 
 // The most threads (the caller included) a parallel_for started from this thread may use: 1

@@ -165,6 +165,20 @@ void set_parallel_threads(std::size_t n) noexcept {
 }
 
 namespace detail {
+namespace {
+std::atomic<std::size_t> g_min_stream_bytes{kParallelMinStreamBytes};
+}  // namespace
+
+std::size_t min_stream_bytes() noexcept {
+  return g_min_stream_bytes.load(std::memory_order_relaxed);
+}
+
+ScopedMinStreamBytes::ScopedMinStreamBytes(std::size_t bytes) noexcept
+    : saved_(g_min_stream_bytes.exchange(bytes < kParallelMinWork ? kParallelMinWork : bytes)) {}
+
+ScopedMinStreamBytes::~ScopedMinStreamBytes() {
+  g_min_stream_bytes.store(saved_);
+}
 
 bool nested() noexcept {
   return t_in_chunk || omp_in_parallel();

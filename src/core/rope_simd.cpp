@@ -76,12 +76,82 @@ HWY_INLINE void RotateRowT(float* HWY_RESTRICT row, const float* HWY_RESTRICT c,
   }
 }
 
-// Rows of consecutive positions in one call: no call through the dispatch pointer per row.
+// The most vectors of cosines (and as many of sines) held in registers for a whole row.
+constexpr std::size_t kMaxHeld = 8;
+
+// One row when its pairs are exactly K vectors (K <= kMaxHeld): the K vectors of c and of s
+// loaded once for all the heads, the heads still visited in memory order. The same operations
+// on every lane as RotateRowT.
+template <bool Inverse, std::size_t K>
+HWY_INLINE void RotateRowHeldT(float* HWY_RESTRICT row, const float* HWY_RESTRICT c,
+                               const float* HWY_RESTRICT s, const RopeGeometry& g) {
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  const std::size_t P = K * N;
+  VF cv[K], sv[K];
+  for (std::size_t k = 0; k < K; ++k) {
+    cv[k] = hn::LoadU(d, c + k * N);
+    sv[k] = hn::LoadU(d, s + k * N);
+  }
+  if (g.interleaved) {
+    for (std::size_t h = 0; h < g.heads; ++h) {
+      float* HWY_RESTRICT x = row + h * g.head_dim;
+      for (std::size_t k = 0; k < K; ++k) {
+        VF a, b, na, nb;
+        hn::LoadInterleaved2(d, x + 2 * k * N, a, b);
+        RotateVec<Inverse>(a, b, cv[k], sv[k], na, nb);
+        hn::StoreInterleaved2(na, nb, d, x + 2 * k * N);
+      }
+    }
+    return;
+  }
+  for (std::size_t h = 0; h < g.heads; ++h) {
+    float* HWY_RESTRICT x = row + h * g.head_dim;
+    for (std::size_t k = 0; k < K; ++k) {
+      VF na, nb;
+      RotateVec<Inverse>(hn::LoadU(d, x + k * N), hn::LoadU(d, x + P + k * N), cv[k], sv[k], na,
+                         nb);
+      hn::StoreU(na, d, x + k * N);
+      hn::StoreU(nb, d, x + P + k * N);
+    }
+  }
+}
+
+// Rows [0, rows) by RotateRowHeldT<Inverse, K>, or RotateRowT<Inverse> for K = 0.
+template <bool Inverse, std::size_t K>
+void EachRow(float* x, std::size_t stride, std::size_t rows, const float* c, const float* s,
+             std::size_t cs_stride, const RopeGeometry& g) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* row = x + r * stride;
+    const float* cr = c + r * cs_stride;
+    const float* sr = s + r * cs_stride;
+    if constexpr (K == 0) {
+      RotateRowT<Inverse>(row, cr, sr, g);
+    } else {
+      RotateRowHeldT<Inverse, K>(row, cr, sr, g);
+    }
+  }
+}
+
+// Rows of consecutive positions in one call: no call through the dispatch pointer per row. Pairs
+// of 1, 2, 4 or kMaxHeld whole vectors (GPT-2's 32, Llama's 64 with 8 lanes) take the row kernel
+// that holds the angles in registers.
 template <bool Inverse>
 void RotateRowsT(float* x, std::size_t stride, std::size_t rows, const float* c, const float* s,
                  std::size_t cs_stride, const RopeGeometry& g) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    RotateRowT<Inverse>(x + r * stride, c + r * cs_stride, s + r * cs_stride, g);
+  const std::size_t N = hn::Lanes(DF());
+  const std::size_t held = g.pairs % N == 0 && g.pairs / N <= kMaxHeld ? g.pairs / N : 0;
+  switch (held) {
+    case 1:
+      return EachRow<Inverse, 1>(x, stride, rows, c, s, cs_stride, g);
+    case 2:
+      return EachRow<Inverse, 2>(x, stride, rows, c, s, cs_stride, g);
+    case 4:
+      return EachRow<Inverse, 4>(x, stride, rows, c, s, cs_stride, g);
+    case kMaxHeld:
+      return EachRow<Inverse, kMaxHeld>(x, stride, rows, c, s, cs_stride, g);
+    default:
+      return EachRow<Inverse, 0>(x, stride, rows, c, s, cs_stride, g);
   }
 }
 

@@ -147,8 +147,11 @@ void embed_rows_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
   job.prefetch = !wte.empty() && wte.rows * C * element_bytes >= kLargeTableBytes;
   const std::size_t tasks = ceil_div(seq_len, t_per_task) * job.b_tasks;
   const ForwardTaskFn run = forward_tasks();
-  parallel_for(tasks, 1, n_rows * C,
-               [&](std::size_t begin, std::size_t end) { run(job, begin, end); });
+  // The gather of token rows waits on scattered loads, which a second thread overlaps: elements.
+  // The position-only add streams out (read and written) and the position rows: bytes.
+  const std::size_t work =
+      !wte.empty() ? n_rows * C : streaming_work(2 * n_rows * C * sizeof(float) + wpe_bytes);
+  parallel_for(tasks, 1, work, [&](std::size_t begin, std::size_t end) { run(job, begin, end); });
 }
 
 void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
@@ -179,13 +182,18 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   job.positions.contiguous = contiguous;
   job.prefetch = (with_tokens ? dwte.rows() : 0) * C * sizeof(float) >= kLargeTableBytes ||
                  (with_positions ? dwpe.rows() : 0) * C * sizeof(float) >= kLargeTableBytes;
-  // Small work, and work on one thread with other than contiguous positions, runs the serial
-  // loop itself: the order to keep, with no plan to make. With contiguous positions the tasks
-  // below pay on one thread too: a task adds a position row's contributions from the whole batch
-  // while the row is in L1, where the serial loop goes through the position table once per batch
-  // row (measured at 1 thread on the GPT-2 shape: the position-only backward 1.3x faster, the
-  // full backward about 5%).
-  if (!worth_parallel(n_rows * C) || (parallel_threads() == 1 && !contiguous)) {
+  // parallel_for's work: with token rows, the scattered adds (elements); the position-only sum
+  // streams dout and the position rows (bytes): on one thread below kParallelMinStreamBytes.
+  const std::size_t work =
+      with_tokens ? n_rows * C : streaming_work((n_rows + 2 * seq_len) * C * sizeof(float));
+  const bool parallel = worth_parallel(work) && parallel_threads() > 1;
+  // Small work, and work that runs on one thread with other than contiguous positions, runs the
+  // serial loop itself: the order to keep, with no plan to make. With contiguous positions the
+  // tasks below pay on one thread too: a task adds a position row's contributions from the whole
+  // batch while the row is in L1, where the serial loop goes through the position table once per
+  // batch row (measured at 1 thread on the GPT-2 shape: the position-only backward 1.3x faster,
+  // the full backward about 5%).
+  if (!worth_parallel(n_rows * C) || (!parallel && !contiguous)) {
     backward_serial()(job);
     return;
   }
@@ -229,14 +237,14 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   const std::size_t tasks = job.row_tasks + job.bucket_tasks;
   const std::size_t wanted = kTasksPerThread * parallel_threads();
   std::size_t col_tasks = 1;
-  if (tasks < wanted && worth_parallel(n_rows * C)) {
+  if (tasks < wanted && worth_parallel(work)) {
     col_tasks = std::min(ceil_div(wanted, tasks), ceil_div(C, 16));
   }
   job.cols_per_task = ceil_div(ceil_div(C, col_tasks), 16) * 16;
   job.col_tasks = ceil_div(C, job.cols_per_task);
 
   const BackwardTaskFn run = backward_tasks();
-  parallel_for(tasks * job.col_tasks, 1, n_rows * C,
+  parallel_for(tasks * job.col_tasks, 1, work,
                [&](std::size_t begin, std::size_t end) { run(job, begin, end); });
 }
 

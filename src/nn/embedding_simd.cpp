@@ -146,6 +146,26 @@ HWY_INLINE void add_into(float* HWY_RESTRICT x, const E* HWY_RESTRICT a, std::si
   for (; c < c1; ++c) x[c] += widen(a[c]);
 }
 
+// x[c] += a[c + b * a_stride] for b = 0, 1, ..., rows - 1 in this order, c in [c0, c1): the
+// same additions as `rows` calls of add_into, with x read and written once.
+HWY_INLINE void add_rows_into(float* HWY_RESTRICT x, const float* HWY_RESTRICT a,
+                              std::size_t a_stride, std::size_t rows, std::size_t c0,
+                              std::size_t c1) {
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  std::size_t c = c0;
+  for (; c + N <= c1; c += N) {
+    auto v = hn::LoadU(d, x + c);
+    for (std::size_t b = 0; b < rows; ++b) v = hn::Add(v, hn::LoadU(d, a + b * a_stride + c));
+    hn::StoreU(v, d, x + c);
+  }
+  for (; c < c1; ++c) {
+    float v = x[c];
+    for (std::size_t b = 0; b < rows; ++b) v += a[b * a_stride + c];
+    x[c] = v;
+  }
+}
+
 // x[c] += a[c] and (y not null) y[c] += a[c] for c in [c0, c1), reading a once; prefetches
 // rows p and q (or null) for the next call.
 HWY_INLINE void add_into_both(float* HWY_RESTRICT x, float* HWY_RESTRICT y,
@@ -335,6 +355,13 @@ void BackwardTasks(const BackwardJob& j, std::size_t begin, std::size_t end) {
               }
             }
           }
+        }
+        if (j.dwte == nullptr) {  // the position-only sum: each row of dwpe written once
+          for (std::size_t t = r0; t < t1; ++t) {
+            add_rows_into(j.dwpe + (j.positions.start + t) * j.dwpe_stride,
+                          j.dout + t * j.dout_stride, j.T * j.dout_stride, j.B, c0, c1);
+          }
+          continue;
         }
         for (std::size_t t = r0; t < t1; ++t) {
           float* dp = j.dwpe + (j.positions.start + t) * j.dwpe_stride;

@@ -1,8 +1,8 @@
 // posemb::parallel_for (posemb/parallel.hpp): every index exactly once for any size, grain and
-// thread count; small work on the calling thread; nested calls, calls from inside an OpenMP
-// region and calls from several threads at once. parallel_for_slots: slots in range and never
-// shared by two chunks running at once. parallel_tasks: every task once, at most `concurrency`
-// at a time, nested loops alone on their thread.
+// thread count; small work on the calling thread (streaming loops counted in bytes); nested calls,
+// calls from inside an OpenMP region and calls from several threads at once. parallel_for_slots:
+// slots in range and never shared by two chunks running at once. parallel_tasks: every task once,
+// at most `concurrency` at a time, nested loops alone on their thread.
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -70,6 +70,78 @@ TEST(ParallelFor, SmallWorkRunsOnTheCallingThreadAsOneChunk) {
     EXPECT_EQ(std::this_thread::get_id(), caller);
   });
   EXPECT_EQ(calls, 1);
+}
+
+// Streaming loops count bytes: below 64 MiB moved (kParallelMinStreamBytes) they stay on the
+// calling thread, from 64 MiB on they are worth a second thread, as the header states.
+TEST(ParallelFor, StreamingWorkIsParallelFrom64MiBOfTraffic) {
+  constexpr std::size_t MiB = std::size_t{1} << 20;
+  static_assert(kParallelMinStreamBytes == 64 * MiB);
+  EXPECT_EQ(detail::min_stream_bytes(), 64 * MiB);
+  EXPECT_EQ(streaming_work(0), 0u);
+  EXPECT_EQ(streaming_work(255), 0u);
+  EXPECT_EQ(streaming_work(256), 1u);
+  EXPECT_FALSE(worth_parallel_streaming(64 * MiB - 1));
+  EXPECT_TRUE(worth_parallel_streaming(64 * MiB));
+  EXPECT_TRUE(worth_parallel_streaming(std::size_t{1} << 40));
+  // As elements the same loops are parallel from 1 MiB of floats: the lab's add_into (x and y
+  // of (4096, 128) read, x written: 6 MiB) and RoPE on GPT-2-small's queries (B=4 T=1024 H=12
+  // D=64 floats, read and written: 24 MiB) are parallel as elements and stay on one thread as
+  // streaming loops.
+  const std::size_t add_into = 3 * 4096 * 128 * sizeof(float);
+  const std::size_t rope = 2 * 4 * 1024 * 12 * 64 * sizeof(float);
+  for (std::size_t bytes : {add_into, rope}) {
+    EXPECT_TRUE(worth_parallel(bytes / sizeof(float))) << bytes;
+    EXPECT_FALSE(worth_parallel_streaming(bytes)) << bytes;
+  }
+}
+
+// A test lowers the streaming threshold for as long as its guard lives (never below
+// kParallelMinWork bytes), and the guard puts back what was there.
+TEST(ParallelFor, ScopedMinStreamBytesLowersTheThresholdWhileItLives) {
+  constexpr std::size_t MiB = std::size_t{1} << 20;
+  {
+    const detail::ScopedMinStreamBytes outer(4 * MiB);
+    EXPECT_TRUE(worth_parallel_streaming(4 * MiB));
+    EXPECT_FALSE(worth_parallel_streaming(4 * MiB - 1));
+    {
+      const detail::ScopedMinStreamBytes inner(1);
+      EXPECT_EQ(detail::min_stream_bytes(), kParallelMinWork);
+      EXPECT_TRUE(worth_parallel_streaming(kParallelMinWork));
+    }
+    EXPECT_EQ(detail::min_stream_bytes(), 4 * MiB);
+  }
+  EXPECT_EQ(detail::min_stream_bytes(), kParallelMinStreamBytes);
+  EXPECT_FALSE(worth_parallel_streaming(4 * MiB));
+}
+
+// parallel_for given streaming_work: one call on the calling thread below the threshold, and
+// chunks (some on a helper) above it.
+TEST(ParallelFor, StreamingWorkBelowTheThresholdRunsOnTheCallingThread) {
+  omp_set_num_threads(2);
+  const auto caller = std::this_thread::get_id();
+  int calls = 0;
+  parallel_for(4096, 16, streaming_work(kParallelMinStreamBytes - 1),
+               [&](std::size_t begin, std::size_t end) {
+                 ++calls;
+                 EXPECT_EQ(begin, 0u);
+                 EXPECT_EQ(end, 4096u);
+                 EXPECT_EQ(std::this_thread::get_id(), caller);
+               });
+  EXPECT_EQ(calls, 1);
+  int helped = 0;
+  for (int attempt = 0; attempt < 50 && helped == 0; ++attempt) {
+    Visits v(256);
+    parallel_for(256, 1, streaming_work(kParallelMinStreamBytes),
+                 [&](std::size_t begin, std::size_t end) {
+                   for (std::size_t i = begin; i < end; ++i) v.count[i].fetch_add(1);
+                   if (std::this_thread::get_id() != caller) v.other_threads.fetch_add(1);
+                   std::this_thread::sleep_for(std::chrono::microseconds(100));
+                 });
+    EXPECT_TRUE(v.each_once());
+    helped = v.other_threads.load();
+  }
+  EXPECT_GT(helped, 0);
 }
 
 // With two threads and enough chunks that each takes a while, a helper takes some of them.

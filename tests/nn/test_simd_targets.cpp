@@ -363,9 +363,13 @@ TEST(SimdTargets, RopeAnglesCacheAndRotationEqualTheScalarReferenceOnEveryTarget
   struct Case {
     std::size_t H, D, R;  // R < D: unrotated tail columns
   };
-  // pairs 1, 3, 7, 15, 33, 65 and partial rotations: every vector tail of every target.
-  const Case cases[] = {{3, 2, 2},     {2, 6, 6},  {3, 14, 14}, {2, 30, 30}, {2, 66, 66},
-                        {1, 130, 130}, {2, 14, 6}, {3, 66, 34}, {2, 130, 2}};
+  // pairs 1, 3, 7, 15, 33, 65 and partial rotations: every vector tail of every target; pairs
+  // 4, 8, 16, 32, 64 (whole vectors, 1 to 8 of them, 4 or 8 lanes: the angles held in
+  // registers for a row), 128 (too many to hold), and a partial rotation of 16 pairs.
+  const Case cases[] = {{3, 2, 2},    {2, 6, 6},     {3, 14, 14},   {2, 30, 30},
+                        {2, 66, 66},  {1, 130, 130}, {2, 14, 6},    {3, 66, 34},
+                        {2, 130, 2},  {2, 8, 8},     {3, 16, 16},   {2, 32, 32},
+                        {12, 64, 64}, {2, 128, 128}, {1, 256, 256}, {2, 64, 32}};
   std::uint64_t seed = 40;
   for (const Case& k : cases) {
     for (const auto layout : {RopeLayout::interleaved, RopeLayout::half}) {

@@ -121,7 +121,12 @@ struct CaseTable {
     if (c.impl == bench::Impl::posemb) {
       const bool half = c.op.ends_with("_bf16") || c.op.ends_with("_f16");
       const std::string f32_name = "embed_forward/" + c.shape;
-      const std::string base = half ? f32_name : c.name();
+      // The rotations without a cache against the plain loop over a cache (issue 21's floor).
+      const std::string uncached = "_uncached";
+      const std::string base = half ? f32_name
+                               : c.op.ends_with(uncached)
+                                   ? c.op.substr(0, c.op.size() - uncached.size()) + "/" + c.shape
+                                   : c.name();
       // The serial and OpenMP peers: llm.c's loops, or for the rope cases the plain loop.
       vs_llmc = find(base, bench::Impl::llmc, 1);
       if (!vs_llmc) vs_llmc = find(base, bench::Impl::loop, 1);
