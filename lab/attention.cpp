@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "lab/kernels_simd.hpp"
+#include "posemb/alibi.hpp"
+#include "posemb/matrix.hpp"
 #include "posemb/parallel.hpp"
 
 namespace posemb::lab {
@@ -30,15 +34,37 @@ std::size_t attention_work(std::size_t tasks, std::size_t T, std::size_t hd) {
   return tasks * T * T * hd / 8;
 }
 
+// The ALiBi bias of each head for a query at position `last` against keys 0..last (the library's
+// posemb::alibi_forward, causal, start = last): row h holds -(m_h (last - j)) at column j, then
+// `pad` zeros. A query t < last reads its bias for key s at column last - t + s. Empty slopes:
+// an empty matrix.
+Matrix<float> alibi_rows(std::span<const float> slopes, std::size_t last, std::size_t pad) {
+  if (slopes.empty()) return {};
+  Matrix<float> rows(slopes.size(), last + 1 + pad);
+  alibi_forward(rows.view().subcols(0, last + 1), slopes, 1, 1, {.start = last});
+  return rows;
+}
+
+void check_slopes(std::span<const float> slopes, std::size_t heads, const char* op) {
+  if (!slopes.empty() && slopes.size() != heads) {
+    throw std::invalid_argument(std::string(op) + ": " + std::to_string(slopes.size()) +
+                                " ALiBi slopes for " + std::to_string(heads) + " heads");
+  }
+}
+
 }  // namespace
 
 void attention_forward(MatrixView<float> y, std::span<float> probs, MatrixView<const float> qkv,
-                       std::size_t batch, std::size_t seq_len, std::size_t heads) {
+                       std::size_t batch, std::size_t seq_len, std::size_t heads,
+                       std::span<const float> slopes) {
   const std::size_t c = y.cols(), hd = c / heads, T = seq_len;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   assert(probs.size() >= batch * heads * T * T);
+  check_slopes(slopes, heads, "attention_forward");
   const auto attend_head = simd::attend_head();
   HeadScratch scratch(hd, T);
+  // The head kernel reads whole vectors past a row's last key: ScratchColumns(T) of padding.
+  const Matrix<float> bias = alibi_rows(slopes, T == 0 ? 0 : T - 1, simd::ScratchColumns(T));
   const std::size_t tasks = batch * heads;
   // Head h of sequence b (task b * heads + h), k transposed into kt.
   const auto one_head = [&](std::size_t task, float* kt) {
@@ -55,6 +81,7 @@ void attention_forward(MatrixView<float> y, std::span<float> probs, MatrixView<c
     job.c = c;
     job.hd = hd;
     job.scale = scale;
+    job.bias = bias.rows() == 0 ? nullptr : bias.row(h).data();
     attend_head(job);
   };
   parallel_for_slots(tasks, 1, attention_work(tasks, T, hd), scratch.slots,
@@ -102,10 +129,13 @@ void attention_backward(MatrixView<float> dqkv, MatrixView<const float> dy,
 }
 
 void attention_step(MatrixView<float> y, std::span<float> scratch, MatrixView<const float> qkv,
-                    std::size_t batch, std::size_t cap, std::size_t t, std::size_t heads) {
+                    std::size_t batch, std::size_t cap, std::size_t t, std::size_t heads,
+                    std::span<const float> slopes) {
   const std::size_t c = y.cols(), hd = c / heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   assert(scratch.size() >= batch * heads * (t + 1));
+  check_slopes(slopes, heads, "attention_step");
+  const Matrix<float> bias = alibi_rows(slopes, t, 0);
   const auto attend_row = simd::attend_row();
   const std::size_t tasks = batch * heads;
   parallel_for(tasks, 1, tasks * (t + 1) * hd / 4, [&](std::size_t t0, std::size_t t1) {
@@ -115,7 +145,8 @@ void attention_step(MatrixView<float> y, std::span<float> scratch, MatrixView<co
       float* p = scratch.data() + task * (t + 1);
       const float* seq = qkv.data() + b * cap * qkv.row_stride() + h * hd;
       attend_row(y.data() + b * y.row_stride() + h * hd, p, seq + t * qkv.row_stride(), seq,
-                 qkv.row_stride(), c, hd, t, scale);
+                 qkv.row_stride(), c, hd, t, scale,
+                 bias.rows() == 0 ? nullptr : bias.row(h).data());
     }
   });
 }

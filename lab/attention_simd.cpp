@@ -39,9 +39,12 @@ HWY_INLINE void SoftmaxInPlace(float* p, std::size_t n) {
 }
 
 void AttendRow(float* out, float* p, const float* q, const float* seq, std::size_t stride,
-               std::size_t c, std::size_t hd, std::size_t t, float scale) {
+               std::size_t c, std::size_t hd, std::size_t t, float scale, const float* bias) {
   const std::size_t n = t + 1;
   for (std::size_t s = 0; s < n; ++s) p[s] = Dot16(q, seq + s * stride + c, hd) * scale;
+  if (bias != nullptr) {
+    for (std::size_t s = 0; s < n; ++s) p[s] = p[s] + bias[s];
+  }
   SoftmaxInPlace(p, n);
   WeightedRows(out, p, seq + 2 * c, stride, n, hd, true);
 }
@@ -95,9 +98,12 @@ void AttendHead(const AttendHeadJob& j) {
       float* row = rows + r * ldk;
       const std::size_t n = n_of(r), nv = nv_of(r);
       DotsAcross(row, j.qkv + (t0 + r) * j.qkv_stride, j.kt, ldk, hd, nv);
+      // The row's bias (AttendRow's p[s] + bias[s]) for keys s, padding lanes masked below.
+      const float* bias = j.bias == nullptr ? nullptr : j.bias + (T - 1 - (t0 + r));
       V mr = ninf;
       for (std::size_t s = 0; s < nv; s += N) {
         V x = hn::Mul(hn::LoadU(d, row + s), vscale);
+        if (bias != nullptr) x = hn::Add(x, hn::LoadU(d, bias + s));
         if (s + N > n) x = hn::IfThenElse(hn::FirstN(d, n - s), x, ninf);
         hn::StoreU(x, d, row + s);
         mr = hn::Max(mr, x);

@@ -259,9 +259,14 @@ void load_optimizer_state(AdamW& opt, Model& model, const Checkpoint& ck) {
   opt.set_steps(ck.adamw_steps);
 }
 
-Model load_model(const std::string& path, RunConfig* settings, const std::string& table_path) {
+Model load_model(const std::string& path, RunConfig* settings, const std::string& table_path,
+                 const std::optional<RopeScalingConfig>& rope_scaling) {
   const Checkpoint ck = read_checkpoint(path);
   RunConfig run = ck.run;
+  if (rope_scaling) {
+    run.model.rope_scaling = rope_scaling_for(ck.run, rope_scaling->method, rope_scaling->factor);
+    run.model.validate();
+  }
   const auto& spec = find_encoding(run.model.pe);
   std::optional<PositionTable> table;
   if (!table_path.empty()) {

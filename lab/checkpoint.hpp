@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "lab/config.hpp"
@@ -80,8 +81,13 @@ void copy_into(MatrixView<float> dst, MatrixView<const float> src, const std::st
 // The model of a checkpoint, for evaluation: settings from its metadata, parameters from its
 // tensors. table_path (optional): a position table file (e.g. made by `posemb resize` from the
 // checkpoint) that replaces the checkpoint's learned table; its number of positions becomes
-// max_seq_len (reserved rows, if any, are skipped). Also returns the run settings.
+// max_seq_len (reserved rows, if any, are skipped). rope_scaling (optional): a RoPE scaling
+// (method and factor) replacing the checkpoint's, its L0 from rope_scaling_for; unset: the
+// checkpoint's own (none, or the one it was fine-tuned with). Throws ConfigError (fields
+// model.rope_scaling, model.rope_factor) when the model cannot take it (no rotation, a factor
+// out of range). Also returns the run settings.
 Model load_model(const std::string& path, RunConfig* settings = nullptr,
-                 const std::string& table_path = {});
+                 const std::string& table_path = {},
+                 const std::optional<RopeScalingConfig>& rope_scaling = std::nullopt);
 
 }  // namespace posemb::lab

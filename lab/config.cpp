@@ -1,5 +1,6 @@
 #include "lab/config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <type_traits>
@@ -42,7 +43,63 @@ void check(const char* part, const char* field, V value, const Limit<T>& lim) {
   throw ConfigError({std::string(part) + "." + field}, o.str());
 }
 
+// The scaling's method, factor and L0; the method's own parameters are the library's to check
+// (the rope encoding's validate).
+void validate_rope_scaling(const ModelConfig& m, const EncodingSpec& spec) {
+  const RopeScalingConfig& r = m.rope_scaling;
+  const auto& methods = rope_scaling_methods();
+  if (std::find(methods.begin(), methods.end(), r.method) == methods.end()) {
+    std::string names;
+    for (const auto& n : methods) names += (names.empty() ? "" : ", ") + n;
+    throw ConfigError(
+        {"model.rope_scaling"},
+        "model config: rope scaling " + quote_untrusted(r.method, 64) + " is not one of " + names);
+  }
+  if (r.method == methods.front()) {
+    if (r.original_len != 0 || r.factor != 1.0) {
+      throw ConfigError({"model.rope_factor"},
+                        "model config: a rope factor or original length without a rope scaling");
+    }
+    return;
+  }
+  if (spec.site != EncodingSite::attention) {
+    throw ConfigError({"model.rope_scaling", "model.pe"}, "model config: rope scaling " + r.method +
+                                                              " stretches the rotation of q "
+                                                              "and k, and encoding " +
+                                                              std::string(spec.name) + " has none");
+  }
+  check("model", "rope_factor", r.factor, limits::rope_factor);
+  if (r.original_len == 0) {
+    throw ConfigError({"model.rope_scaling"},
+                      "model config: rope scaling " + r.method + " needs the trained length >= 1");
+  }
+}
+
 }  // namespace
+
+const std::vector<std::string>& rope_scaling_methods() {
+  static const std::vector<std::string> m = {"none", "linear", "ntk", "dynamic", "yarn"};
+  return m;
+}
+
+std::string RopeScalingConfig::text() const {
+  if (method == rope_scaling_methods().front()) return method;
+  std::ostringstream o;
+  o << method << " x" << factor << " over " << original_len << " trained positions";
+  return o.str();
+}
+
+RopeScalingConfig rope_scaling_for(const RunConfig& trained, const std::string& method,
+                                   double factor) {
+  RopeScalingConfig r;
+  r.method = method;
+  if (method == rope_scaling_methods().front()) return r;
+  r.factor = factor;
+  const RopeScalingConfig& had = trained.model.rope_scaling;
+  r.original_len = had.method != rope_scaling_methods().front() ? had.original_len
+                                                                : input_len(trained.task.train_len);
+  return r;
+}
 
 void ModelConfig::validate() const {
   const auto& spec = find_encoding(pe);
@@ -71,6 +128,7 @@ void ModelConfig::validate() const {
   check("model", "sinusoidal_base", sinusoidal_base, limits::positive);
   check("model", "init_std", init_std, limits::positive);
   check("model", "embed_init_std", embed_init_std, limits::positive);
+  validate_rope_scaling(*this, spec);
   if (spec.validate != nullptr) spec.validate(*this);
 }
 
@@ -188,6 +246,9 @@ RunConfig merge_run(const RunConfig& base, const RunOverrides& o) {
                                      "the checkpoint");
     }
     f->copy(r, o.values);
+  }
+  if (o.rope_scaling) {
+    r.model.rope_scaling = rope_scaling_for(base, o.rope_scaling->method, o.rope_scaling->factor);
   }
   r.model.vocab_size = r.task.vocab_size();
   return r;

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -48,6 +49,7 @@ inline constexpr Limit<std::size_t> n_heads{1, 64};
 inline constexpr Limit<std::size_t> d_ff{1, 65536};
 inline constexpr Limit<std::size_t> max_seq_len{1, std::size_t{1} << 20};  // table rows
 inline constexpr Limit<double> positive{0.0, kInf, true, true};            // bases and init stds
+inline constexpr Limit<double> rope_factor{1.0, kInf, false, true};        // RoPE scaling factor
 // Task.
 inline constexpr Limit<std::size_t> alphabet{2, 1000};
 inline constexpr Limit<std::size_t> train_len{1, 1024};
@@ -87,6 +89,23 @@ enum class PositionMode { contiguous, randomized };
 // The name of the first registered encoding (lab/encoding.hpp), the default of --pe.
 const std::string& default_encoding_name();
 
+// The RoPE scaling methods the lab offers, in --help order: none, linear, ntk, dynamic, yarn
+// (the library's names; none, the first: no scaling).
+const std::vector<std::string>& rope_scaling_methods();
+
+// RoPE run past the length it was trained at (encodings that rotate q and k, rope; the
+// library's posemb/rope_scaling.hpp): the method, its factor s and the trained length L0 the
+// method stretches. L0 is the number of positions of the longest training sequence of the run
+// that trained the rotation, input_len(train_len) (see rope_scaling_for).
+struct RopeScalingConfig {
+  std::string method = rope_scaling_methods().front();  // one of rope_scaling_methods()
+  double factor = 1.0;                                  // s, in limits::rope_factor
+  std::size_t original_len = 0;                         // L0 >= 1 (0 with none)
+  bool operator==(const RopeScalingConfig&) const = default;
+  // "none", "linear x2 over 18 trained positions".
+  std::string text() const;
+};
+
 struct ModelConfig {
   std::size_t vocab_size = 0;
   std::size_t d_model = 64;
@@ -98,7 +117,8 @@ struct ModelConfig {
   double rope_base = 10000.0;
   double sinusoidal_base = 10000.0;
   double init_std = 0.02;
-  double embed_init_std = 0.02;  // std of the token embedding's N(0, std) initialization
+  double embed_init_std = 0.02;    // std of the token embedding's N(0, std) initialization
+  RopeScalingConfig rope_scaling;  // none unless a rope model is run or fine-tuned past L0
   // Throws ConfigError naming the field and value when the config is unusable.
   void validate() const;
   std::size_t head_dim() const { return d_model / n_heads; }
@@ -171,12 +191,24 @@ struct RunConfig {
 struct RunOverrides {
   RunConfig values;
   std::vector<std::string> fields;  // config fields ("task.kind", "train.steps", ...)
+  // A RoPE scaling for the new run (method and factor; its L0 from rope_scaling_for); unset:
+  // the checkpoint's.
+  std::optional<RopeScalingConfig> rope_scaling;
 };
+
+// The scaling `method` x `factor` of a rope model trained by the run `trained` (a checkpoint's
+// settings): L0 is the length the rotation was trained at, the original_len of trained's own
+// scaling when it has one (a model fine-tuned with a scaling keeps the length it stretches),
+// else input_len(trained.task.train_len). Method "none": no scaling. Checked by
+// ModelConfig::validate, not here.
+RopeScalingConfig rope_scaling_for(const RunConfig& trained, const std::string& method,
+                                   double factor);
 
 // Whether a run from a checkpoint may set `field`: the task and training settings may differ,
 // the model's shape and encoding come from the checkpoint (its table's rows from a table file).
 bool overridable_from_checkpoint(std::string_view field);
-// base with each field of o copied from o.values, and model.vocab_size the task's. Throws
+// base with each field of o copied from o.values, o's rope scaling (rope_scaling_for base), and
+// model.vocab_size the task's. Throws
 // ConfigError naming a field that is not overridable_from_checkpoint.
 RunConfig merge_run(const RunConfig& base, const RunOverrides& o);
 

@@ -175,11 +175,41 @@ class DuplicateKeys {
   std::vector<std::set<std::string>> open_;
 };
 
+// model.rope_scaling, an object {method, factor, original_len}, is written only for a scaled
+// rope (so the settings of every other run read as before) and read when present.
+constexpr const char* kRopeScaling = "rope_scaling";
+
+void read_rope_scaling(const Json& model, RopeScalingConfig& out, std::set<std::string>& read) {
+  const auto it = model.find(kRopeScaling);
+  if (it == model.end()) return;
+  const std::string field = std::string("model.") + kRopeScaling;
+  if (!it->is_object()) refuse(field, std::string("is ") + type_of(*it) + ", not an object");
+  const Json wrapped = Json::object({{"rope_scaling", *it}});
+  Reader sub{wrapped, {}};
+  sub("rope_scaling", "method", out.method, nullptr);
+  sub("rope_scaling", "factor", out.factor, &limits::rope_factor);
+  sub("rope_scaling", "original_len", out.original_len, nullptr);
+  for (const auto& [key, unused] : it->items()) {
+    if (sub.read.count("rope_scaling." + key) == 0) {
+      refuse(field + "." + quote_untrusted(key, 64), "is not a setting of this version");
+    }
+  }
+  if (out.method == rope_scaling_methods().front()) {
+    refuse(field, "is written for a scaled rope only, and its method is none");
+  }
+  read.insert(field);
+}
+
 }  // namespace
 
 std::string RunConfig::to_json() const {
   OrderedJson j;
   visit_fields(*this, Writer{j});
+  const RopeScalingConfig& r = model.rope_scaling;
+  if (r.method != rope_scaling_methods().front()) {
+    j["model"][kRopeScaling] = {
+        {"method", r.method}, {"factor", r.factor}, {"original_len", r.original_len}};
+  }
   return j.dump();
 }
 
@@ -215,6 +245,7 @@ RunConfig RunConfig::from_json(const std::string& text) {
   RunConfig c;
   Reader reader{j, {}};
   visit_fields(c, reader);
+  read_rope_scaling(j.at("model"), c.model.rope_scaling, reader.read);
   // Nothing else: an unknown key is a typo or a setting this version does not have.
   for (const auto& [section, value] : j.items()) {
     bool known = false;

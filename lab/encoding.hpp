@@ -12,6 +12,8 @@
 //                 through posemb::embed_forward / embed_backward; the others use the token-only
 //                 overloads), forward and backward;
 //   q and k       rotated in every block after the qkv projection (rope), forward and backward;
+//   scores        a bias added to every head's attention scores (alibi: its slopes, passed to
+//                 lab::attention_forward / attention_step; a constant, nothing to train);
 //   decoding      the same two calls with T = 1, positions PositionSource::contiguous(t) (or
 //                 explicit ones for randomized positions).
 // Trainable state (the learned table) is a posemb::LearnedPositionalEmbedding; its tensors join
@@ -76,6 +78,10 @@ class Encoding {
                                   std::span<const std::int64_t> pos,  // (rows)
                                   std::size_t heads) const;
 
+  // One ALiBi slope per head (H values) for the bias of the attention scores (lab/attention.hpp),
+  // or empty: no bias. Default: empty.
+  virtual std::span<const float> attention_slopes() const;
+
   // Throws SequenceTooLong when a position of (batch, seq_len) tokens is past what the
   // encoding can represent (a learned table's rows). Default: any position is fine.
   virtual void check_positions(const PositionSource& positions, std::size_t batch,
@@ -96,6 +102,7 @@ class Encoding {
 enum class EncodingSite {
   input,      // added to the token embedding (a learned table, sinusoidal)
   attention,  // q and k rotated in every block (rope)
+  scores,     // a bias on every head's attention scores (alibi)
   nowhere,    // no position signal: the causal mask alone (NoPE)
 };
 

@@ -8,9 +8,10 @@ namespace posemb::lab {
 
 // Each encoding's file in lab/encodings/ defines its spec; name it here, in both lines (the order
 // is the order of --help and of the tests).
-extern const EncodingSpec kLearned, kLearnedRandomized, kSinusoidal, kRope, kNone;
+extern const EncodingSpec kLearned, kLearnedRandomized, kSinusoidal, kRope, kAlibi, kNone;
 namespace {
-constexpr std::array kRegistry = {&kLearned, &kLearnedRandomized, &kSinusoidal, &kRope, &kNone};
+constexpr std::array kRegistry = {&kLearned, &kLearnedRandomized, &kSinusoidal, &kRope, &kAlibi,
+                                  &kNone};
 }  // namespace
 
 std::span<const EncodingSpec* const> encodings() {
@@ -56,6 +57,9 @@ void Encoding::rotate_qk_forward(MatrixView<float>, std::span<const std::int64_t
                                  std::size_t) const {}
 void Encoding::rotate_qk_backward(MatrixView<float>, std::span<const std::int64_t>,
                                   std::size_t) const {}
+std::span<const float> Encoding::attention_slopes() const {
+  return {};
+}
 void Encoding::check_positions(const PositionSource&, std::size_t, std::size_t) const {}
 void Encoding::reserve(std::size_t) {}
 std::vector<TensorSlot> Encoding::tensors() {

@@ -74,9 +74,10 @@ SoftmaxRowFn softmax_row();
 // for s <= t (dot: the 16-partial sum of q[i] k_s[i]), mx = max p, p[s] = lab_exp(p[s] - mx),
 // p[s] *= 1 / sum(p) (the 16-partial sum over s), out = 0, then out += p[s] v_s for s = 0..t in
 // order (written over). Row s starts at seq + s stride, its key at +c and its value at +2c.
+// bias (t+1 floats, or nullptr: none): p[s] = p[s] + bias[s] right after the scaling (ALiBi).
 using AttendRowFn = void (*)(float* out, float* p, const float* q, const float* seq,
                              std::size_t stride, std::size_t c, std::size_t hd, std::size_t t,
-                             float scale);
+                             float scale, const float* bias);
 AttendRowFn attend_row();
 
 // The columns of the transposed keys (or values) a head kernel keeps in its scratch: T rounded
@@ -96,7 +97,9 @@ constexpr std::size_t HeadScratchFloats(std::size_t hd, std::size_t T) {
 // operations (the dot products computed for several keys at once from the keys' transpose, the
 // same operations per key), y row t (hd columns at y + t y_stride) and probs row t (T floats,
 // zeros after t) written over. Rows t of the sequence start at qkv with qkv_stride; the head's
-// q, k, v at +0, +c, +2c. kt: HeadScratchFloats(hd, T) floats of scratch.
+// q, k, v at +0, +c, +2c. kt: HeadScratchFloats(hd, T) floats of scratch. bias (nullptr: none):
+// the scores of query t get bias[T - 1 - t + s] added to key s's (AttendRow's bias of row t at
+// bias + T - 1 - t); it holds T + ScratchColumns(T) floats (whole vectors are read past the row).
 struct AttendHeadJob {
   float* y;
   std::size_t y_stride;
@@ -106,6 +109,7 @@ struct AttendHeadJob {
   float* kt;
   std::size_t seq_len, c, hd;
   float scale;
+  const float* bias = nullptr;
 };
 using AttendHeadFn = void (*)(const AttendHeadJob& job);
 AttendHeadFn attend_head();

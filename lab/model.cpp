@@ -276,7 +276,8 @@ double Model::forward(Activations& a, MatrixView<const TokenId> tokens,
                       P.value(pb.ln1_b));
     linear_forward(head_rows(blk.qkv, n), chead(blk.ln1, n), P.value(pb.qkv_w), P.value(pb.qkv_b));
     enc_->rotate_qk_forward(head_rows(blk.qkv, n), pos_flat, H);
-    attention_forward(head_rows(blk.att, n), blk.probs, chead(blk.qkv, n), B, T, H);
+    attention_forward(head_rows(blk.att, n), blk.probs, chead(blk.qkv, n), B, T, H,
+                      enc_->attention_slopes());
     linear_forward(head_rows(blk.res1, n), chead(blk.att, n), P.value(pb.o_w), P.value(pb.o_b));
     add_into(head_rows(blk.res1, n), x);
     layernorm_forward(head_rows(blk.ln2, n), blk.ln2_mean, blk.ln2_rstd, chead(blk.res1, n),
@@ -428,7 +429,7 @@ MatrixView<const float> Decoder::run(std::span<const TokenId> tokens,
     for (std::size_t b = 0; b < B; ++b) {
       std::copy_n(qkv_.row(b).data(), 3 * C, cache_[l].row(b * cap_ + t).data());
     }
-    attention_step(att_, scratch_, cache_[l], B, cap_, t, H);
+    attention_step(att_, scratch_, cache_[l], B, cap_, t, H, enc.attention_slopes());
     linear_forward(tmp_, att_, P.value(pb.o_w), P.value(pb.o_b));
     add_into(x_, tmp_);
     layernorm_forward(ln_, mean_, rstd_, x_, P.value(pb.ln2_w), P.value(pb.ln2_b));

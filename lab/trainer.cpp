@@ -394,7 +394,10 @@ Trainer Trainer::from_checkpoint_with(const std::string& path,
   const std::string here = "init from " + path + " (" + ck.run.model.pe + ", step " +
                            std::to_string(ck.step) + ", seed " + std::to_string(ck.run.train.seed) +
                            ", " + task_kind_name(ck.run.task.kind) +
-                           " n <= " + std::to_string(ck.run.task.train_len) + ")" + table_from;
+                           " n <= " + std::to_string(ck.run.task.train_len) + ")" + table_from +
+                           (cfg.model.rope_scaling == ck.run.model.rope_scaling
+                                ? std::string()
+                                : ", rope scaling " + cfg.model.rope_scaling.text());
   tr.lineage_ = ck.lineage.empty() ? here : ck.lineage + "; " + here;
   tr.verify_same_state("train: starting from the checkpoint");
   return tr;

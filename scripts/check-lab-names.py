@@ -29,6 +29,8 @@ OTHER_MEANING = {
     ("tools/posemb/files/cmd_rope.cpp", "rope"),
     # "none": no position reaches that angle error (posemb rope --precision)
     ("tools/posemb/files/rope_report.cpp", "none"),
+    # "none": no RoPE scaling (posemb eval/train --rope-scaling none; lab/config.hpp)
+    ("lab/config.cpp", "none"),
 }
 # Files allowed to write a lab checkpoint key outside lab/ (none: the lab owns its keys).
 KEY_PENDING = set()

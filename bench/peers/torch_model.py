@@ -63,6 +63,22 @@ def rope(x, positions, base):
     return out
 
 
+def alibi_bias(heads, T, dtype):
+    """ALiBi (Press et al. 2022, the reference code's get_slopes): (H, T, T), slope_h * (j - i)
+    for key j of query i (the causal mask removes j > i)."""
+    def power_of_2(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start ** i for i in range(n)]
+    if math.log2(heads).is_integer():
+        slopes = power_of_2(heads)
+    else:
+        p = 2 ** math.floor(math.log2(heads))
+        slopes = power_of_2(p) + power_of_2(2 * p)[0::2][:heads - p]
+    m = torch.tensor(slopes, dtype=torch.float64).view(heads, 1, 1)
+    pos = torch.arange(T, dtype=torch.float64)
+    return (m * (pos.view(1, T) - pos.view(T, 1))).to(dtype)
+
+
 class TinyGPT(torch.nn.Module):
     def __init__(self, cfg, dtype=torch.float32):
         super().__init__()
@@ -103,6 +119,8 @@ class TinyGPT(torch.nn.Module):
                 q = rope(q, positions, cfg.get("rope_base", 10000.0))
                 k = rope(k, positions, cfg.get("rope_base", 10000.0))
             att = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
+            if cfg["pe"] == "alibi":
+                att = att + alibi_bias(H, T, att.dtype)
             att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
             y = (att @ v).transpose(1, 2).reshape(B, T, C)
             x = x + y @ self.p(p + "attn.proj.weight") + self.p(p + "attn.proj.bias")[0]

@@ -252,7 +252,7 @@ def make_inputs(posemb, root, env):
                          ("vocab_int_1e8", "model", "vocab_size", 100000000), ("layers_1e9", "model", "n_layers", 1000000000),
                          ("d_ff_huge", "model", "d_ff", 1 << 40), ("d_model_25digits", "model", "d_model", 10 ** 24),
                          ("max_seq_len_huge", "model", "max_seq_len", 1 << 40), ("heads_0", "model", "n_heads", 0),
-                         ("pe_unknown", "model", "pe", "alibi"), ("pe_esc", "model", "pe", "\x1b]0;pwned\x07"),
+                         ("pe_unknown", "model", "pe", "xpos"), ("pe_esc", "model", "pe", "\x1b]0;pwned\x07"),
                          ("kind_unknown", "task", "kind", "sort"), ("alphabet_1e6", "task", "alphabet", 1000000),
                          ("train_len_0", "task", "train_len", 0), ("lr_1e300", "train", "lr", 1e300),
                          ("lr_zero", "train", "lr", 0), ("beta2_one", "train", "beta2", 1.0),

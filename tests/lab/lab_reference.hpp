@@ -98,8 +98,9 @@ inline double gelu_grad(double x) {
 }
 
 // Causal attention of qkv (B*T, 3C), H heads: y (B*T, C), probs (B*H*T*T); mag(y) = sum_s p_s |v|.
+// slopes (H or empty): ALiBi, the score of query t and key u <= t gets slopes[h] (u - t) added.
 inline void attention(Grid& y, std::vector<double>& probs, const Grid& qkv, std::size_t B,
-                      std::size_t T, std::size_t H) {
+                      std::size_t T, std::size_t H, const std::vector<double>& slopes = {}) {
   const std::size_t C = qkv.cols / 3, hd = C / H;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
   y = Grid(B * T, C);
@@ -115,6 +116,8 @@ inline void attention(Grid& y, std::vector<double>& probs, const Grid& qkv, std:
             d += qkv(b * T + t, h * hd + i) * qkv(b * T + u, C + h * hd + i);
           }
           s[u] = d * scale;
+          if (!slopes.empty())
+            s[u] += slopes[h] * (static_cast<double>(u) - static_cast<double>(t));
           mx = std::max(mx, s[u]);
         }
         double sum = 0;
@@ -273,13 +276,16 @@ inline float softmax_row(float* d, const float* l, std::size_t n, std::size_t ta
   return std::log(s) + mx - l[target];
 }
 
-// One query row of attention for one head (lab/attention.cpp's layout).
+// One query row of attention for one head (lab/attention.cpp's layout); bias (t+1 floats or
+// nullptr) added to the scaled scores.
 inline void attend_row(float* out, float* p, const float* q, const float* seq, std::size_t stride,
-                       std::size_t c, std::size_t hd, std::size_t t, float scale) {
+                       std::size_t c, std::size_t hd, std::size_t t, float scale,
+                       const float* bias = nullptr) {
   float mx = -INFINITY;
   for (std::size_t s = 0; s <= t; ++s) {
     const float* k = seq + s * stride + c;
     p[s] = sum16(hd, [&](std::size_t i) { return q[i] * k[i]; }) * scale;
+    if (bias != nullptr) p[s] = p[s] + bias[s];
     mx = std::max(mx, p[s]);
   }
   for (std::size_t s = 0; s <= t; ++s) p[s] = exact::exp(p[s] - mx);

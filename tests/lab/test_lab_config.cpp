@@ -187,10 +187,10 @@ TEST(Encodings, RegistryNamesAreUniqueAndFound) {
     EXPECT_FALSE(e->summary.empty()) << e->name;
     EXPECT_NE(e->make, nullptr) << e->name;
   }
-  EXPECT_EQ(names,
-            (std::set<std::string>{"learned", "learned-randomized", "sinusoidal", "rope", "none"}));
+  EXPECT_EQ(names, (std::set<std::string>{"learned", "learned-randomized", "sinusoidal", "rope",
+                                          "alibi", "none"}));
   try {
-    (void)find_encoding("alibi");
+    (void)find_encoding("xpos");
     FAIL() << "an unknown encoding was found";
   } catch (const ConfigError& e) {
     for (const auto& n : names) EXPECT_NE(std::string(e.what()).find(n), std::string::npos);

@@ -19,6 +19,7 @@
 #include "lab/kernels.hpp"
 #include "lab/kernels_simd.hpp"
 #include "lab_reference.hpp"
+#include "posemb/alibi.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/simd.hpp"
 #include "posemb/simd_dispatch.hpp"
@@ -216,73 +217,92 @@ TEST(LabSimd, SoftmaxRowsEqualTheReferenceOnEveryTarget) {
   }
 }
 
+// ALiBi's bias rows for head h of H (the library's posemb::alibi_forward, one query at position
+// last against keys 0..last), `pad` zeros after them: the rows lab/attention.cpp passes.
+std::vector<float> alibi_row(std::size_t H, std::size_t h, std::size_t last, std::size_t pad) {
+  Matrix<float> m(H, last + 1 + pad);
+  const auto slopes = alibi_slopes(H);
+  alibi_forward(m.view().subcols(0, last + 1), slopes, 1, 1, {.start = last});
+  return {m.row(h).begin(), m.row(h).end()};
+}
+
 TEST(LabSimd, AttentionRowsEqualTheReferenceOnEveryTarget) {
-  // Head widths and sequence lengths around the vector and 16-partial boundaries.
-  for (std::size_t hd : {1, 3, 15, 16, 17, 64, 65}) {
-    for (std::size_t T : {1, 2, 17, 34}) {
-      const std::size_t H = 2, c = H * hd, stride = 3 * c;
-      const auto qkv = random_floats(T * stride, 1500 + hd * 100 + T, 1.5f);
-      const auto dy = random_floats(T * c, 1600 + hd * 100 + T);
-      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-      const std::size_t h = 1;  // the second head: offsets inside the row
-      std::vector<float> out(T * hd), P(T * T, 0.0f), dq(T * stride, 0.0f);
-      for (std::size_t t = 0; t < T; ++t) {
-        exact::attend_row(out.data() + t * hd, P.data() + t * T, qkv.data() + t * stride + h * hd,
-                          qkv.data() + h * hd, stride, c, hd, t, scale);
-      }
-      exact::attention_backward_head(dq.data() + h * hd, stride, dy.data() + h * hd, c,
-                                     qkv.data() + h * hd, stride, P.data(), T, c, hd, scale);
-      const std::string at = " hd " + std::to_string(hd) + " T " + std::to_string(T);
-      expect_on_every_target("attend_row" + at, bytes_of(out, P), [&] {
-        std::vector<float> o(T * hd), p(T * T, 0.0f);
+  // Head widths and sequence lengths around the vector and 16-partial boundaries; without and
+  // with ALiBi's bias.
+  for (bool alibi : {false, true}) {
+    for (std::size_t hd : {1, 3, 15, 16, 17, 64, 65}) {
+      for (std::size_t T : {1, 2, 17, 34}) {
+        const std::size_t H = 2, c = H * hd, stride = 3 * c;
+        const auto qkv = random_floats(T * stride, 1500 + hd * 100 + T, 1.5f);
+        const auto dy = random_floats(T * c, 1600 + hd * 100 + T);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        const std::size_t h = 1;  // the second head: offsets inside the row
+        std::vector<float> out(T * hd), P(T * T, 0.0f), dq(T * stride, 0.0f);
+        // Row t's bias at bias(t) (AttendRow); the head kernel's at head_bias + T - 1 - t.
+        const auto head_bias = alibi_row(H, h, T - 1, simd::ScratchColumns(T));
+        const float* hb = alibi ? head_bias.data() : nullptr;
+        auto bias = [&](std::size_t t) { return alibi ? head_bias.data() + (T - 1 - t) : nullptr; };
         for (std::size_t t = 0; t < T; ++t) {
-          simd::attend_row()(o.data() + t * hd, p.data() + t * T, qkv.data() + t * stride + h * hd,
-                             qkv.data() + h * hd, stride, c, hd, t, scale);
+          exact::attend_row(out.data() + t * hd, P.data() + t * T, qkv.data() + t * stride + h * hd,
+                            qkv.data() + h * hd, stride, c, hd, t, scale, bias(t));
         }
-        return bytes_of(o, p);
-      });
-      // The whole head at once: the same bytes as the reference's rows.
-      expect_on_every_target("attend_head" + at, bytes_of(out, P), [&] {
-        std::vector<float> o(T * hd), p(T * T, -1.0f), kt(simd::HeadScratchFloats(hd, T), -1.0f);
-        simd::AttendHeadJob job{};
-        job.y = o.data();
-        job.y_stride = hd;
-        job.probs = p.data();
-        job.qkv = qkv.data() + h * hd;
-        job.qkv_stride = stride;
-        job.kt = kt.data();
-        job.seq_len = T;
-        job.c = c;
-        job.hd = hd;
-        job.scale = scale;
-        simd::attend_head()(job);
-        return bytes_of(o, p);
-      });
-      expect_on_every_target("attention backward" + at, bytes_of(dq), [&] {
-        std::vector<float> d(T * stride, 0.0f), vt(simd::HeadScratchFloats(hd, T), -1.0f);
-        // The head's columns are written over: garbage there must not show.
-        for (std::size_t t = 0; t < T; ++t) {
-          for (std::size_t part = 0; part < 3; ++part) {
-            std::fill_n(d.begin() + static_cast<std::ptrdiff_t>(t * stride + part * c + h * hd), hd,
-                        -7.0f);
+        exact::attention_backward_head(dq.data() + h * hd, stride, dy.data() + h * hd, c,
+                                       qkv.data() + h * hd, stride, P.data(), T, c, hd, scale);
+        const std::string at = std::string(alibi ? " alibi" : "") + " hd " + std::to_string(hd) +
+                               " T " + std::to_string(T);
+        expect_on_every_target("attend_row" + at, bytes_of(out, P), [&] {
+          std::vector<float> o(T * hd), p(T * T, 0.0f);
+          for (std::size_t t = 0; t < T; ++t) {
+            simd::attend_row()(o.data() + t * hd, p.data() + t * T,
+                               qkv.data() + t * stride + h * hd, qkv.data() + h * hd, stride, c, hd,
+                               t, scale, bias(t));
           }
-        }
-        simd::AttentionHeadJob job{};
-        job.dqkv = d.data() + h * hd;
-        job.dqkv_stride = stride;
-        job.dy = dy.data() + h * hd;
-        job.dy_stride = c;
-        job.qkv = qkv.data() + h * hd;
-        job.qkv_stride = stride;
-        job.probs = P.data();
-        job.vt = vt.data();
-        job.seq_len = T;
-        job.c = c;
-        job.hd = hd;
-        job.scale = scale;
-        simd::attention_backward_head()(job);
-        return bytes_of(d);
-      });
+          return bytes_of(o, p);
+        });
+        // The whole head at once: the same bytes as the reference's rows.
+        expect_on_every_target("attend_head" + at, bytes_of(out, P), [&] {
+          std::vector<float> o(T * hd), p(T * T, -1.0f), kt(simd::HeadScratchFloats(hd, T), -1.0f);
+          simd::AttendHeadJob job{};
+          job.y = o.data();
+          job.y_stride = hd;
+          job.probs = p.data();
+          job.qkv = qkv.data() + h * hd;
+          job.qkv_stride = stride;
+          job.kt = kt.data();
+          job.seq_len = T;
+          job.c = c;
+          job.hd = hd;
+          job.scale = scale;
+          job.bias = hb;
+          simd::attend_head()(job);
+          return bytes_of(o, p);
+        });
+        expect_on_every_target("attention backward" + at, bytes_of(dq), [&] {
+          std::vector<float> d(T * stride, 0.0f), vt(simd::HeadScratchFloats(hd, T), -1.0f);
+          // The head's columns are written over: garbage there must not show.
+          for (std::size_t t = 0; t < T; ++t) {
+            for (std::size_t part = 0; part < 3; ++part) {
+              std::fill_n(d.begin() + static_cast<std::ptrdiff_t>(t * stride + part * c + h * hd),
+                          hd, -7.0f);
+            }
+          }
+          simd::AttentionHeadJob job{};
+          job.dqkv = d.data() + h * hd;
+          job.dqkv_stride = stride;
+          job.dy = dy.data() + h * hd;
+          job.dy_stride = c;
+          job.qkv = qkv.data() + h * hd;
+          job.qkv_stride = stride;
+          job.probs = P.data();
+          job.vt = vt.data();
+          job.seq_len = T;
+          job.c = c;
+          job.hd = hd;
+          job.scale = scale;
+          simd::attention_backward_head()(job);
+          return bytes_of(d);
+        });
+      }
     }
   }
 }
@@ -315,13 +335,18 @@ TEST(LabSimd, LabKernelsGiveTheSameBytesOnEveryTarget) {
     std::vector<float> probs(B * H * T * T), losses(M);
     attention_forward(ya, probs, qkv, B, T, H);
     attention_backward(dqkv, dy, probs, qkv, B, T, H);
+    // ALiBi's bias on the scores (the model's alibi encoding).
+    Matrix<float> yb(M, C), dqkvb(M, 3 * C);
+    std::vector<float> probsb(B * H * T * T);
+    attention_forward(yb, probsb, qkv, B, T, H, alibi_slopes(H));
+    attention_backward(dqkvb, dy, probsb, qkv, B, T, H);
     const std::vector<double> mean_loss = {softmax_cross_entropy(dl, losses, logits, targets)};
     Bytes out;
-    for (const auto* m : {&y, &dx, &dw, &db, &g, &th, &gx, &ya, &dqkv, &dl}) {
+    for (const auto* m : {&y, &dx, &dw, &db, &g, &th, &gx, &ya, &dqkv, &dl, &yb, &dqkvb}) {
       const Bytes part = bytes_of(m->flat());
       out.insert(out.end(), part.begin(), part.end());
     }
-    const Bytes rest = bytes_of(mean, rstd, probs, losses, mean_loss);
+    const Bytes rest = bytes_of(mean, rstd, probs, losses, mean_loss, probsb);
     out.insert(out.end(), rest.begin(), rest.end());
     return out;
   };

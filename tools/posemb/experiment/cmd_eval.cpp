@@ -1,9 +1,11 @@
 // `posemb eval`: greedy accuracy by length of a checkpoint written by `posemb train`; --table
-// swaps in a position table resized with `posemb resize` (copy, interpolate or random rows).
+// swaps in a position table resized with `posemb resize` (copy, interpolate or random rows);
+// --rope-scaling runs a rope checkpoint with one of the library's RoPE scalings.
 #include <fmt/core.h>
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -28,6 +30,7 @@ struct EvalOptions {
   std::string positions = "randomized";
   std::string out;
   std::string table;
+  RopeScalingFlags rope;
 };
 
 // "A:B" as whole numbers; the range itself is checked by EvalConfig::validate.
@@ -65,9 +68,17 @@ void run_eval(const EvalOptions& o) {
   } catch (const lab::ConfigError& e) {
     throw usage_error(e, kEvalFlags);
   }
+  const auto rope_scaling = rope_scaling_request(o.rope);
   set_threads(o.threads);
   lab::RunConfig run;
-  lab::Model model = lab::load_model(o.checkpoint, &run, o.table);
+  std::optional<lab::Model> loaded;
+  try {
+    loaded.emplace(lab::load_model(o.checkpoint, &run, o.table, rope_scaling));
+  } catch (const lab::ConfigError& e) {
+    // The scaling asked for does not fit the checkpoint's model (eval has no model flags).
+    throw UsageError(std::string(e.what()) + " (--rope-scaling)");
+  }
+  lab::Model& model = *loaded;
   const auto& mc = model.config();
   try {
     lab::check_evaluation(mc, ec);  // work and memory, before anything is built
@@ -78,9 +89,11 @@ void run_eval(const EvalOptions& o) {
       o.out.empty() ? std::filesystem::path()
                     : prepare_output_dir(o.out, {"results.csv", "results.json"}, "eval");
   const bool has_table = model.encoding_spec().has_table;
-  fmt::print("posemb eval: {} (pe {}{}, task {}, trained on n <= {})\n",
+  const bool scaled = mc.rope_scaling.method != lab::rope_scaling_methods().front();
+  fmt::print("posemb eval: {} (pe {}{}{}, task {}, trained on n <= {})\n",
              quote_untrusted(o.checkpoint), mc.pe,
              has_table ? fmt::format(", {} table rows", mc.max_seq_len) : "",
+             scaled ? ", rope scaling " + mc.rope_scaling.text() : "",
              lab::task_kind_name(run.task.kind), run.task.train_len);
   const auto rows = lab::evaluate(model, run.task, ec);
   print_results_table({{mc.pe, rows}}, run.task.train_len);
@@ -131,6 +144,9 @@ void register_eval_command(CLI::App& app) {
                   "A position table file (e.g. `posemb resize CHECKPOINT --to N --method copy -o "
                   "T.safetensors`) to use instead of the checkpoint's learned table")
       ->check(CLI::ExistingFile);
+  add_rope_scaling_flags(cmd, o->rope,
+                         "Absent: the checkpoint's own (none, or the scaling `posemb train "
+                         "--init-from ... --rope-scaling` fine-tuned it with); none: no scaling.");
   cmd->add_option("--out", o->out, "Also write results.csv and results.json here");
   cmd->callback([o] { run_eval(*o); });
 }

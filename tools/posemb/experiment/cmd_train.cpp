@@ -104,6 +104,10 @@ void register_train_command(CLI::App& app) {
                   "With --init-from: the learned table to start from, e.g. `posemb resize "
                   "CHECKPOINT --to N --method copy -o T.safetensors` (default: the checkpoint's)")
       ->check(CLI::ExistingFile);
+  add_rope_scaling_flags(cmd, o->rope,
+                         "With --init-from: fine-tune with this scaling, recorded in the new "
+                         "checkpoint (its settings and lineage), which `posemb eval` then uses "
+                         "unless given another. Absent: the checkpoint's own.");
   cmd->add_option("--checkpoint-every", o->checkpoint_every,
                   "Write the checkpoint every N steps (0: only at the end)")
       ->check(whole_number(lab::limits::steps.max))

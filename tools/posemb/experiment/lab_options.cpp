@@ -38,6 +38,8 @@ const FlagNames kLabFlags = {
     {"train.beta2", "--beta2"},
     {"train.grad_clip", "--grad-clip"},
     {"train.seed", "--seed"},
+    {"model.rope_scaling", "--rope-scaling"},
+    {"model.rope_factor", "--rope-factor"},
 };
 
 std::string encoding_help() {
@@ -197,6 +199,40 @@ std::filesystem::path prepare_output_dir(const std::string& dir,
 
 void set_threads(int threads) {
   if (threads > 0) set_parallel_threads(static_cast<std::size_t>(threads));
+}
+
+}  // namespace posemb::cli
+
+namespace posemb::cli {
+
+void add_rope_scaling_flags(CLI::App* cmd, RopeScalingFlags& f, const std::string& when) {
+  std::string methods;
+  for (const auto& m : lab::rope_scaling_methods()) methods += (methods.empty() ? "" : ", ") + m;
+  f.method_opt = cmd->add_option("--rope-scaling", f.method,
+                                 "RoPE past its trained length, for a rope checkpoint: " + methods +
+                                     " (the library's methods, posemb/rope_scaling.hpp; "
+                                     "the trained length L0 is the checkpoint's, 2 * train_len + "
+                                     "2 positions). " +
+                                     when)
+                     ->check(CLI::IsMember(lab::rope_scaling_methods()));
+  f.factor_opt = cmd->add_option("--rope-factor", f.factor,
+                                 "The scaling's factor s (needed by every method but none)")
+                     ->check(within(lab::limits::rope_factor));
+}
+
+std::optional<lab::RopeScalingConfig> rope_scaling_request(const RopeScalingFlags& f) {
+  const bool method = f.method_opt->count() > 0, factor = f.factor_opt->count() > 0;
+  if (factor && !method) throw UsageError("--rope-factor needs --rope-scaling");
+  if (!method) return std::nullopt;
+  const bool none = f.method == lab::rope_scaling_methods().front();
+  if (!none && !factor) {
+    throw UsageError("--rope-scaling " + f.method + " needs --rope-factor (e.g. 2)");
+  }
+  if (none && factor) throw UsageError("--rope-factor is not used with --rope-scaling " + f.method);
+  lab::RopeScalingConfig r;
+  r.method = f.method;
+  r.factor = none ? 1.0 : f.factor;
+  return r;
 }
 
 }  // namespace posemb::cli

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -60,6 +61,20 @@ CLI::Validator within(const lab::Limit<T>& lim) {
 std::filesystem::path prepare_output_dir(const std::string& dir,
                                          std::initializer_list<const char*> files,
                                          const char* command);
+
+// --rope-scaling METHOD and --rope-factor F (`posemb eval`, `posemb train --init-from`); `when`
+// ends the help text (which scaling applies when the flag is absent).
+struct RopeScalingFlags {
+  std::string method;
+  double factor = 1.0;
+  CLI::Option* method_opt = nullptr;
+  CLI::Option* factor_opt = nullptr;
+};
+void add_rope_scaling_flags(CLI::App* cmd, RopeScalingFlags& f, const std::string& when);
+// The scaling the flags ask for (L0 is set from the checkpoint by the lab), or nullopt when
+// --rope-scaling is absent. Throws UsageError for a factor without a method, a method other
+// than none without a factor, or a factor with none.
+std::optional<lab::RopeScalingConfig> rope_scaling_request(const RopeScalingFlags& f);
 
 // Sets the OpenMP thread count (0: leave the default).
 void set_threads(int threads);

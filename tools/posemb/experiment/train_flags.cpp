@@ -23,6 +23,7 @@ std::unique_ptr<lab::Trainer> init_from(const TrainOptions& o, lab::Communicator
     ov.fields.push_back(field);
   }
   if (o.steps_flag->count() > 0) ov.fields.emplace_back("train.steps");
+  ov.rope_scaling = rope_scaling_request(o.rope);
   try {
     ov.values.task.kind = lab::parse_task_kind(o.lab.task);
     return std::make_unique<lab::Trainer>(
@@ -36,6 +37,11 @@ std::unique_ptr<lab::Trainer> init_from(const TrainOptions& o, lab::Communicator
 void check_combinations(const TrainOptions& o) {
   if (!o.table.empty() && o.init_from.empty()) {
     throw UsageError("--table needs --init-from: it replaces the learned table of that checkpoint");
+  }
+  if (o.rope.method_opt->count() + o.rope.factor_opt->count() > 0 && o.init_from.empty()) {
+    throw UsageError(
+        "--rope-scaling and --rope-factor need --init-from: they fine-tune a rope checkpoint "
+        "with a scaling of its trained length");
   }
   if (!o.resume.empty() && !o.init_from.empty()) {
     throw UsageError(

@@ -26,6 +26,7 @@ struct TrainOptions {
   std::size_t eval_samples = 100;
   bool quiet = false;
   double peer_timeout = 600;
+  RopeScalingFlags rope;                // --rope-scaling, --rope-factor (with --init-from)
   std::vector<CLI::Option*> run_flags;  // settings a resumed run takes from its checkpoint
   CLI::Option* steps_flag = nullptr;
 };
