@@ -63,10 +63,7 @@ test-asan: build-asan
 build-nompi: setup
 	cmake -S . -B $(NOMPI_BUILD) -DCMAKE_BUILD_TYPE=Release -DPOSEMB_WERROR=ON -DPOSEMB_WITH_MPI=OFF \
 	  -DPOSEMB_BUILD_EXAMPLES=OFF -DPOSEMB_INSTALL=OFF $(CMAKE_ARGS)
-	cmake --build $(NOMPI_BUILD) -j $(JOBS) --target posemb_cli test_lab_model_torch \
-	  test_lab_kernels test_lab_decoder test_lab_config test_lab_checkpoint test_lab_extend \
-	  test_lab_distributed test_lab_simd test_lab_gemm test_lab_token_path test_lab_experiment \
-	  test_lab_preflight test_lab_sweep_grid
+	cmake --build $(NOMPI_BUILD) -j $(JOBS) --target posemb_cli posemb_lab_tests
 
 test-no-mpi: build-nompi
 	ctest --test-dir $(NOMPI_BUILD) --output-on-failure -j $(JOBS) -R '^(test_lab_|lab_cli|sweep_cli|no_mpi_cli|cli$$)'
