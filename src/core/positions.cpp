@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "posemb/positions.hpp"
 
 #include <cstring>
@@ -63,8 +65,19 @@ void resolve_explicit(Matrix<std::int64_t>& pos, MatrixView<const T> ids, std::s
                                 where(b, t) + " is negative");
       }
       if (static_cast<std::uint64_t>(p) >= max_seq_len) {
-        throw SequenceTooLong(op, 1, static_cast<std::size_t>(p), max_seq_len,
-                              where(b, t) + ", explicit position id " + std::to_string(p), remedy);
+        // The call's numbers: the rows its largest id needs (ids 0..99 need 100 rows), then the
+        // first id past the table.
+        std::int64_t top = p;
+        for (std::size_t i = 0; i < ids.rows(); ++i) {
+          for (std::size_t j = 0; j < ids.cols(); ++j) top = std::max<std::int64_t>(top, ids(i, j));
+        }
+        const auto rows = static_cast<std::size_t>(top) + 1;  // top < 2^63: no overflow
+        throw SequenceTooLong(op, rows, 0, max_seq_len,
+                              "explicit position ids up to " + std::to_string(top) + " in a (" +
+                                  std::to_string(ids.rows()) + ", " + std::to_string(ids.cols()) +
+                                  ") batch; the first past the table at " + where(b, t) +
+                                  ", explicit position id " + std::to_string(p),
+                              remedy);
       }
       pos(b, t) = p;
     }
@@ -89,8 +102,14 @@ void resolve_mask(Matrix<std::int64_t>& pos, MatrixView<const T> mask, std::size
         continue;
       }
       if (next >= max_seq_len) {
-        throw SequenceTooLong(op, 1, next, max_seq_len,
-                              where(b, t) + ", real token number " + std::to_string(next), remedy);
+        // The call's numbers: the real tokens of this row need that many rows.
+        std::size_t real = 0;
+        for (std::size_t j = 0; j < pos.cols(); ++j) real += mask_value(mask, b, j) == 1 ? 1 : 0;
+        throw SequenceTooLong(op, real, 0, max_seq_len,
+                              std::to_string(real) + " real tokens in batch row " +
+                                  std::to_string(b) + "; the first past the table at " +
+                                  where(b, t) + ", real token number " + std::to_string(next),
+                              remedy);
       }
       pos(b, t) = static_cast<std::int64_t>(next++);
     }
