@@ -25,11 +25,10 @@ mkdir -p "$tmp/own" && echo "a user's own posemb" >"$tmp/own/posemb"
 link /opt/a/posemb "$tmp/own" || fail "link over a regular file exited $?"
 [ -L "$tmp/own/posemb" ] && fail "a regular file was replaced by the link"
 grep -q "not a symlink" "$tmp/err" || fail "the refusal was not said"
-# A directory that cannot be written: said, and not a failure of the build.
-mkdir -p "$tmp/ro" && chmod 555 "$tmp/ro"
-if [ "$(id -u)" -ne 0 ]; then  # root writes anywhere
-  link /opt/a/posemb "$tmp/ro" || fail "an unwritable directory failed the build"
-  grep -q "cannot write" "$tmp/err" || fail "an unwritable directory was not said"
-fi
+# A directory that cannot be made (under a regular file, so even root cannot): said, and not a
+# failure of the build.
+echo x >"$tmp/file"
+link /opt/a/posemb "$tmp/file/bin" || fail "an unwritable directory failed the build"
+grep -q "cannot write" "$tmp/err" || fail "an unwritable directory was not said"
 echo "setup link: $fails failure(s)"
 [ "$fails" -eq 0 ]
