@@ -27,6 +27,18 @@ expect 2 "underscores" -- train --max_memory 1G
 contains err "did you mean --max-memory" "--max_memory is --max-memory"
 expect 2 "with =" -- inspect x.safetensors --reserved=2
 contains err "unknown option --reserved; did you mean --reserved-rows" "--reserved=2"
+expect 2 "another spelling of a flag" -- train --Train_Len 3
+exact "--Train_Len" "posemb: usage error: unknown option --Train_Len; did you mean --train-len? (see 'posemb train --help')"
+expect 2 "a hyphen too many" -- train --warm-up 3
+contains err "did you mean --warmup?" "--warm-up"
+expect 2 "a one-letter option" -- train -x
+exact "-x" "posemb: usage error: unknown option -x (see 'posemb train --help')"
+expect 2 "dashes only" -- train ---
+exact "---" "posemb: usage error: unknown option --- (see 'posemb train --help')"
+expect 2 "a stray value" -- train -- 5
+one_line "a stray value"
+expect 2 "a long unknown option" -- train "--$(printf 'a%.0s' $(seq 1 5000))"
+one_line "a long unknown option"
 expect 2 "nothing near" -- train --zzzzzzzzzz
 exact "nothing near" "posemb: usage error: unknown option --zzzzzzzzzz (see 'posemb train --help')"
 expect 2 "demo's own flags" -- demo --max-seq-len 8

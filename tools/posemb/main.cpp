@@ -149,6 +149,7 @@ std::vector<std::string> nearest_options(const CLI::App& cmd, const std::string&
     std::size_t shared, edits;
     bool synonym;
   };
+  if (unknown.empty() || unknown.size() > 64) return {};  // none is near; the table stays small
   const std::string u = normalized_flag(unknown);
   const auto u_words = flag_words(u);
   std::vector<Candidate> near;
@@ -159,7 +160,10 @@ std::vector<std::string> nearest_options(const CLI::App& cmd, const std::string&
       for (const auto& w : u_words) shared += std::count(words.begin(), words.end(), w);
       const std::size_t edits = edit_distance(u, name);
       const bool synonym = name == "train-len" && means_training_length(u);
-      if (synonym || shared > 0 || edits <= std::max<std::size_t>(2, name.size() / 3)) {
+      // A typo: at most 2 edits between names of 4 letters or more, 1 between shorter ones, and
+      // fewer edits than the name has letters ("-x" is near nothing).
+      const std::size_t typo = std::min(u.size(), name.size()) >= 4 ? 2 : 1;
+      if (synonym || shared > 0 || (edits <= typo && edits < u.size())) {
         near.push_back({"--" + name, shared, edits, synonym});
       }
     }
@@ -171,7 +175,9 @@ std::vector<std::string> nearest_options(const CLI::App& cmd, const std::string&
     return a.edits < b.edits;
   });
   std::vector<std::string> out;
-  for (std::size_t i = 0; i < near.size() && out.size() < 2; ++i) out.push_back(near[i].flag);
+  // The same name spelled otherwise (--Train_Len) is the one meant: no second guess.
+  const std::size_t want = !near.empty() && near.front().edits == 0 ? 1 : 2;
+  for (std::size_t i = 0; i < near.size() && out.size() < want; ++i) out.push_back(near[i].flag);
   return out;
 }
 
@@ -184,7 +190,8 @@ std::optional<std::string> unexpected_message(const CLI::App& app) {
   for (const std::string& arg : rest) {
     if (arg.size() < 2 || arg[0] != '-' || (arg[1] >= '0' && arg[1] <= '9')) continue;
     const std::string name = arg.substr(0, arg.find('='));
-    const std::string bare = name.substr(name.find_first_not_of('-'));
+    const std::size_t dashes = name.find_first_not_of('-');
+    const std::string bare = dashes == std::string::npos ? std::string() : name.substr(dashes);
     std::string text = "unknown option " + name;
     const auto near = nearest_options(*cmd, bare);
     if (!near.empty()) {
