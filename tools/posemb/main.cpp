@@ -64,10 +64,13 @@ std::string command_path(const CLI::App& app) {
   return path;
 }
 
-// A usage error's text. Without a subcommand CLI11 reports only that one is required; when the
-// line held something it did not recognize ("posemb --bogus", "posemb bogus"), name that.
+// Defined below: the nearest flags of an unknown one; what a refused value should have been.
 std::optional<std::string> unexpected_message(const CLI::App& app);
 std::optional<std::string> value_message(const CLI::App& app, const std::string& what);
+
+// A usage error's text. Without a subcommand CLI11 reports only that one is required; when the
+// line held something it did not recognize ("posemb --bogus", "posemb bogus"), name that. In a
+// subcommand, an unknown option names the nearest ones and a refused value what was expected.
 std::string usage_message(const CLI::App& app, const CLI::ParseError& e) {
   const std::vector<std::string> rest = app.remaining();
   if (app.get_subcommands().empty() && !rest.empty()) {
