@@ -8,8 +8,10 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
+# Where `make build` / `make demo` put the `posemb` symlink (on root's PATH on Debian).
+BIN_DIR    ?= /usr/local/bin
 
-.PHONY: all setup setup-demo build build-demo build-asan build-nompi build-fuzz fuzz demo test test-release test-asan test-no-mpi test-python format format-check bench clean
+.PHONY: all setup setup-demo link-posemb build build-demo build-asan build-nompi build-fuzz fuzz demo test test-release test-asan test-no-mpi test-python format format-check bench clean
 
 all: build
 
@@ -20,16 +22,23 @@ setup:
 setup-demo:
 	@bash scripts/setup.sh demo
 
+# `posemb` on PATH: BIN_DIR/posemb -> this checkout's build/tools/posemb/posemb (replaced
+# each time, so it is always the last build; nothing to do when it already points there).
+link-posemb:
+	@bash scripts/setup.sh link $(CURDIR)/$(BUILD)/tools/posemb/posemb $(BIN_DIR)
+
 build: setup
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPOSEMB_WERROR=ON -DPOSEMB_BUILD_TESTS=ON \
 	  -DPOSEMB_BUILD_BENCH=ON $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS)
+	@$(MAKE) --no-print-directory link-posemb
 
 # The library, the lab and the tool only: what the demo needs (no test or benchmark packages).
 build-demo: setup-demo
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPOSEMB_WERROR=ON -DPOSEMB_BUILD_TESTS=OFF \
 	  -DPOSEMB_BUILD_BENCH=OFF $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS) --target posemb_cli
+	@$(MAKE) --no-print-directory link-posemb
 
 build-asan: setup
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPOSEMB_WERROR=ON -DPOSEMB_SANITIZE=ON \

@@ -123,6 +123,7 @@ void describe(DemoReport& rep, const DemoPlan& plan, const RunConfig& first,
   const std::size_t L = plan.train_len, L2 = 2 * L;
   rep.task = first.task;
   rep.samples = plan.eval.samples;
+  rep.quick = plan.options.quick;
   rep.extended_train_len = L2;
   rep.model = fmt::format(
       "a {}-layer, {}-head, d_model {} GPT ({} parameters with a learned "

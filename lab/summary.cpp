@@ -88,8 +88,10 @@ std::vector<double> first_losses(const DemoReport& rep, const std::string& metho
   return out;
 }
 
-std::string verdict(bool ok) {
-  return ok ? "**reproduced**" : "**not reproduced at this budget**";
+// A quick run's budget is too small to refute a claim: a claim it does not meet is not judged.
+std::string verdict(bool ok, bool quick) {
+  if (ok) return "**reproduced**";
+  return quick ? "not judged (quick run)" : "**not reproduced at this budget**";
 }
 
 // The encodings the published claims are about, found in the registry by their properties,
@@ -313,6 +315,11 @@ void write_intro(std::ostringstream& o, const DemoReport& rep) {
   const std::size_t L = rep.task.train_len;
   const std::string seed_text = seed_list(rep);
   o << "# posemb demo: published results beside this run's\n\n";
+  if (rep.quick) {
+    o << "**A quick run** (`posemb demo --quick`): a smoke test of the pipeline at a fraction of "
+         "the budget. A claim it meets is marked reproduced; one it does not is \"not judged "
+         "(quick run)\": run `posemb demo` without --quick to judge it.\n\n";
+  }
   o << "Task: `" << task_kind_name(rep.task.kind) << "` over " << rep.task.alphabet
     << " symbols, trained on n <= " << L << " (L = " << L << "); " << rep.model << "; "
     << rep.training << "; seeds " << seed_text << "; greedy decoding, " << rep.samples
@@ -326,7 +333,7 @@ void write_claims(std::ostringstream& o, const DemoReport& rep) {
   const auto claims = judge_claims(rep);
   for (const auto& c : claims) {
     o << "| " << c.claim << " | " << c.published << " | " << c.measured << " | "
-      << verdict(c.reproduced) << " |\n";
+      << verdict(c.reproduced, rep.quick) << " |\n";
   }
   o << "\nHow each verdict is decided, from this run's numbers (the rules are fixed in "
        "lab/summary.cpp, the verdicts are not):\n\n";

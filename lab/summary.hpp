@@ -33,6 +33,7 @@ struct DemoReport {
   std::size_t extended_train_len = 0;  // 2L: the extension's fine-tuning lengths n <= 2L
   std::string extension_training;      // "fine-tuned 400 steps at n <= 16 (lr ...)"
   double wall_seconds = 0.0;
+  bool quick = false;   // posemb demo --quick: said at the top; a claim not met is "not judged"
   std::string machine;  // "2 runs at a time, 1 thread each; load average 0.4 at start, 2.1 at end"
 };
 

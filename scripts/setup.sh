@@ -5,6 +5,9 @@
 #   scripts/setup.sh build    compiler, CMake and the libraries the library, lab and tool use
 #   scripts/setup.sh demo     = build (the demo needs nothing else)
 #   scripts/setup.sh bench    build + Google Benchmark + the PyTorch and numpy peers
+#   scripts/setup.sh link TOOL DIR
+#                             DIR/posemb -> TOOL (a symlink; `make build` and `make demo` put
+#                             the built tool on PATH this way; unchanged when already there)
 #   scripts/setup.sh test     bench + test frameworks, clang (format, fuzzing, sanitizers), the
 #                             numpy / torch oracles and Open MPI (the data-parallel tests; MPI
 #                             stays optional when building)
@@ -30,6 +33,22 @@ test=(
   openmpi-bin libopenmpi-dev                                 # mpirun tests of train and sweep
   pybind11-dev python3-dev python3-pytest python3-venv python3-setuptools python3-wheel
 )
+
+if [ "${1:-}" = link ]; then
+  tool=${2:?usage: scripts/setup.sh link TOOL DIR}
+  dir=${3:?usage: scripts/setup.sh link TOOL DIR}
+  if [ "$(readlink "$dir/posemb" 2>/dev/null)" = "$tool" ]; then exit 0; fi
+  if [ -e "$dir/posemb" ] && [ ! -L "$dir/posemb" ]; then
+    echo "setup: $dir/posemb exists and is not a symlink: left alone; run $tool" >&2
+    exit 0
+  fi
+  if mkdir -p "$dir" 2>/dev/null && ln -sfn "$tool" "$dir/posemb" 2>/dev/null; then
+    echo "setup: $dir/posemb -> $tool"
+  else
+    echo "setup: cannot write $dir/posemb (not root?): run $tool, or add $(dirname "$tool") to PATH" >&2
+  fi
+  exit 0
+fi
 
 case "${1:-test}" in
   build | demo) packages=("${build[@]}") ;;

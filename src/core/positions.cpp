@@ -115,8 +115,14 @@ void resolve_mask(Matrix<std::int64_t>& pos, MatrixView<const T> mask, std::size
         continue;
       }
       if (next >= max_seq_len) {
-        throw SequenceTooLong(op, 1, next, max_seq_len,
-                              where(b, t) + ", real token number " + std::to_string(next), remedy);
+        // The call's numbers: the real tokens of this row need that many rows.
+        std::size_t real = 0;
+        for (std::size_t j = 0; j < pos.cols(); ++j) real += mask_value(mask, b, j) == 1 ? 1 : 0;
+        throw SequenceTooLong(op, real, 0, max_seq_len,
+                              std::to_string(real) + " real tokens in batch row " +
+                                  std::to_string(b) + "; the first past the table at " +
+                                  where(b, t) + ", real token number " + std::to_string(next),
+                              remedy);
       }
       pos(b, t) = static_cast<std::int64_t>(next++);
     }

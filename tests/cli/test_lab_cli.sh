@@ -162,6 +162,22 @@ for f in summary.md results.csv results.json extension.csv extension.json \
   checkpoints/learned-seed1.safetensors checkpoints/learned-seed1-copy.safetensors; do
   [ -s "$tmp/demo/$f" ] || fail "demo --quick did not write $f"
 done
+# Progress: each stage's last line (all its steps done) printed once, not once per run.
+for stage in "demo: encodings" "demo: extension"; do
+  n=$(grep -cE "^$stage: step ([0-9]+)/\\1 " "$tmp/err")
+  [ "$n" -eq 1 ] || fail "$stage: the finished progress line printed $n times"
+done
+# The checkpoints as experiments.md says: a run is a checkpoint, an extended table goes with its
+# run as --table (a table alone is not a model).
+cp "$tmp/out" "$tmp/demo-stdout"
+expect 0 "eval of the demo's run with its extended table" -- eval \
+  --checkpoint "$tmp/demo/checkpoints/learned-seed1.safetensors" \
+  --table "$tmp/demo/checkpoints/learned-seed1-copy.safetensors" --lengths 1:12 --samples 4
+contains out "trained on n <= 6" "the run's training length in n"
+expect 1 "a table alone is not a checkpoint" -- eval \
+  --checkpoint "$tmp/demo/checkpoints/learned-seed1-copy.safetensors" --lengths 1:4
+one_line "a table alone is not a checkpoint"
+cp "$tmp/demo-stdout" "$tmp/out"
 "$py" - "$tmp/demo" "$tmp/out" <<'PY' || fail "demo outputs"
 import json, struct, sys, xml.dom.minidom
 d, stdout = sys.argv[1], open(sys.argv[2]).read()
@@ -233,7 +249,11 @@ want = {
     "Kazemnejad": inside("none") >= 0.9 and near("none") >= near("sinusoidal") + 0.05
                   and near("none") >= near("rope") + 0.05,
 }
-rows = [l for l in summary.splitlines() if l.startswith("| ") and l.rstrip().endswith("** |")]
+# A quick run says so before the claims, and a claim it does not meet is "not judged".
+assert summary.index("**A quick run** (`posemb demo --quick`)") < summary.index("| published claim |")
+assert "not reproduced" not in summary, "a quick run refutes nothing"
+rows = [l for l in summary.splitlines()
+        if l.startswith("| ") and l.rstrip().endswith(("** |", "| not judged (quick run) |"))]
 got = {}
 for l in rows:
     who = l[2:].split()[0]

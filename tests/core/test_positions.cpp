@@ -72,6 +72,42 @@ TEST(Positions, ExplicitIdPastTheTableNamesRowTokenAndNumbers) {
   }
 }
 
+TEST(Positions, ExplicitIdsPastTheTableNameTheCallsNumbers) {
+  // LearnedPositionalEmbedding(64, 64)(arange(100)): 100 positions need 100 rows, whichever id
+  // is the first past the table.
+  const Matrix<TokenId> tokens(1, 100);
+  Matrix<std::int64_t> ids(1, 100);
+  for (std::size_t t = 0; t < 100; ++t) ids(0, t) = static_cast<std::int64_t>(t);
+  try {
+    (void)resolve_positions(PositionSource::explicit_ids(ids), tokens, 64);
+    FAIL() << "no exception";
+  } catch (const SequenceTooLong& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.seq_len(), 100u) << m;
+    EXPECT_EQ(e.start(), 0u) << m;
+    EXPECT_EQ(e.max_seq_len(), 64u) << m;
+    EXPECT_NE(m.find("seq_len = 100 positions starting at start = 0 need rows [0, 100)"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("batch row 0, token 64, explicit position id 64"), std::string::npos) << m;
+  }
+}
+
+TEST(Positions, MaskPastTheTableNamesTheRowsRealTokens) {
+  const Matrix<TokenId> tokens(1, 6);
+  const auto mask = from_rows<std::int64_t>(1, 6, {0, 1, 1, 1, 1, 1});
+  try {
+    (void)resolve_positions(PositionSource::padding_mask(mask), tokens, 3);
+    FAIL() << "no exception";
+  } catch (const SequenceTooLong& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(e.seq_len(), 5u) << m;
+    EXPECT_EQ(e.start(), 0u) << m;
+    EXPECT_NE(m.find("5 real tokens in batch row 0"), std::string::npos) << m;
+    EXPECT_NE(m.find("batch row 0, token 4, real token number 3"), std::string::npos) << m;
+  }
+}
+
 TEST(Positions, NegativeExplicitIdIsOutOfRange) {
   const Matrix<TokenId> tokens(1, 3);
   const auto ids = from_rows<std::int64_t>(1, 3, {0, -4, 1});

@@ -250,5 +250,23 @@ TEST(Results, SpreadsOverSeeds) {
   EXPECT_EQ(curve_mean_exact(e, 3, 4), (std::vector<double>{0.0, 0.25}));
 }
 
+TEST(Summary, QuickRunIsLabelledAndDoesNotRefute) {
+  // A report whose claims are not met: a full run says "not reproduced", a quick run says at
+  // the top that it is one and leaves those claims "not judged".
+  DemoReport rep;
+  rep.task.train_len = 2;
+  rep.runs = {run("learned", 1.0, 0.0, true)};
+  const std::string full = summary_markdown(rep);
+  EXPECT_NE(full.find("not reproduced at this budget"), std::string::npos);
+  EXPECT_EQ(full.find("quick run"), std::string::npos);
+  rep.quick = true;
+  const std::string quick = summary_markdown(rep);
+  EXPECT_EQ(quick.find("not reproduced"), std::string::npos);
+  EXPECT_NE(quick.find("not judged (quick run)"), std::string::npos);
+  const std::size_t label = quick.find("**A quick run**");
+  ASSERT_NE(label, std::string::npos);
+  EXPECT_LT(label, quick.find("| published claim |")) << "the label comes before the claims";
+}
+
 }  // namespace
 }  // namespace posemb::lab

@@ -96,7 +96,7 @@ void run_eval(const EvalOptions& o) {
              scaled ? ", rope scaling " + mc.rope_scaling.text() : "",
              lab::task_kind_name(run.task.kind), run.task.train_len);
   const auto rows = lab::evaluate(model, run.task, ec);
-  print_results_table({{mc.pe, rows}}, run.task.train_len);
+  print_results_table({{mc.pe, rows}}, run.task.train_len, has_table ? mc.max_seq_len : 0);
   if (!o.out.empty()) {
     lab::RunResults rr;
     rr.pe = mc.pe;

@@ -32,7 +32,11 @@ class Progress {
     const auto now = Clock::now();
     const double since = std::chrono::duration<double>(now - last_).count();
     const bool end = done >= total_;
+    // The end is printed once: runs sharing one bar (the demo's grid) report their last step
+    // after the total is reached, each with its own loss.
+    if (end && ended_) return;
     if (!end && since < (tty_ ? 0.1 : 5.0)) return;
+    ended_ = end;
     last_ = now;
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     const double left =
@@ -55,6 +59,7 @@ class Progress {
   std::string label_;
   std::size_t total_;
   bool quiet_, tty_;
+  bool ended_ = false;
   Clock::time_point start_, last_;
 };
 

@@ -8,7 +8,19 @@
 
 namespace posemb::cli {
 
-void print_results_table(const std::vector<NamedResults>& runs, std::size_t train_len) {
+namespace {
+
+// Whether length row i is beyond the table of every run (or missing from it).
+bool beyond_everywhere(const std::vector<NamedResults>& runs, std::size_t i) {
+  return std::all_of(runs.begin(), runs.end(), [i](const NamedResults& r) {
+    return i >= r.second.size() || r.second[i].beyond_table;
+  });
+}
+
+}  // namespace
+
+void print_results_table(const std::vector<NamedResults>& runs, std::size_t train_len,
+                         std::size_t table_rows) {
   if (runs.empty()) return;
   fmt::print(
       "\nexact-match / per-token accuracy by length n (greedy decoding; trained on n <= "
@@ -19,6 +31,16 @@ void print_results_table(const std::vector<NamedResults>& runs, std::size_t trai
   fmt::print("\n");
   const auto& first = runs.front().second;
   for (std::size_t i = 0; i < first.size(); ++i) {
+    std::size_t end = i;
+    while (end < first.size() && beyond_everywhere(runs, end)) ++end;
+    if (end - i >= 2) {
+      const std::size_t fits = first[i].length - 1;
+      fmt::print("n = {}..{}: beyond_table ({})\n", first[i].length, first[end - 1].length,
+                 table_rows != 0 ? fmt::format("the table's {} rows hold n <= {}", table_rows, fits)
+                                 : fmt::format("the table holds n <= {}", fits));
+      i = end - 1;
+      continue;
+    }
     fmt::print("{:>5}{}", first[i].length, first[i].length == train_len ? "*" : " ");
     for (const auto& [name, rows] : runs) {
       if (i >= rows.size()) {

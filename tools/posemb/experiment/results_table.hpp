@@ -13,8 +13,11 @@ namespace posemb::cli {
 
 using NamedResults = std::pair<std::string, std::vector<lab::LengthResult>>;
 
-// One row per length, one "exact / token" column pair per run; beyond_table shown as such.
-void print_results_table(const std::vector<NamedResults>& runs, std::size_t train_len);
+// One row per length, one "exact / token" column pair per run; beyond_table shown as such. Two
+// or more lengths in a row beyond every run's table are one line, "n = 9..100000: beyond_table
+// (the table's 18 rows hold n <= 8)" (table_rows 0: the row count is not named).
+void print_results_table(const std::vector<NamedResults>& runs, std::size_t train_len,
+                         std::size_t table_rows = 0);
 
 // The summary of a sweep on stdout: per run, the mean exact match in distribution (n <=
 // train_len) and beyond it, the final loss, the training time and the rank.

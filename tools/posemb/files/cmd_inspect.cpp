@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli.hpp"
+#include "lab/checkpoint_table.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/table_analysis.hpp"
@@ -22,6 +23,16 @@ struct InspectOptions {
   std::string plot;
   std::size_t max_plot = 2048;
 };
+
+// The training length in the unit of the command that trained it: a posemb lab checkpoint's is
+// the task's n (as `posemb train --train-len` and `posemb eval` give it), with the table rows its
+// sequences fill; any other file's is the recorded number of positions.
+std::string training_length_text(const PositionTable& t, const TensorFile& file) {
+  if (!t.training_length) return "unknown";
+  if (!lab::is_lab_checkpoint(file.metadata)) return std::to_string(*t.training_length);
+  return fmt::format("n = {} (--train-len; its sequences of 2 n + 2 tokens fill {} table rows)",
+                     lab::longest_train_len(*t.training_length), *t.training_length);
+}
 
 void run_inspect(const InspectOptions& o) {
   // A checkpoint folder: the table from whichever shard holds it (vision_folder.cpp).
@@ -54,8 +65,7 @@ void run_inspect(const InspectOptions& o) {
   fmt::print("reserved rows:   {} (position p is row {} + p; {} positions)\n", t.reserved_rows,
              t.reserved_rows, t.positions());
   print_vision_and_config(t, file, folder ? &folder->folder : nullptr);
-  fmt::print("training length: {}\n",
-             t.training_length ? std::to_string(*t.training_length) : std::string("unknown"));
+  fmt::print("training length: {}\n", training_length_text(t, file));
   // Metadata comes from the file: shown quoted, control bytes escaped.
   fmt::print("initializer:     {}\n",
              t.initializer.empty() ? "unknown" : quote_untrusted(t.initializer, 1024));
@@ -71,7 +81,8 @@ void run_inspect(const InspectOptions& o) {
   }
   if (!o.plot.empty()) {
     const std::size_t step = (usable.rows() + o.max_plot - 1) / o.max_plot;
-    const std::size_t n = write_cosine_heatmap(unit_rows(usable), step, o.plot);
+    const std::size_t n =
+        write_cosine_heatmap(unit_rows(usable), step, o.plot, t.source_tensor, o.file);
     fmt::print(
         "heatmap:         {} ({} x {} cells, every {} position(s); blue -1, white 0, red +1)\n",
         quote_untrusted(o.plot), n, n, step == 0 ? 1 : step);

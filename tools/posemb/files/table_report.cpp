@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <filesystem>
+
 #include <stdexcept>
 #include <vector>
 
@@ -56,12 +58,16 @@ void print_whole_file_notes(const FileResize& r, bool lab_checkpoint, bool table
 }  // namespace
 
 std::size_t write_cosine_heatmap(MatrixView<const float> unit, std::size_t step,
-                                 const std::string& path) {
+                                 const std::string& path, const std::string& tensor,
+                                 const std::string& file) {
   if (step == 0) step = 1;
   if (unit.rows() == 0) throw std::invalid_argument("inspect: the table has no rows to plot");
   const Matrix<float> sim = cosine_similarity(unit, step);
   viz::HeatmapOptions o;
-  o.title = "cosine similarity between positions" +
+  // Names from the file are shown as messages show them: quoted, control bytes escaped.
+  const std::string base = std::filesystem::path(file).filename().string();
+  o.title = "cosine similarity between positions of " + quote_untrusted(tensor, 80) + " in " +
+            quote_untrusted(base.empty() ? file : base, 80) +
             (step > 1 ? " (every " + std::to_string(step) + "th)" : std::string());
   o.index_step = step;
   write_file_atomically(path, "inspect --plot", viz::heatmap_png(sim, o));

@@ -13,9 +13,11 @@ namespace posemb::cli {
 
 // The (n, n) cosine-similarity heatmap of rows 0, step, 2 step, ... of unit (rows, dim; the unit
 // rows of the table: posemb::unit_rows), n = ceil(rows / step), drawn by viz::heatmap_png (blue
-// -1, white 0, red +1, position ticks, a colour bar), written to path atomically. Returns n.
+// -1, white 0, red +1, position ticks, a colour bar), written to path atomically. The title
+// names the tensor and the file it came from ("wpe.weight in gpt2.safetensors"). Returns n.
 std::size_t write_cosine_heatmap(MatrixView<const float> unit, std::size_t step,
-                                 const std::string& path);
+                                 const std::string& path, const std::string& tensor,
+                                 const std::string& file);
 
 // Prints "posemb: warning: TEXT" on stderr (a warning is not an error: the command goes on).
 void warn(const std::string& text);
