@@ -46,6 +46,9 @@
 // parallel_tasks, or while another thread's call holds the helpers, runs on the calling thread
 // alone: the loops inside a parallel task run serially.
 //
+// Signals: helper threads block the asynchronous signals (SIGINT, SIGTERM, SIGHUP, SIGUSR1, ...),
+// so a signal sent to the process runs its handler on one of the application's threads.
+//
 // Determinism: which thread runs a chunk varies from run to run, so a chunk must write outputs
 // no other chunk writes, and compute them the same way whoever runs it. Then results never
 // depend on the thread count; this policy changes speed only.

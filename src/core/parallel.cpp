@@ -11,9 +11,12 @@
 // job's last chunk was taken run no chunk, so the slots of running chunks never collide.
 #include <omp.h>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -104,8 +107,22 @@ class Pool {
     }
   }
 
-  // Starts helpers until there are n (under the caller lock).
+  // Starts helpers until there are n (under the caller lock). A helper blocks the asynchronous
+  // signals (it inherits the mask it is created with), so that a process-directed signal
+  // (SIGINT, SIGTERM, SIGHUP, ...) runs the application's handler on one of its own threads,
+  // never on a helper while the application's thread carries on (a handler that cleans up files
+  // and ends the process would race with the thread still writing them).
   void grow(std::size_t n) {
+    struct BlockedSignals {
+      sigset_t old;
+      BlockedSignals() {
+        sigset_t all;
+        ::sigfillset(&all);
+        for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) ::sigdelset(&all, sig);
+        ::pthread_sigmask(SIG_BLOCK, &all, &old);
+      }
+      ~BlockedSignals() { ::pthread_sigmask(SIG_SETMASK, &old, nullptr); }
+    } const blocked;  // while the helpers are created, on this thread only
     while (helpers_.size() < n) {
       helpers_.emplace_back([this] { helper_loop(); });
       helpers_.back().detach();

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <thread>
 #include <vector>
 
@@ -70,6 +73,41 @@ TEST(ParallelFor, SmallWorkRunsOnTheCallingThreadAsOneChunk) {
     EXPECT_EQ(std::this_thread::get_id(), caller);
   });
   EXPECT_EQ(calls, 1);
+}
+
+// Helpers block the asynchronous signals (SIGINT, SIGTERM, SIGHUP, ...), so a process-directed
+// signal runs the application's handler on its own thread; the calling thread's mask is kept.
+TEST(ParallelFor, HelpersBlockAsynchronousSignalsAndTheCallersMaskIsKept) {
+  omp_set_num_threads(2);
+  sigset_t before;
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, nullptr, &before), 0);
+  ASSERT_EQ(sigismember(&before, SIGHUP), 0);
+  std::atomic<int> helper_chunks{0}, unblocked{0}, sync_blocked{0};
+  const auto caller = std::this_thread::get_id();
+  for (int attempt = 0; attempt < 200 && helper_chunks.load() == 0; ++attempt) {
+    parallel_for(64, 1, kParallelMinWork, [&](std::size_t, std::size_t) {
+      if (std::this_thread::get_id() == caller) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));  // leave chunks to a helper
+        return;
+      }
+      sigset_t mine;
+      pthread_sigmask(SIG_BLOCK, nullptr, &mine);
+      ++helper_chunks;
+      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGPIPE}) {
+        if (sigismember(&mine, sig) != 1) ++unblocked;
+      }
+      for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) {
+        if (sigismember(&mine, sig) == 1) ++sync_blocked;
+      }
+    });
+  }
+  ASSERT_GT(helper_chunks.load(), 0) << "no chunk ran on a helper";
+  EXPECT_EQ(unblocked.load(), 0) << "a helper may receive a process-directed signal";
+  EXPECT_EQ(sync_blocked.load(), 0) << "a helper blocks a synchronous signal";
+  sigset_t after;
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, nullptr, &after), 0);
+  EXPECT_EQ(sigismember(&after, SIGHUP), 0);
+  EXPECT_EQ(sigismember(&after, SIGINT), 0);
 }
 
 // Streaming loops count bytes: below 64 MiB moved (kParallelMinStreamBytes) they stay on the
