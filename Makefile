@@ -25,7 +25,7 @@ setup-demo:
 # `posemb` on PATH: BIN_DIR/posemb -> this checkout's build/tools/posemb/posemb (replaced
 # each time, so it is always the last build; nothing to do when it already points there).
 link-posemb:
-	@bash scripts/setup.sh link $(CURDIR)/$(BUILD)/tools/posemb/posemb $(BIN_DIR)
+	@bash scripts/setup.sh link $(abspath $(BUILD))/tools/posemb/posemb $(BIN_DIR)
 
 build: setup
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPOSEMB_WERROR=ON -DPOSEMB_BUILD_TESTS=ON \
@@ -47,7 +47,7 @@ build-asan: setup
 
 # The main job.
 demo: build-demo
-	./$(BUILD)/tools/posemb/posemb demo
+	$(abspath $(BUILD))/tools/posemb/posemb demo
 
 # Every test: the release build's full suite (unit, CLI, numpy/torch oracles, the hostile-input
 # suite, MPI jobs under mpirun, install + find_package consumer, clang-format check, the Python
@@ -96,7 +96,7 @@ format-check: setup
 	bash scripts/check-format.sh
 
 bench: build
-	./$(BUILD)/tools/posemb/posemb bench
+	$(abspath $(BUILD))/tools/posemb/posemb bench
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(NOMPI_BUILD) $(FUZZ_BUILD)
