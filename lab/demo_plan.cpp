@@ -13,19 +13,22 @@ namespace {
 // copy: over 8 symbols, n <= 8; a 2-layer, 4-head, d_model 32 GPT; 2000 AdamW steps of 32
 // sequences (lr 3e-3, 100 warmup steps, cosine decay); the encoding trained on randomized
 // positions with a 40-row table (5 L) and 2500 steps; the extension fine-tunes 1000 steps at
-// n <= 16. reverse is harder for this model: measured, it needs about three times the steps
-// (4000; randomized 7500 with a 32-row table, which trains each row more often; fine-tuning
-// 3000). quick: copy or reverse at n <= 6 with a fraction of the steps (a smoke run: its
+// n <= 16; a rotary run fine-tuned with each RoPE scaling 500 steps at n <= 16, probed every 100.
+// reverse is harder for this model: measured, it needs about three times the steps (4000;
+// randomized 7500 with a 32-row table, which trains each row more often; fine-tuning 3000 and
+// 1500). quick: copy or reverse at n <= 6 with a fraction of the steps (a smoke run: its
 // accuracies are not the demo's).
 struct Preset {
-  std::size_t train_len, steps, randomized_steps, randomized_rows, extension_steps, eval_max,
-      samples;
+  std::size_t train_len, steps, randomized_steps, randomized_rows, extension_steps,
+      rope_extension_steps, rope_probe_every, eval_max, samples;
 };
 
 Preset preset(const DemoOptions& o) {
-  if (o.quick) return {6, 400, 800, 30, 300, 18, 30};
-  if (parse_task_kind(o.task) == TaskKind::reverse) return {8, 4000, 7500, 32, 3000, 24, 100};
-  return {8, 2000, 2500, 40, 1000, 24, 100};
+  if (o.quick) return {6, 400, 800, 30, 300, 200, 50, 18, 30};
+  if (parse_task_kind(o.task) == TaskKind::reverse) {
+    return {8, 4000, 7500, 32, 3000, 1500, 100, 24, 100};
+  }
+  return {8, 2000, 2500, 40, 1000, 500, 100, 24, 100};
 }
 
 std::size_t or_default(std::size_t given, std::size_t preset) {
@@ -35,6 +38,11 @@ std::size_t or_default(std::size_t given, std::size_t preset) {
 // The encoding whose table the demo extends: a table trained at positions 0..len-1.
 bool extended_encoding(const EncodingSpec& e) {
   return e.has_table && e.train_positions == PositionMode::contiguous;
+}
+
+// The encoding whose rotation a RoPE scaling stretches: the one that rotates q and k.
+bool rotary_encoding(const EncodingSpec& e) {
+  return e.in_demo && e.site == EncodingSite::attention;
 }
 
 }  // namespace
@@ -59,6 +67,12 @@ DemoPlan plan_demo(const DemoOptions& o) {
   plan.eval.max_len = or_default(o.eval_max, p.eval_max);
   plan.eval.samples = or_default(o.samples, p.samples);
   plan.eval.seed = 1000 + o.seed;
+  if (const EncodingSpec* rotary = find_encoding_if(rotary_encoding)) {
+    plan.rotary = std::string(rotary->name);
+    plan.rope_methods = rope_scaling_methods();
+    plan.rope_extension_steps = or_default(o.rope_extension_steps, p.rope_extension_steps);
+    plan.rope_probe_every = std::min(p.rope_probe_every, plan.rope_extension_steps);
+  }
   return plan;
 }
 
@@ -94,6 +108,16 @@ RunConfig DemoPlan::extension_run(std::uint64_t seed) const {
   return r;
 }
 
+RunConfig DemoPlan::rope_extension_run(std::uint64_t seed, const std::string& method) const {
+  const RunConfig trained = run(rotary, seed);
+  RunConfig r = trained;
+  r.task.train_len = 2 * train_len;
+  r.model.rope_scaling = rope_scaling_for(trained, method, rope_factor);
+  r.train.steps = rope_extension_steps;
+  r.train.warmup = std::min<std::size_t>(20, rope_extension_steps / 4);
+  return r;
+}
+
 void check_demo(const DemoPlan& plan) {
   for (const auto& pe : plan.encodings) {
     const RunConfig cfg = plan.run(pe, plan.options.seed);
@@ -102,6 +126,11 @@ void check_demo(const DemoPlan& plan) {
   }
   check_allocation("demo (extended table)",
                    Trainer::memory_bytes(plan.extension_run(plan.options.seed)));
+  for (const auto& m : plan.rope_methods) {
+    const RunConfig r = plan.rope_extension_run(plan.options.seed, m);
+    r.validate();
+    check_allocation("demo (" + plan.rotary + " " + m + ")", Trainer::memory_bytes(r));
+  }
 }
 
 }  // namespace posemb::lab

@@ -56,11 +56,12 @@ std::vector<GridOutcome> run_stage(const std::vector<GridRun>& runs, const DemoP
   return out;
 }
 
-std::string checkpoint_name(const DemoPlan& plan, std::uint64_t seed, const std::string& tail) {
-  return plan.extended + "-seed" + std::to_string(seed) + tail + ".safetensors";
+std::string checkpoint_name(const std::string& pe, std::uint64_t seed, const std::string& tail) {
+  return pe + "-seed" + std::to_string(seed) + tail + ".safetensors";
 }
 
-// 1. Every encoding and seed, from scratch; the extended encoding's runs keep a checkpoint.
+// 1. Every encoding and seed, from scratch; the extended and the rotary encoding's runs keep a
+//    checkpoint.
 std::vector<GridRun> encoding_runs(const DemoPlan& plan, const std::filesystem::path& ckdir) {
   std::vector<GridRun> grid;
   for (const auto& pe : plan.encodings) {
@@ -69,9 +70,9 @@ std::vector<GridRun> encoding_runs(const DemoPlan& plan, const std::filesystem::
       s.run = plan.run(pe, plan.options.seed + k);
       s.name = pe + " seed " + std::to_string(s.run.train.seed);
       s.eval = plan.eval;
-      if (pe == plan.extended) {
-        s.checkpoint = (ckdir / checkpoint_name(plan, s.run.train.seed, "")).string();
-        s.keep_table = k == 0;
+      if (pe == plan.extended || pe == plan.rotary) {
+        s.checkpoint = (ckdir / checkpoint_name(pe, s.run.train.seed, "")).string();
+        s.keep_table = pe == plan.extended && k == 0;
       }
       grid.push_back(std::move(s));
     }
@@ -86,7 +87,7 @@ std::vector<GridRun> extension_runs(const DemoPlan& plan, const std::vector<Grid
   const std::size_t L = plan.train_len, L2 = 2 * L;
   std::vector<GridRun> ext;
   for (const auto& g : grid) {
-    if (g.checkpoint.empty()) continue;
+    if (g.run.model.pe != plan.extended) continue;
     const std::uint64_t seed = g.run.train.seed;
     const PositionTable table = load_position_table(g.checkpoint);
     for (const auto m : plan.methods) {
@@ -97,7 +98,7 @@ std::vector<GridRun> extension_runs(const DemoPlan& plan, const std::vector<Grid
       GridRun s;
       s.name = "extend by " + name + " seed " + std::to_string(seed);
       s.init_from = g.checkpoint;
-      s.table = (ckdir / checkpoint_name(plan, seed, "-" + name)).string();
+      s.table = (ckdir / checkpoint_name(plan.extended, seed, "-" + name)).string();
       save_position_table(s.table, longer);
       s.run = plan.extension_run(seed);
       s.eval = plan.eval;
@@ -115,6 +116,44 @@ std::vector<GridRun> extension_runs(const DemoPlan& plan, const std::vector<Grid
     }
   }
   return ext;
+}
+
+// 3. Each rotary run at 2L with each RoPE scaling method (factor 2 over its trained positions),
+//    fine-tuned with it at n <= 2L; exact match at n = 1..2L before any update and every
+//    rope_probe_every steps.
+std::vector<GridRun> rope_extension_runs(const DemoPlan& plan, const std::vector<GridRun>& grid) {
+  const std::size_t L2 = 2 * plan.train_len;
+  std::vector<GridRun> ext;
+  for (const auto& g : grid) {
+    if (plan.rotary.empty() || g.run.model.pe != plan.rotary) continue;
+    const std::uint64_t seed = g.run.train.seed;
+    for (const auto& m : plan.rope_methods) {
+      GridRun s;
+      s.name = plan.rotary + " " + m + " seed " + std::to_string(seed);
+      s.init_from = g.checkpoint;
+      s.run = plan.rope_extension_run(seed, m);
+      s.eval = plan.eval;
+      s.eval.max_len = L2;
+      for (std::size_t step = 0; step < plan.rope_extension_steps; step += plan.rope_probe_every) {
+        s.eval_at.push_back(step);
+      }
+      s.eval_at.push_back(plan.rope_extension_steps);
+      s.probe = s.eval;
+      ext.push_back(std::move(s));
+    }
+  }
+  return ext;
+}
+
+ExtensionRun extension_result(std::string method, const GridRun& run, GridOutcome& out) {
+  ExtensionRun er;
+  er.method = std::move(method);
+  er.seed = run.run.train.seed;
+  er.first_loss = out.first_loss;
+  er.train_seconds = out.results.train_seconds;
+  er.curve = std::move(out.at_steps);
+  er.after = std::move(out.results.results);
+  return er;
 }
 
 // The report's settings text, from the plan.
@@ -145,6 +184,18 @@ void describe(DemoReport& rep, const DemoPlan& plan, const RunConfig& first,
       "seeds [min, max]",
       input_len(L), L, input_len(L2), plan.extension_steps, L2, first.train.lr,
       extension.train.warmup, L + 1, L2);
+  if (plan.rotary.empty()) return;
+  const RunConfig rope = plan.rope_extension_run(plan.options.seed, plan.rope_methods.back());
+  std::string methods;
+  for (const auto& m : plan.rope_methods) methods += (methods.empty() ? "" : ", ") + m;
+  rep.rope_extension_training = fmt::format(
+      "Each {} run (trained at n <= {}, {} positions) run at n <= {} with each RoPE scaling ({}; "
+      "factor {:g} over the {} trained positions, the library's posemb/rope_scaling.hpp), then "
+      "fine-tuned {} steps at n <= {} with that scaling (lr {:g}, {} warmup steps, a fresh "
+      "optimizer); exact match over n = 1..{} before any update and every {} steps, mean over "
+      "seeds [min, max]",
+      plan.rotary, L, input_len(L), L2, methods, plan.rope_factor, input_len(L),
+      plan.rope_extension_steps, L2, rope.train.lr, rope.train.warmup, L2, plan.rope_probe_every);
 }
 
 }  // namespace
@@ -170,18 +221,19 @@ DemoOutcome run_demo(const DemoPlan& plan, const std::filesystem::path& checkpoi
     if (grid[i].keep_table) out.learned_table = std::move(grid_out[i].table);
   }
 
-  const auto ext = extension_runs(plan, grid, checkpoint_dir);
+  // The learned tables' extension and RoPE's in one stage: the runs share the threads.
+  auto ext = extension_runs(plan, grid, checkpoint_dir);
+  const std::size_t n_table = ext.size();
+  for (auto& r : rope_extension_runs(plan, grid)) ext.push_back(std::move(r));
   auto ext_out = run_stage(ext, plan, "demo: extension", progress);
-  for (std::size_t i = 0; i < ext.size(); ++i) {
-    ExtensionRun er;
-    er.method = std::string(resize_method_name(plan.methods[i % plan.methods.size()]));
-    er.seed = ext[i].run.train.seed;
-    er.first_loss = ext_out[i].first_loss;
-    er.train_seconds = ext_out[i].results.train_seconds;
-    er.curve = ext_out[i].at_steps;
-    er.after = ext_out[i].results.results;
-    if (ext[i].keep_table) out.extended_tables.emplace_back(er.method, std::move(ext_out[i].table));
-    rep.extension.push_back(std::move(er));
+  for (std::size_t i = 0; i < n_table; ++i) {
+    const std::string method(resize_method_name(plan.methods[i % plan.methods.size()]));
+    if (ext[i].keep_table) out.extended_tables.emplace_back(method, std::move(ext_out[i].table));
+    rep.extension.push_back(extension_result(method, ext[i], ext_out[i]));
+  }
+  for (std::size_t i = n_table; i < ext.size(); ++i) {
+    const std::string& method = plan.rope_methods[(i - n_table) % plan.rope_methods.size()];
+    rep.rope_extension.push_back(extension_result(method, ext[i], ext_out[i]));
   }
 
   describe(rep, plan, plan.run(plan.extended, plan.options.seed),
@@ -199,11 +251,19 @@ std::vector<std::pair<std::string, std::string>> demo_data_files(const DemoOutco
   const DemoPlan& plan = out.plan;
   const std::size_t L = plan.train_len, L2 = 2 * L;
   const auto& rep = out.report;
-  return {{"results.csv", results_csv(rep.runs)},
-          {"results.json", results_json(plan.options.task, L, rep.runs)},
-          {"extension.csv", extension_csv(rep.extension)},
-          {"extension.json", extension_json(L, L2, input_len(L2), rep.extension)},
-          {"summary.md", summary_markdown(rep)}};
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"results.csv", results_csv(rep.runs)},
+      {"results.json", results_json(plan.options.task, L, rep.runs)},
+      {"extension.csv", extension_csv(rep.extension)},
+      {"extension.json", extension_json(L, L2, input_len(L2), rep.extension)}};
+  if (!rep.rope_extension.empty()) {
+    files.emplace_back("rope_extension.csv", extension_csv(rep.rope_extension));
+    files.emplace_back(
+        "rope_extension.json",
+        rope_extension_json(L, L2, plan.rope_factor, input_len(L), rep.rope_extension));
+  }
+  files.emplace_back("summary.md", summary_markdown(rep));
+  return files;
 }
 
 }  // namespace posemb::lab

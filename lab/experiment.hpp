@@ -16,8 +16,10 @@
 // The demo: every registered encoding marked in_demo (lab/encoding.hpp) trained with `seeds` seeds
 // from scratch; then each learned table (the encoding with a table and contiguous positions)
 // extended to twice the training length by four methods and fine-tuned, exact match past L probed
-// along the way. Results are a function of the options (the seeds, the steps), never of the
-// threads.
+// along the way; and each rotary run (the encoding that rotates q and k) run at twice its
+// training length with each RoPE scaling method (factor 2: none, linear, ntk, dynamic, yarn),
+// measured before any update and fine-tuned with that scaling, probed every 100 steps. Results
+// are a function of the options (the seeds, the steps), never of the threads.
 #pragma once
 
 #include <cstddef>
@@ -45,11 +47,12 @@ struct DemoOptions {
   std::size_t parallel_runs = 1;  // runs trained at a time, one thread each
   std::uint64_t seed = 1;         // the first of `seeds` consecutive seeds
   std::size_t seeds = 3;
-  std::size_t steps = 0;             // learned, sinusoidal, rope, none ...
-  std::size_t randomized_steps = 0;  // an encoding trained on randomized positions
-  std::size_t extension_steps = 0;   // fine-tuning after extending the table
-  std::size_t eval_max = 0;          // longest evaluated n
-  std::size_t samples = 0;           // instances per evaluated length
+  std::size_t steps = 0;                 // learned, sinusoidal, rope, none ...
+  std::size_t randomized_steps = 0;      // an encoding trained on randomized positions
+  std::size_t extension_steps = 0;       // fine-tuning after extending the table
+  std::size_t rope_extension_steps = 0;  // fine-tuning a rotary run with a RoPE scaling
+  std::size_t eval_max = 0;              // longest evaluated n
+  std::size_t samples = 0;               // instances per evaluated length
 };
 
 // Every setting of the demo, resolved from DemoOptions and the preset of its task.
@@ -62,11 +65,21 @@ struct DemoPlan {
   std::string extended;                // the encoding whose table is extended
   std::vector<ResizeMethod> methods;   // copy, interpolate, random, sinusoidal
   EvalConfig eval;                     // 1..eval_max, `samples` per length
+  // Extending RoPE: the rotary encoding ("" when none is registered), the scaling methods
+  // (rope_scaling_methods(), none first), their factor (2: from L to 2L), the fine-tuning steps
+  // and the steps between probes (0 included).
+  std::string rotary;
+  std::vector<std::string> rope_methods;
+  double rope_factor = 2.0;
+  std::size_t rope_extension_steps = 0, rope_probe_every = 0;
 
   // The from-scratch run of encoding pe with seed.
   RunConfig run(const std::string& pe, std::uint64_t seed) const;
   // A learned run's extension: its table extended to 2L, fine-tuned at n <= 2L.
   RunConfig extension_run(std::uint64_t seed) const;
+  // A rotary run with a RoPE scaling method (factor rope_factor over the run's trained positions,
+  // lab::rope_scaling_for), fine-tuned at n <= 2L.
+  RunConfig rope_extension_run(std::uint64_t seed, const std::string& method) const;
 };
 
 // The plan of o (its task's preset, then the steps and sizes given). Throws ConfigError
@@ -76,7 +89,8 @@ DemoPlan plan_demo(const DemoOptions& o);
 // (posemb::MemoryLimitExceeded), before anything runs.
 void check_demo(const DemoPlan& plan);
 
-// Progress of one stage ("demo: encodings", "demo: extension") over all its runs' steps.
+// Progress of one stage ("demo: encodings", "demo: extension": the learned tables' and RoPE's)
+// over all its runs' steps.
 struct DemoProgress {
   std::string_view stage;
   std::size_t done = 0, total = 0;  // steps
@@ -91,14 +105,15 @@ struct DemoOutcome {
   std::vector<std::pair<std::string, Matrix<float>>> extended_tables;  // method, after fine-tuning
 };
 
-// Runs the plan: checkpoints of the learned runs and their extended tables go into
+// Runs the plan: checkpoints of the learned and rotary runs and the extended tables go into
 // checkpoint_dir (which must exist); `progress` (may be empty) is called from the training
 // threads, one call at a time. Throws std::runtime_error naming the first run that failed.
 DemoOutcome run_demo(const DemoPlan& plan, const std::filesystem::path& checkpoint_dir,
                      const std::function<void(const DemoProgress&)>& progress);
 
 // (file name, bytes) of the demo's data: results.csv, results.json, extension.csv,
-// extension.json and summary.md (the charts are drawn by the CLI's renderer).
+// extension.json, rope_extension.csv, rope_extension.json (when a rotary encoding ran) and
+// summary.md (the charts are drawn by the CLI's renderer).
 std::vector<std::pair<std::string, std::string>> demo_data_files(const DemoOutcome& out);
 
 // A run trained up to a step, with checkpoints along the way (`posemb train`).

@@ -142,13 +142,11 @@ std::string extension_csv(const std::vector<ExtensionRun>& runs) {
   return o.str();
 }
 
-std::string extension_json(std::size_t train_len, std::size_t extended_train_len,
-                           std::size_t table_rows, const std::vector<ExtensionRun>& runs) {
-  nlohmann::ordered_json j;
-  j["train_len"] = train_len;
-  j["extended_train_len"] = extended_train_len;
-  j["table_rows"] = table_rows;
-  j["runs"] = nlohmann::ordered_json::array();
+namespace {
+
+// The "runs" array of extension.json and rope_extension.json.
+nlohmann::ordered_json extension_runs_json(const std::vector<ExtensionRun>& runs) {
+  auto a = nlohmann::ordered_json::array();
   for (const auto& r : runs) {
     nlohmann::ordered_json run;
     run["method"] = r.method;
@@ -165,8 +163,32 @@ std::string extension_json(std::size_t train_len, std::size_t extended_train_len
     }
     run["after"] = nlohmann::ordered_json::array();
     for (const auto& l : r.after) run["after"].push_back(length_json(l));
-    j["runs"].push_back(run);
+    a.push_back(run);
   }
+  return a;
+}
+
+}  // namespace
+
+std::string extension_json(std::size_t train_len, std::size_t extended_train_len,
+                           std::size_t table_rows, const std::vector<ExtensionRun>& runs) {
+  nlohmann::ordered_json j;
+  j["train_len"] = train_len;
+  j["extended_train_len"] = extended_train_len;
+  j["table_rows"] = table_rows;
+  j["runs"] = extension_runs_json(runs);
+  return j.dump(2) + "\n";
+}
+
+std::string rope_extension_json(std::size_t train_len, std::size_t extended_train_len,
+                                double factor, std::size_t original_positions,
+                                const std::vector<ExtensionRun>& runs) {
+  nlohmann::ordered_json j;
+  j["train_len"] = train_len;
+  j["extended_train_len"] = extended_train_len;
+  j["factor"] = factor;
+  j["original_positions"] = original_positions;
+  j["runs"] = extension_runs_json(runs);
   return j.dump(2) + "\n";
 }
 

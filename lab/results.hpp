@@ -7,6 +7,7 @@
 //                               "exact_match", "token_accuracy"}]}]}; "seed" is null when unknown)
 //   extension.csv / .json       the table-extension experiment: exact match at the evaluated
 //                               lengths after each number of fine-tuning steps, per method and seed
+//   rope_extension.csv / .json  the same for a rotary run with each RoPE scaling method
 //
 //   lab::Spread s = lab::spread_of({0.97, 1.0, 0.99});   // mean 0.9867, min 0.97, max 1.0
 //   auto m = lab::mean_exact_match(run, 1, 8);           // nullopt if a length is beyond_table
@@ -63,8 +64,9 @@ struct LengthSpread {
 // lengths; throws std::invalid_argument otherwise or when runs is empty).
 std::vector<LengthSpread> spread_by_length(const std::vector<const RunResults*>& runs);
 
-// One fine-tuning run of the extension experiment: a learned table extended by `method`, then
-// fine-tuned; `curve` holds the evaluation after each number of steps (0: before any update).
+// One fine-tuning run of an extension experiment: a learned table extended by `method` (a resize
+// method), or a rotary run with `method` (a RoPE scaling), then fine-tuned; `curve` holds the
+// evaluation after each number of steps (0: before any update).
 struct ExtensionRun {
   std::string method;
   std::uint64_t seed = 0;
@@ -83,5 +85,11 @@ std::string extension_csv(const std::vector<ExtensionRun>& runs);
 // "train_seconds", "curve": [{"step", "results": [...]}], "after": [...]}]}
 std::string extension_json(std::size_t train_len, std::size_t extended_train_len,
                            std::size_t table_rows, const std::vector<ExtensionRun>& runs);
+// The RoPE extension (a rotary run with each scaling method, method "none" first; its CSV is
+// extension_csv's): {"train_len", "extended_train_len", "factor", "original_positions" (L0, the
+// trained positions the scaling stretches), "runs": [as in extension.json]}
+std::string rope_extension_json(std::size_t train_len, std::size_t extended_train_len,
+                                double factor, std::size_t original_positions,
+                                const std::vector<ExtensionRun>& runs);
 
 }  // namespace posemb::lab

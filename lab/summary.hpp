@@ -6,8 +6,9 @@
 //   std::string md = lab::summary_markdown(rep);                 // summary.md (and stdout)
 //
 // Each claim's encodings are found in the registry by their properties (lab/encoding.hpp: a
-// table at contiguous or randomized positions, computed at the input, rotary, none), never by
-// name; the extension methods copy and random are compared for Longformer's claim.
+// table at contiguous or randomized positions, computed at the input, rotary, a bias on the
+// scores, none), never by name; the extension methods copy and random are compared for
+// Longformer's claim, the RoPE scalings none, linear and yarn for Chen's and Peng's.
 #pragma once
 
 #include <cstddef>
@@ -32,6 +33,9 @@ struct DemoReport {
   std::vector<ExtensionRun> extension;
   std::size_t extended_train_len = 0;  // 2L: the extension's fine-tuning lengths n <= 2L
   std::string extension_training;      // "fine-tuned 400 steps at n <= 16 (lr ...)"
+  // Extending RoPE: a rotary run with each scaling method (curves over n = 1..2L from step 0).
+  std::vector<ExtensionRun> rope_extension;
+  std::string rope_extension_training;  // "Each rope run ... fine-tuned 500 steps ..."
   double wall_seconds = 0.0;
   bool quick = false;   // posemb demo --quick: said at the top; a claim not met is "not judged"
   std::string machine;  // "2 runs at a time, 1 thread each; load average 0.4 at start, 2.1 at end"
@@ -46,13 +50,13 @@ struct ClaimVerdict {
   bool reproduced = false;
 };
 
-// The five claims (Vaswani, Press, Ruoss, Longformer, Kazemnejad), each judged by its rule on
-// rep's numbers. A claim whose runs are missing from rep is "not reproduced" with measured
-// "not measured".
+// The eight claims (Vaswani, Press, Ruoss, Longformer, Kazemnejad; Press's ALiBi, Chen's position
+// interpolation, Peng's YaRN), each judged by its rule on rep's numbers. A claim whose runs are
+// missing from rep is "not reproduced" with measured "not measured".
 std::vector<ClaimVerdict> judge_claims(const DemoReport& rep);
 
 // summary.md: the claims table, the rules, the per-encoding summaries (in distribution, beyond
-// L, each as the mean and min-max over seeds) and the extension's curve.
+// L, each as the mean and min-max over seeds), the learned table extension's curve and RoPE's.
 std::string summary_markdown(const DemoReport& rep);
 
 // The runs of encoding pe in rep, in seed order.

@@ -34,7 +34,7 @@ extern const EncodingSpec kAlibi{
         "slopes m_h; no table; any position",
     .has_table = false,
     .site = EncodingSite::scores,
-    .in_demo = false,
+    .in_demo = true,
     .table_tensor = "",
     .train_positions = PositionMode::contiguous,
     .default_table_rows = [](std::size_t) { return std::size_t{0}; },

@@ -159,7 +159,9 @@ for f in summary.md results.csv results.json extension.csv extension.json \
   length_generalization.svg extension.svg learned_table_similarity.png \
   extended_copy_similarity.png extended_interpolate_similarity.png \
   extended_random_similarity.png extended_sinusoidal_similarity.png \
-  checkpoints/learned-seed1.safetensors checkpoints/learned-seed1-copy.safetensors; do
+  rope_extension.csv rope_extension.json rope_extension.svg \
+  checkpoints/learned-seed1.safetensors checkpoints/learned-seed1-copy.safetensors \
+  checkpoints/rope-seed1.safetensors; do
   [ -s "$tmp/demo/$f" ] || fail "demo --quick did not write $f"
 done
 # Progress: each stage's last line (all its steps done) printed once, not once per run.
@@ -187,11 +189,11 @@ j = json.load(open(d + "/results.json"))
 assert set(j) == {"task", "train_len", "runs"} and j["task"] == "copy", j.keys()
 L = j["train_len"]
 assert isinstance(L, int)
-kinds = ["learned", "learned-randomized", "sinusoidal", "rope", "none"]
+kinds = ["learned", "learned-randomized", "sinusoidal", "rope", "alibi", "none"]
 assert [(r["pe"], r["seed"]) for r in j["runs"]] == [(k, s) for k in kinds for s in (1, 2, 3)]
 for r in j["runs"]:
     assert set(r) == {"pe", "seed", "max_seq_len", "train_seconds", "results"}, r.keys()
-    assert (r["max_seq_len"] is None) == (r["pe"] in ("sinusoidal", "rope", "none"))
+    assert (r["max_seq_len"] is None) == (r["pe"] in ("sinusoidal", "rope", "alibi", "none"))
     assert isinstance(r["train_seconds"], float) and r["train_seconds"] > 0
     for x in r["results"]:
         assert set(x) == {"length", "status", "exact_match", "token_accuracy"}
@@ -230,6 +232,21 @@ for r in e["runs"]:
         assert [x["length"] for x in p["results"]] == list(range(L + 1, 2 * L + 1)), p
     assert [x["length"] for x in r["after"]] == list(range(1, 2 * L + 1))
     assert r["first_loss"] > 0
+# RoPE with each scaling: every point of every curve over n = 1..2L, step 0 first, a probe every
+# 50 steps of the quick run's 200; the CSV holds the same rows as the JSON.
+re_ = json.load(open(d + "/rope_extension.json"))
+assert re_["train_len"] == L and re_["extended_train_len"] == 2 * L and re_["factor"] == 2
+assert re_["original_positions"] == 2 * L + 2
+scalings = ["none", "linear", "ntk", "dynamic", "yarn"]
+assert [(r["method"], r["seed"]) for r in re_["runs"]] == [(m, s) for s in (1, 2, 3) for m in scalings]
+csv_rows = open(d + "/rope_extension.csv").read().splitlines()
+assert csv_rows[0] == "method,seed,step,length,status,exact_match,token_accuracy", csv_rows[0]
+for r in re_["runs"]:
+    assert [p["step"] for p in r["curve"]] == [0, 50, 100, 150, 200], r["method"]
+    for p in r["curve"]:
+        assert [x["length"] for x in p["results"]] == list(range(1, 2 * L + 1)), p
+        assert all(x["status"] == "ok" for x in p["results"])
+assert len(csv_rows) == 1 + sum(len(p["results"]) for r in re_["runs"] for p in r["curve"])
 # The verdicts, recomputed by the rules summary.md states.
 near = lambda pe: mean(per_seed(pe, L + 1, L + 3))
 inside = lambda pe: mean(per_seed(pe, 1, L))
@@ -240,14 +257,33 @@ def area(method):
         pts = [mean([x["exact_match"] for x in p["results"]]) for p in r["curve"]]
         v.append(mean(pts))
     return mean(v)
+def rope_point(method, k, lo, hi):
+    v = []
+    for r in re_["runs"]:
+        if r["method"] != method: continue
+        v.append(mean([x["exact_match"] for x in r["curve"][k]["results"] if lo <= x["length"] <= hi]))
+    return mean(v)
+def rope_area(method):
+    v = []
+    for r in re_["runs"]:
+        if r["method"] != method: continue
+        v.append(mean([mean([x["exact_match"] for x in p["results"] if x["length"] > L])
+                       for p in r["curve"]]))
+    return mean(v)
 want = {
-    "Vaswani": inside("learned") >= 0.9 and inside("sinusoidal") >= 0.9
+    "Vaswani et al. 2017": inside("learned") >= 0.9 and inside("sinusoidal") >= 0.9
                and abs(inside("learned") - inside("sinusoidal")) <= 0.03,
-    "Press": near("sinusoidal") <= 0.5 * inside("sinusoidal"),
-    "Ruoss": near("learned-randomized") >= 0.3 and near("learned-randomized") > near("sinusoidal"),
-    "Beltagy": area("copy") > area("random") + 0.02,
-    "Kazemnejad": inside("none") >= 0.9 and near("none") >= near("sinusoidal") + 0.05
+    "Press et al. 2022": near("sinusoidal") <= 0.5 * inside("sinusoidal"),
+    "Ruoss et al. 2023": near("learned-randomized") >= 0.3
+                         and near("learned-randomized") > near("sinusoidal"),
+    "Beltagy et al. 2020 (Longformer)": area("copy") > area("random") + 0.02,
+    "Kazemnejad et al. 2023": inside("none") >= 0.9 and near("none") >= near("sinusoidal") + 0.05
                   and near("none") >= near("rope") + 0.05,
+    "Press et al. 2022 (ALiBi)": near("alibi") > 0.5 * inside("alibi")
+                                 and near("alibi") >= near("sinusoidal") + 0.05,
+    "Chen et al. 2023": rope_area("linear") > rope_area("none") + 0.02,
+    "Peng et al. 2023 (YaRN)": rope_point("yarn", 0, 1, 2 * L) > rope_point("linear", 0, 1, 2 * L) + 0.02
+                               and rope_area("yarn") >= rope_area("linear"),
 }
 # A quick run says so before the claims, and a claim it does not meet is "not judged".
 assert summary.index("**A quick run** (`posemb demo --quick`)") < summary.index("| published claim |")
@@ -256,12 +292,12 @@ rows = [l for l in summary.splitlines()
         if l.startswith("| ") and l.rstrip().endswith(("** |", "| not judged (quick run) |"))]
 got = {}
 for l in rows:
-    who = l[2:].split()[0]
+    who = l[2:].split(":")[0]
     got[who] = l.rstrip().endswith("| **reproduced** |")
 assert set(got) == set(want), got
 for k in want:
     assert got[k] == want[k], (k, "summary says", got[k], "the rule gives", want[k])
-for f in ("length_generalization.svg", "extension.svg"):
+for f in ("length_generalization.svg", "extension.svg", "rope_extension.svg"):
     svg = xml.dom.minidom.parse(d + "/" + f)
     assert svg.getElementsByTagName("polygon"), f + ": no min-max bands"
 for f in ("learned_table_similarity.png", "extended_copy_similarity.png"):

@@ -109,7 +109,7 @@ TEST(DemoPlan, EveryRegisteredEncodingTheExtendedOneAndTheOverrides) {
     if (e->in_demo) in_demo.emplace_back(e->name);
   }
   EXPECT_EQ(plan.encodings, in_demo);
-  EXPECT_EQ(plan.encodings.size(), 5u);
+  EXPECT_EQ(plan.encodings.size(), 6u);
   EXPECT_TRUE(find_encoding(plan.extended).has_table);
   EXPECT_EQ(find_encoding(plan.extended).train_positions, PositionMode::contiguous);
   EXPECT_EQ(plan.steps, 12u);
@@ -131,6 +131,23 @@ TEST(DemoPlan, EveryRegisteredEncodingTheExtendedOneAndTheOverrides) {
   EXPECT_EQ(ext.task.train_len, 2 * plan.train_len);
   EXPECT_EQ(ext.model.max_seq_len, input_len(2 * plan.train_len));
   EXPECT_EQ(ext.train.steps, plan.extension_steps);
+  // RoPE: the rotary encoding with every scaling method, factor 2 over its trained positions.
+  ASSERT_FALSE(plan.rotary.empty());
+  EXPECT_EQ(find_encoding(plan.rotary).site, EncodingSite::attention);
+  EXPECT_EQ(plan.rope_methods, rope_scaling_methods());
+  EXPECT_EQ(plan.rope_probe_every, 50u);
+  for (const auto& m : plan.rope_methods) {
+    const RunConfig r = plan.rope_extension_run(5, m);
+    EXPECT_NO_THROW(r.validate()) << m;
+    EXPECT_EQ(r.model.pe, plan.rotary);
+    EXPECT_EQ(r.task.train_len, 2 * plan.train_len);
+    EXPECT_EQ(r.train.steps, plan.rope_extension_steps);
+    EXPECT_EQ(r.model.rope_scaling.method, m);
+    if (m != "none") {
+      EXPECT_EQ(r.model.rope_scaling.factor, 2.0) << m;
+      EXPECT_EQ(r.model.rope_scaling.original_len, input_len(plan.train_len)) << m;
+    }
+  }
   EXPECT_NO_THROW(check_demo(plan));
   DemoOptions bad = o;
   bad.eval_max = 100000;

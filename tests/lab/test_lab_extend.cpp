@@ -190,7 +190,10 @@ std::vector<bool> verdicts(const DemoReport& rep) {
 TEST(Summary, VerdictsFollowTheNumbersByTheStatedRules) {
   // Vaswani, Press, Ruoss, Longformer, Kazemnejad: all reproduced ...
   const DemoReport yes = report(0.99, 0.1, 0.5, 0.95, 0.3, {0.0, 0.5, 0.9}, {0.0, 0.1, 0.5});
-  EXPECT_EQ(verdicts(yes), (std::vector<bool>{true, true, true, true, true}));
+  const auto v = verdicts(yes);
+  ASSERT_EQ(v.size(), 8u);
+  EXPECT_EQ(std::vector<bool>(v.begin(), v.begin() + 5),
+            (std::vector<bool>{true, true, true, true, true}));
   // ... and each one flips when its own numbers cross its rule.
   EXPECT_EQ(verdicts(report(0.95, 0.1, 0.5, 0.95, 0.3, {0, .5, .9}, {0, .1, .5}))[0], false)
       << "learned 1.00 vs sinusoidal 0.95: more than 0.03 apart";
@@ -217,6 +220,67 @@ TEST(Summary, VerdictsFollowTheNumbersByTheStatedRules) {
   EXPECT_NE(summary_markdown(report(0.5, 0.1, 0.5, 0.95, 0.3, {0, .5}, {0, .1}))
                 .find("not reproduced at this budget"),
             std::string::npos);
+}
+
+// A RoPE scaling's fine-tuning run (L = 2, 2L = 4): exact match `in0` at n = 1, 2 before any
+// update (1 afterwards), and past[k] at n = 3, 4 at the curve's point k (steps 0, 100, ...).
+ExtensionRun scaled(const std::string& method, double in0, const std::vector<double>& past) {
+  ExtensionRun e;
+  e.method = method;
+  e.seed = 1;
+  for (std::size_t k = 0; k < past.size(); ++k) {
+    std::vector<LengthResult> at;
+    for (std::size_t n = 1; n <= 4; ++n) {
+      LengthResult l;
+      l.length = n;
+      l.exact_match = n > 2 ? past[k] : k == 0 ? in0 : 1.0;
+      at.push_back(l);
+    }
+    e.curve.emplace_back(100 * k, at);
+  }
+  e.after = e.curve.back().second;
+  return e;
+}
+
+// ALiBi exact match 1 in distribution and alibi_past past L, sinusoidal sin_past; the RoPE
+// scalings none, linear and yarn (in0 and curve each).
+DemoReport long_report(double alibi_past, double sin_past, const std::vector<double>& none,
+                       double linear0, const std::vector<double>& linear, double yarn0,
+                       const std::vector<double>& yarn) {
+  DemoReport rep = report(0.99, sin_past, 0.5, 0.95, 0.3, {0.0, 0.5, 0.9}, {0.0, 0.1, 0.5});
+  rep.runs.push_back(run("alibi", 1.0, alibi_past));
+  rep.rope_extension = {scaled("none", 0.5, none), scaled("linear", linear0, linear),
+                        scaled("yarn", yarn0, yarn)};
+  return rep;
+}
+
+TEST(Summary, LongContextClaimsFollowTheirRules) {
+  // Press (ALiBi), Chen, Peng: all reproduced ...
+  const std::vector<double> lo{0, .1, .5}, mid{0, .5, .9}, hi{0, .6, .95};
+  const DemoReport yes = long_report(0.6, 0.1, lo, 0.1, mid, 0.5, hi);
+  auto tail = [](const DemoReport& r) {
+    const auto v = verdicts(r);
+    return std::vector<bool>(v.begin() + 5, v.end());
+  };
+  EXPECT_EQ(tail(yes), (std::vector<bool>{true, true, true}));
+  // ... and each flips when its own numbers cross its rule.
+  EXPECT_EQ(tail(long_report(0.45, 0.1, lo, 0.1, mid, 0.5, hi))[0], false)
+      << "ALiBi keeps 0.45 of 1.0 past L: not more than half";
+  EXPECT_EQ(tail(long_report(0.6, 0.58, lo, 0.1, mid, 0.5, hi))[0], false)
+      << "ALiBi past L not 0.05 above sinusoidal";
+  EXPECT_EQ(tail(long_report(0.6, 0.1, {0, .49, .9}, 0.1, mid, 0.5, hi))[1], false)
+      << "linear's curve above none's by 0.0033 on average: within the margin";
+  EXPECT_EQ(tail(long_report(0.6, 0.1, lo, 0.1, mid, 0.12, hi))[2], false)
+      << "yarn above linear before fine-tuning by 0.01 over n = 1..4: within the margin";
+  EXPECT_EQ(tail(long_report(0.6, 0.1, lo, 0.1, mid, 0.5, {0, .3, .9}))[2], false)
+      << "yarn's curve below linear's";
+  // The markdown has the RoPE part: step 0 over n = 1..2L, the curve, the best scaling.
+  const std::string md = summary_markdown(yes);
+  for (const char* s : {"Press et al. 2022 (ALiBi)", "Chen et al. 2023", "Peng et al. 2023",
+                        "## Extending RoPE", "before fine-tuning, n = 1..4",
+                        "Best after fine-tuning, mean exact match over n = 3..4: yarn"}) {
+    EXPECT_NE(md.find(s), std::string::npos) << s;
+  }
 }
 
 TEST(Summary, MissingRunsAreNotMeasuredNotReproduced) {

@@ -1,6 +1,7 @@
 // `posemb demo`: the main job. Trains the lab model (a small GPT) on a task with each registered
 // positional encoding, three seeds each; then extends each learned table to twice the training
-// length four ways (copy, interpolate, random, sinusoidal) and fine-tunes (lab/experiment.hpp).
+// length four ways (copy, interpolate, random, sinusoidal) and fine-tunes, and runs each rope run
+// at twice its training length with each RoPE scaling and fine-tunes (lab/experiment.hpp).
 // Writes summary.md (each published claim beside this run's numbers, with a verdict from stated
 // rules; the same text on stdout), results and extension data, and the charts.
 #include <fmt/core.h>
@@ -44,15 +45,17 @@ void run_demo(DemoFlags& f) {
   const std::filesystem::path dir = prepare_output_dir(
       f.out,
       {"summary.md", "results.csv", "results.json", "extension.csv", "extension.json",
-       "length_generalization.svg", "extension.svg", "learned_table_similarity.png"},
+       "length_generalization.svg", "extension.svg", "learned_table_similarity.png",
+       "rope_extension.csv", "rope_extension.json", "rope_extension.svg"},
       "demo");
   const std::filesystem::path ckdir = dir / "checkpoints";
   std::filesystem::create_directories(ckdir);
   fmt::print(stderr,
-             "posemb demo{}: {} encodings x {} seeds, then the learned table extended {} ways; "
-             "{} runs at a time, one thread each\n",
+             "posemb demo{}: {} encodings x {} seeds, then the learned table extended {} ways "
+             "and {} with {} RoPE scalings; {} runs at a time, one thread each\n",
              f.demo.quick ? " --quick" : "", plan.encodings.size(), f.demo.seeds,
-             plan.methods.size(), f.demo.parallel_runs);
+             plan.methods.size(), plan.rotary.empty() ? "no rotary run" : plan.rotary,
+             plan.rope_methods.size(), f.demo.parallel_runs);
   std::optional<Progress> progress;
   std::string stage;
   const auto out = lab::run_demo(plan, ckdir, [&](const lab::DemoProgress& p) {
@@ -82,8 +85,10 @@ void register_demo_command(CLI::App& app) {
   for (const auto& pe : lab::plan_demo({}).encodings) names += (names.empty() ? "" : ", ") + pe;
   CLI::App* cmd = app.add_subcommand(
       "demo", "Train a small GPT with each positional encoding (" + names +
-                  "; three seeds each), extend the learned table four ways and fine-tune; writes "
-                  "summary.md (published results beside this run's), data and charts into --out.");
+                  "; three seeds each), extend the learned table four ways and fine-tune, run "
+                  "RoPE at twice its training length with each scaling (none, linear, ntk, "
+                  "dynamic, yarn) and fine-tune; writes summary.md (published results beside "
+                  "this run's), data and charts into --out.");
   cmd->add_option("--out", f->out, "Output directory")->capture_default_str();
   cmd->add_flag("--quick", o.quick, "A smoke run under a minute (n <= 6, fewer steps)");
   cmd->add_option("--threads", f->threads,
@@ -109,6 +114,10 @@ void register_demo_command(CLI::App& app) {
   cmd->add_option("--extension-steps", o.extension_steps,
                   "Fine-tuning steps after extending the table (default 1000; reverse 3000; quick "
                   "300)")
+      ->check(within(lab::limits::steps));
+  cmd->add_option("--rope-extension-steps", o.rope_extension_steps,
+                  "Fine-tuning steps of RoPE with each scaling at twice the training length "
+                  "(default 500, probed every 100; reverse 1500; quick 200, every 50)")
       ->check(within(lab::limits::steps));
   cmd->add_option("--eval-max", o.eval_max, "Longest evaluated n (default 3x training length)")
       ->check(within(lab::limits::eval_len));

@@ -122,6 +122,14 @@ std::vector<std::pair<std::string, std::string>> demo_charts(const lab::DemoOutc
                      extension_svg("learned table extended from n <= " + std::to_string(L) +
                                        " to n <= " + std::to_string(L2) + ", then fine-tuned",
                                    L + 1, L2, rep.extension));
+  if (!rep.rope_extension.empty()) {
+    files.emplace_back(
+        "rope_extension.svg",
+        extension_svg(plan.rotary + " trained on n <= " + std::to_string(L) +
+                          ", run at n <= " + std::to_string(L2) + " with each scaling (factor " +
+                          fmt::format("{:g}", plan.rope_factor) + "), then fine-tuned",
+                      L + 1, L2, rep.rope_extension));
+  }
   const auto& t0 = out.learned_table;
   files.emplace_back(
       "learned_table_similarity.png",

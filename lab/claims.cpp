@@ -1,0 +1,405 @@
+// The summary's rules: each published claim, the numbers of this run it reads and the rule that
+// decides its verdict (fixed here, before any run); and the numbers the summary's text shares.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "lab/encoding.hpp"
+#include "lab/summary.hpp"
+#include "lab/summary_detail.hpp"
+
+namespace posemb::lab {
+namespace summary_detail {
+
+std::string range(std::size_t lo, std::size_t hi) {
+  return "n = " + std::to_string(lo) + ".." + std::to_string(hi);
+}
+
+std::string fixed(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string spread_text(const std::vector<double>& v, int digits) {
+  if (v.empty()) return "-";
+  const Spread s = spread_of(v);
+  if (s.count == 1) return fixed(s.mean, digits);
+  return fixed(s.mean, digits) + " [" + fixed(s.min, digits) + ", " + fixed(s.max, digits) + "]";
+}
+
+double mean(const std::vector<double>& v) {
+  return spread_of(v).mean;
+}
+
+EncodingNumbers numbers(const DemoReport& rep, const std::string& pe) {
+  EncodingNumbers e;
+  const auto runs = runs_of(rep, pe);
+  if (runs.empty()) return e;
+  e.present = true;
+  const std::size_t L = rep.task.train_len;
+  std::size_t top = 0;
+  for (const auto& ls : spread_by_length(runs)) {
+    if (ls.beyond_table) break;
+    top = ls.length;
+  }
+  e.far_end = top;
+  e.in = per_seed_mean_exact(runs, 1, L);
+  e.near = per_seed_mean_exact(runs, L + 1, std::min(L + 3, top));
+  e.far = per_seed_mean_exact(runs, L + 1, top);
+  e.near_beyond = e.near.empty();
+  return e;
+}
+
+std::vector<std::string> methods_of(const std::vector<ExtensionRun>& runs) {
+  std::vector<std::string> methods;
+  for (const auto& r : runs) {
+    if (std::find(methods.begin(), methods.end(), r.method) == methods.end()) {
+      methods.push_back(r.method);
+    }
+  }
+  return methods;
+}
+
+std::vector<double> curve_areas(const std::vector<ExtensionRun>& runs, const std::string& method,
+                                std::size_t lo, std::size_t hi) {
+  std::vector<double> out;
+  for (const auto& r : runs) {
+    if (r.method == method) out.push_back(mean(curve_mean_exact(r, lo, hi)));
+  }
+  return out;
+}
+
+std::vector<double> curve_point(const std::vector<ExtensionRun>& runs, const std::string& method,
+                                std::size_t k, std::size_t lo, std::size_t hi) {
+  std::vector<double> out;
+  for (const auto& r : runs) {
+    if (r.method == method && k < r.curve.size()) out.push_back(curve_mean_exact(r, lo, hi)[k]);
+  }
+  return out;
+}
+
+std::vector<double> after_means(const std::vector<ExtensionRun>& runs, const std::string& method,
+                                std::size_t lo, std::size_t hi) {
+  std::vector<double> out;
+  for (const auto& r : runs) {
+    RunResults after;
+    after.results = r.after;
+    const auto v = mean_exact_match(after, lo, hi);
+    if (r.method == method && v) out.push_back(*v);
+  }
+  return out;
+}
+
+std::vector<double> first_losses(const std::vector<ExtensionRun>& runs, const std::string& method) {
+  std::vector<double> out;
+  for (const auto& r : runs) {
+    if (r.method == method) out.push_back(r.first_loss);
+  }
+  return out;
+}
+
+std::string verdict(bool ok, bool quick) {
+  if (ok) return "**reproduced**";
+  return quick ? "not judged (quick run)" : "**not reproduced at this budget**";
+}
+
+}  // namespace summary_detail
+
+namespace {
+
+using namespace summary_detail;
+
+// The rules' thresholds, stated in the summary next to each verdict.
+constexpr double kVaswaniFloor = 0.90;      // both encodings learn the task in distribution
+constexpr double kVaswaniTolerance = 0.03;  // and are this close (exact match, absolute)
+constexpr double kPressDrop = 0.5;          // beyond L at most this fraction of in distribution
+constexpr double kRuossFloor = 0.30;        // learned-randomized just past L, at least
+constexpr double kNopeFloor = 0.90;         // NoPE in distribution ("near-perfect")
+constexpr double kNopeMargin = 0.05;        // NoPE past L above sinusoidal and rope by this
+constexpr double kCopyMargin = 0.02;        // copy's curve above random's by more than this
+constexpr double kAlibiMargin = 0.05;       // ALiBi past L above sinusoidal by this
+constexpr double kScalingMargin = 0.02;     // one RoPE scaling above another by more than this
+
+// The encodings the published claims are about, found in the registry by their properties,
+// with this run's numbers of each.
+struct Role {
+  std::string name;  // the registered name ("" when no encoding has the properties)
+  EncodingNumbers n;
+};
+
+// The first registered encoding with the properties that has runs in rep (else the first with
+// them, unmeasured).
+Role role(const DemoReport& rep, bool (*pred)(const EncodingSpec&)) {
+  const EncodingSpec* spec = find_encoding_if(pred);
+  for (const auto* e : encodings()) {
+    if (pred(*e) && !runs_of(rep, std::string(e->name)).empty()) {
+      spec = e;
+      break;
+    }
+  }
+  if (spec == nullptr) return {};
+  Role r{std::string(spec->name), {}};
+  r.n = numbers(rep, r.name);
+  return r;
+}
+
+struct Measured {
+  std::size_t L = 0;
+  std::string in_range, near_range;
+  Role learned, randomized, sinusoidal, rope, none, alibi;
+};
+
+Measured measure(const DemoReport& rep) {
+  Measured m;
+  m.L = rep.task.train_len;
+  m.in_range = range(1, m.L);
+  m.near_range = range(m.L + 1, m.L + 3);
+  m.learned = role(rep, [](const EncodingSpec& e) {
+    return e.has_table && e.train_positions == PositionMode::contiguous;
+  });
+  m.randomized = role(rep, [](const EncodingSpec& e) {
+    return e.has_table && e.train_positions == PositionMode::randomized;
+  });
+  m.sinusoidal = role(
+      rep, [](const EncodingSpec& e) { return e.site == EncodingSite::input && e.any_position(); });
+  m.rope = role(rep, [](const EncodingSpec& e) { return e.site == EncodingSite::attention; });
+  m.none = role(rep, [](const EncodingSpec& e) { return e.site == EncodingSite::nowhere; });
+  m.alibi = role(rep, [](const EncodingSpec& e) { return e.site == EncodingSite::scores; });
+  return m;
+}
+
+ClaimVerdict not_measured(ClaimVerdict c) {
+  c.measured = "not measured";
+  return c;
+}
+
+ClaimVerdict vaswani(const Measured& m) {
+  const auto &learned = m.learned, &sin = m.sinusoidal;
+  ClaimVerdict c;
+  c.claim =
+      "Vaswani et al. 2017: a learned table and the sinusoidal encoding do about as well "
+      "within the trained lengths";
+  c.published = "WMT14 En-De dev: learned PPL 4.92, BLEU 25.7; sinusoidal PPL 4.92, BLEU 25.8";
+  c.rule = "both mean exact matches over " + m.in_range + " at least " + fixed(kVaswaniFloor, 2) +
+           " and within " + fixed(kVaswaniTolerance, 2) + " of each other";
+  if (!learned.n.present || !sin.n.present || learned.n.in.empty() || sin.n.in.empty()) {
+    return not_measured(c);
+  }
+  const double a = mean(learned.n.in), b = mean(sin.n.in);
+  c.measured = "exact match, " + m.in_range + ": " + learned.name + " " +
+               spread_text(learned.n.in) + ", " + sin.name + " " + spread_text(sin.n.in);
+  c.reproduced = a >= kVaswaniFloor && b >= kVaswaniFloor && std::fabs(a - b) <= kVaswaniTolerance;
+  return c;
+}
+
+ClaimVerdict press(const Measured& m) {
+  const auto& sin = m.sinusoidal;
+  ClaimVerdict c;
+  c.claim =
+      "Press et al. 2022: the sinusoidal encoding can be computed past the training "
+      "length L but does not generalize there";
+  c.published =
+      "WikiText-103, L = 512, perplexity 20.05 at 512, 24.86 at 712, 43.54 at 1012, "
+      "132.41 at 2512";
+  c.rule = sin.name + "'s mean exact match over " + m.near_range + " at most " +
+           fixed(kPressDrop, 2) + " x its mean over " + m.in_range;
+  if (!sin.n.present || sin.n.in.empty() || sin.n.near.empty()) return not_measured(c);
+  c.measured = sin.name + " exact match: " + spread_text(sin.n.in) + " over " + m.in_range + ", " +
+               spread_text(sin.n.near) + " over " + m.near_range + ", " + spread_text(sin.n.far) +
+               " over " + range(m.L + 1, sin.n.far_end);
+  c.reproduced = mean(sin.n.near) <= kPressDrop * mean(sin.n.in);
+  return c;
+}
+
+ClaimVerdict ruoss(const Measured& m) {
+  const auto &rnd = m.randomized, &sin = m.sinusoidal;
+  ClaimVerdict c;
+  c.claim =
+      "Ruoss et al. 2023: training a large learned table on randomized positions extends "
+      "to longer sequences";
+  c.published =
+      "+12.0% average test accuracy over 15 algorithmic tasks (trained on n <= 40, "
+      "tested on 41..500)";
+  c.rule = rnd.name + "'s mean exact match over " + m.near_range + " at least " +
+           fixed(kRuossFloor, 2) + " and above " + sin.name + "'s (means over seeds)";
+  if (!rnd.n.present || !sin.n.present || rnd.n.near.empty() || sin.n.near.empty()) {
+    return not_measured(c);
+  }
+  c.measured = "exact match, " + m.near_range + ": " + rnd.name + " " + spread_text(rnd.n.near) +
+               ", " + sin.name + " " + spread_text(sin.n.near) +
+               (m.learned.n.near_beyond ? ", " + m.learned.name + ": no rows past its table"
+                                        : std::string()) +
+               "; in distribution " + rnd.name + " " + spread_text(rnd.n.in);
+  c.reproduced = mean(rnd.n.near) >= kRuossFloor && mean(rnd.n.near) > mean(sin.n.near);
+  return c;
+}
+
+ClaimVerdict longformer(const DemoReport& rep, const Measured& m) {
+  ClaimVerdict c;
+  c.claim =
+      "Beltagy et al. 2020 (Longformer): new rows initialized by copying the trained ones "
+      "recover faster than random ones";
+  c.published =
+      "RoBERTa's 512 rows extended to 4096, bits per character at the start: copy "
+      "1.957, random 10.299; copy after 2K updates 1.753";
+  const std::string ext = range(m.L + 1, rep.extended_train_len);
+  c.rule = "copy's exact match over " + ext +
+           ", averaged over the fine-tuning curve's points (step 0 included), above random's "
+           "by more than " +
+           fixed(kCopyMargin, 2) + " (means over seeds)";
+  const auto copy = curve_areas(rep.extension, "copy", m.L + 1, rep.extended_train_len);
+  const auto random = curve_areas(rep.extension, "random", m.L + 1, rep.extended_train_len);
+  if (copy.empty() || random.empty()) return not_measured(c);
+  c.measured = "exact match over " + ext + ", mean over the curve: copy " + spread_text(copy) +
+               ", random " + spread_text(random) + "; loss of the first fine-tuning batch: copy " +
+               spread_text(first_losses(rep.extension, "copy")) + ", random " +
+               spread_text(first_losses(rep.extension, "random"));
+  c.reproduced = mean(copy) > mean(random) + kCopyMargin;
+  return c;
+}
+
+ClaimVerdict nope(const Measured& m) {
+  const auto &none = m.none, &sin = m.sinusoidal, &rope = m.rope;
+  ClaimVerdict c;
+  c.claim =
+      "Kazemnejad et al. 2023: no positional encoding (NoPE) generalizes to longer "
+      "sequences better than sinusoidal and rotary";
+  c.published =
+      "decoder-only models trained on n <= 20, tested to 40: near-perfect in "
+      "distribution for every encoding; NoPE (and T5's bias) best beyond it, "
+      "sinusoidal and rotary poor";
+  c.rule = none.name + "'s mean exact match over " + m.in_range + " at least " +
+           fixed(kNopeFloor, 2) + ", and over " + m.near_range + " above both " + sin.name +
+           "'s and " + rope.name + "'s by " + fixed(kNopeMargin, 2) + " or more (means over seeds)";
+  if (!none.n.present || !sin.n.present || !rope.n.present || none.n.near.empty() ||
+      sin.n.near.empty() || rope.n.near.empty()) {
+    return not_measured(c);
+  }
+  c.measured = none.name + " " + spread_text(none.n.in) + " over " + m.in_range + "; over " +
+               m.near_range + ": " + none.name + " " + spread_text(none.n.near) + ", " + sin.name +
+               " " + spread_text(sin.n.near) + ", " + rope.name + " " + spread_text(rope.n.near);
+  const double b = mean(none.n.near);
+  c.reproduced = mean(none.n.in) >= kNopeFloor && b >= mean(sin.n.near) + kNopeMargin &&
+                 b >= mean(rope.n.near) + kNopeMargin;
+  return c;
+}
+
+ClaimVerdict press_alibi(const Measured& m) {
+  const auto &alibi = m.alibi, &sin = m.sinusoidal;
+  ClaimVerdict c;
+  c.claim =
+      "Press et al. 2022 (ALiBi): a linear bias on the attention scores, trained at L, "
+      "extrapolates past L where the sinusoidal encoding does not";
+  c.published =
+      "WikiText-103: ALiBi trained at L = 1024 reaches at 2048 the perplexity of a sinusoidal "
+      "model trained at 2048 (and trains 11% faster); sinusoidal trained at 512: 20.05 at 512, "
+      "43.54 at 1012";
+  c.rule = alibi.name + "'s mean exact match over " + m.near_range + " more than " +
+           fixed(kPressDrop, 2) + " x its mean over " + m.in_range + ", and above " + sin.name +
+           "'s over " + m.near_range + " by " + fixed(kAlibiMargin, 2) +
+           " or more (means over seeds)";
+  if (!alibi.n.present || !sin.n.present || alibi.n.in.empty() || alibi.n.near.empty() ||
+      sin.n.near.empty()) {
+    return not_measured(c);
+  }
+  c.measured = alibi.name + " exact match: " + spread_text(alibi.n.in) + " over " + m.in_range +
+               ", " + spread_text(alibi.n.near) + " over " + m.near_range + ", " +
+               spread_text(alibi.n.far) + " over " + range(m.L + 1, alibi.n.far_end) + "; " +
+               sin.name + " " + spread_text(sin.n.near) + " over " + m.near_range;
+  const double near = mean(alibi.n.near);
+  c.reproduced = near > kPressDrop * mean(alibi.n.in) && near >= mean(sin.n.near) + kAlibiMargin;
+  return c;
+}
+
+// The RoPE scalings' claims read the library's method names: none (extrapolation), linear
+// (position interpolation), yarn.
+ClaimVerdict chen(const DemoReport& rep, const Measured& m) {
+  ClaimVerdict c;
+  c.claim =
+      "Chen et al. 2023: position interpolation (linear) recovers past the trained length "
+      "within a short fine-tuning, where extrapolation (no scaling) does not";
+  c.published =
+      "LLaMA 7B-65B extended to 32768 positions within 1000 fine-tuning steps; interpolating "
+      "beats extrapolating by orders of magnitude in perplexity at 2-4x the trained length";
+  const std::string ext = range(m.L + 1, rep.extended_train_len);
+  c.rule = "linear's exact match over " + ext +
+           ", averaged over the fine-tuning curve's points (step 0 included), above none's by "
+           "more than " +
+           fixed(kScalingMargin, 2) + " (means over seeds)";
+  const auto& runs = rep.rope_extension;
+  const std::string& no_scaling = rope_scaling_methods().front();
+  const auto linear = curve_areas(runs, "linear", m.L + 1, rep.extended_train_len);
+  const auto none = curve_areas(runs, no_scaling, m.L + 1, rep.extended_train_len);
+  if (linear.empty() || none.empty()) return not_measured(c);
+  const std::size_t probe = std::min<std::size_t>(1, runs.front().curve.size() - 1);
+  c.measured = "exact match over " + ext + ", mean over the curve: linear " + spread_text(linear) +
+               ", none " + spread_text(none) + "; at step " +
+               std::to_string(runs.front().curve[probe].first) + ": linear " +
+               spread_text(curve_point(runs, "linear", probe, m.L + 1, rep.extended_train_len)) +
+               ", none " +
+               spread_text(curve_point(runs, no_scaling, probe, m.L + 1, rep.extended_train_len));
+  c.reproduced = mean(linear) > mean(none) + kScalingMargin;
+  return c;
+}
+
+ClaimVerdict peng(const DemoReport& rep, const Measured& m) {
+  ClaimVerdict c;
+  c.claim =
+      "Peng et al. 2023 (YaRN): YaRN does better than position interpolation before "
+      "fine-tuning, and needs fewer fine-tuning steps";
+  c.published =
+      "LLaMA-2-7B at 16k without fine-tuning, WikiText perplexity: linear 54.48, YaRN 6.60 "
+      "(llama.cpp PR #2268); 10x fewer tokens and 2.5x fewer training steps than earlier methods";
+  const std::size_t L2 = rep.extended_train_len;
+  const std::string all = range(1, L2), ext = range(m.L + 1, L2);
+  c.rule = "yarn's exact match over " + all + " before fine-tuning above linear's by more than " +
+           fixed(kScalingMargin, 2) + ", and yarn's over " + ext +
+           " averaged over the fine-tuning curve's points at least linear's (means over seeds)";
+  const auto& runs = rep.rope_extension;
+  const auto yarn0 = curve_point(runs, "yarn", 0, 1, L2);
+  const auto linear0 = curve_point(runs, "linear", 0, 1, L2);
+  const auto yarn = curve_areas(runs, "yarn", m.L + 1, L2);
+  const auto linear = curve_areas(runs, "linear", m.L + 1, L2);
+  if (yarn0.empty() || linear0.empty() || yarn.empty() || linear.empty()) return not_measured(c);
+  c.measured = "exact match over " + all + " before fine-tuning: yarn " + spread_text(yarn0) +
+               ", linear " + spread_text(linear0) + "; over " + ext +
+               ", mean over the curve: yarn " + spread_text(yarn) + ", linear " +
+               spread_text(linear);
+  c.reproduced = mean(yarn0) > mean(linear0) + kScalingMargin && mean(yarn) >= mean(linear);
+  return c;
+}
+
+}  // namespace
+
+std::vector<const RunResults*> runs_of(const DemoReport& rep, const std::string& pe) {
+  std::vector<const RunResults*> out;
+  for (const auto& r : rep.runs) {
+    if (r.pe == pe) out.push_back(&r);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const RunResults* a, const RunResults* b) {
+    return a->seed.value_or(0) < b->seed.value_or(0);
+  });
+  return out;
+}
+
+std::vector<double> per_seed_mean_exact(const std::vector<const RunResults*>& runs, std::size_t lo,
+                                        std::size_t hi) {
+  std::vector<double> out;
+  for (const RunResults* r : runs) {
+    const auto m = mean_exact_match(*r, lo, hi);
+    if (!m) return {};
+    out.push_back(*m);
+  }
+  return out;
+}
+
+std::vector<ClaimVerdict> judge_claims(const DemoReport& rep) {
+  const Measured m = measure(rep);
+  return {vaswani(m), press(m),       ruoss(m),     longformer(rep, m),
+          nope(m),    press_alibi(m), chen(rep, m), peng(rep, m)};
+}
+
+}  // namespace posemb::lab
