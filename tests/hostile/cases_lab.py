@@ -186,7 +186,8 @@ def flag_cases(p):
             "--lengths": ["", "1", ":", "1:", ":5", "a:b", "5:2", "1:2:3", "-1:5", "1:100001", " 1:5", "1 :5",
                           "0:0", "0:5", "1:-1", "1.5:2", "+1:2", "1:1e3"]}),
         "demo": (["demo", "--quick", "--out", "{dir}/D"], {
-            "--steps": BAD_INT + ["0"], "--eval-max": BAD_INT + ["0", "100001"], "--samples": BAD_INT + ["0"],
+            "--steps": BAD_INT + ["0"], "--rope-extension-steps": BAD_INT + ["0"],
+            "--eval-max": BAD_INT + ["0", "100001"], "--samples": BAD_INT + ["0"],
             "--threads": BAD_INT + ["0"], "--seed": ["abc", "-1"]}),
         "bench": (["bench", "--no-peer"], {"--reps": BAD_INT + ["0", "1001", "1000000000"]}),
         "resize": (["resize", p["good.npy"], "--to", "80", "--method", "copy", "-o", "{dir}/o.npy"], {
