@@ -117,7 +117,7 @@ void register_demo_command(CLI::App& app) {
       ->check(within(lab::limits::steps));
   cmd->add_option("--rope-extension-steps", o.rope_extension_steps,
                   "Fine-tuning steps of RoPE with each scaling at twice the training length "
-                  "(default 500, probed every 100; reverse 1500; quick 200, every 50)")
+                  "(default 500, probed every 100; reverse 1000; quick 200, every 50)")
       ->check(within(lab::limits::steps));
   cmd->add_option("--eval-max", o.eval_max, "Longest evaluated n (default 3x training length)")
       ->check(within(lab::limits::eval_len));
