@@ -25,10 +25,6 @@ struct ConvertOptions {
   std::string dtype;
 };
 
-bool ends_with_npy(const std::string& p) {
-  return p.size() >= 4 && p.compare(p.size() - 4, 4, ".npy") == 0;
-}
-
 // .npy holds every row and no metadata: the reserved rows of a table (recorded, or likely from
 // an all-zero leading row) are said on stderr, as `posemb resize` does for a .npy output.
 void warn_reserved_rows(const TensorFile& file, const ConvertOptions& o,

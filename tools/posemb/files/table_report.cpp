@@ -26,10 +26,6 @@ std::string name_list(const std::vector<std::string>& names) {
   return s;
 }
 
-bool ends_with_npy(const std::string& p) {
-  return p.size() >= 4 && p.compare(p.size() - 4, 4, ".npy") == 0;
-}
-
 // The notes after a whole file is written: tensors still sized for the old table, and what
 // else may still give the old length.
 void print_whole_file_notes(const FileResize& r, bool lab_checkpoint, bool table_metadata) {
@@ -72,6 +68,10 @@ std::size_t write_cosine_heatmap(MatrixView<const float> unit, std::size_t step,
   o.index_step = step;
   write_file_atomically(path, "inspect --plot", viz::heatmap_png(sim, o));
   return sim.rows();
+}
+
+bool ends_with_npy(const std::string& path) {
+  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0;
 }
 
 void warn(const std::string& text) {

@@ -19,6 +19,10 @@ std::size_t write_cosine_heatmap(MatrixView<const float> unit, std::size_t step,
                                  const std::string& path, const std::string& tensor,
                                  const std::string& file);
 
+// True when an output path ends in ".npy" (the file commands write .npy there, safetensors
+// elsewhere).
+bool ends_with_npy(const std::string& path);
+
 // Prints "posemb: warning: TEXT" on stderr (a warning is not an error: the command goes on).
 void warn(const std::string& text);
 

@@ -22,10 +22,6 @@ bool is_grid_method(const std::string& m) {
   return m == "bicubic" || m == "bilinear" || m == "sincos";
 }
 
-bool ends_with_npy(const std::string& p) {
-  return p.size() >= 4 && p.compare(p.size() - 4, 4, ".npy") == 0;
-}
-
 // Runs f, turning the library's std::invalid_argument about the table's layout into a usage
 // error (the remedy is a flag).
 template <class F>
