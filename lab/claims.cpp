@@ -119,9 +119,19 @@ constexpr double kPressDrop = 0.5;          // beyond L at most this fraction of
 constexpr double kRuossFloor = 0.30;        // learned-randomized just past L, at least
 constexpr double kNopeFloor = 0.90;         // NoPE in distribution ("near-perfect")
 constexpr double kNopeMargin = 0.05;        // NoPE past L above sinusoidal and rope by this
-constexpr double kCopyMargin = 0.02;        // copy's curve above random's by more than this
+constexpr double kCurveMargin = 0.02;       // one fine-tuning curve above another by more than this
 constexpr double kAlibiMargin = 0.05;       // ALiBi past L above sinusoidal by this
-constexpr double kScalingMargin = 0.02;     // one RoPE scaling above another by more than this
+
+// The extension claims' rule: method a's exact match over `ext` averaged over the fine-tuning
+// curve's points (areas: per seed, curve_areas) above method b's by more than kCurveMargin.
+std::string curve_rule(const std::string& a, const std::string& b, const std::string& ext) {
+  return a + "'s exact match over " + ext +
+         ", averaged over the fine-tuning curve's points (step 0 included), above " + b +
+         "'s by more than " + fixed(kCurveMargin, 2) + " (means over seeds)";
+}
+bool curve_above(const std::vector<double>& a, const std::vector<double>& b) {
+  return mean(a) > mean(b) + kCurveMargin;
+}
 
 // The encodings the published claims are about, found in the registry by their properties,
 // with this run's numbers of each.
@@ -246,10 +256,7 @@ ClaimVerdict longformer(const DemoReport& rep, const Measured& m) {
       "RoBERTa's 512 rows extended to 4096, bits per character at the start: copy "
       "1.957, random 10.299; copy after 2K updates 1.753";
   const std::string ext = range(m.L + 1, rep.extended_train_len);
-  c.rule = "copy's exact match over " + ext +
-           ", averaged over the fine-tuning curve's points (step 0 included), above random's "
-           "by more than " +
-           fixed(kCopyMargin, 2) + " (means over seeds)";
+  c.rule = curve_rule("copy", "random", ext);
   const auto copy = curve_areas(rep.extension, "copy", m.L + 1, rep.extended_train_len);
   const auto random = curve_areas(rep.extension, "random", m.L + 1, rep.extended_train_len);
   if (copy.empty() || random.empty()) return not_measured(c);
@@ -257,7 +264,7 @@ ClaimVerdict longformer(const DemoReport& rep, const Measured& m) {
                ", random " + spread_text(random) + "; loss of the first fine-tuning batch: copy " +
                spread_text(first_losses(rep.extension, "copy")) + ", random " +
                spread_text(first_losses(rep.extension, "random"));
-  c.reproduced = mean(copy) > mean(random) + kCopyMargin;
+  c.reproduced = curve_above(copy, random);
   return c;
 }
 
@@ -325,12 +332,9 @@ ClaimVerdict chen(const DemoReport& rep, const Measured& m) {
       "LLaMA 7B-65B extended to 32768 positions within 1000 fine-tuning steps; interpolating "
       "beats extrapolating by orders of magnitude in perplexity at 2-4x the trained length";
   const std::string ext = range(m.L + 1, rep.extended_train_len);
-  c.rule = "linear's exact match over " + ext +
-           ", averaged over the fine-tuning curve's points (step 0 included), above none's by "
-           "more than " +
-           fixed(kScalingMargin, 2) + " (means over seeds)";
-  const auto& runs = rep.rope_extension;
   const std::string& no_scaling = rope_scaling_methods().front();
+  c.rule = curve_rule("linear", no_scaling, ext);
+  const auto& runs = rep.rope_extension;
   const auto linear = curve_areas(runs, "linear", m.L + 1, rep.extended_train_len);
   const auto none = curve_areas(runs, no_scaling, m.L + 1, rep.extended_train_len);
   if (linear.empty() || none.empty()) return not_measured(c);
@@ -341,7 +345,7 @@ ClaimVerdict chen(const DemoReport& rep, const Measured& m) {
                spread_text(curve_point(runs, "linear", probe, m.L + 1, rep.extended_train_len)) +
                ", none " +
                spread_text(curve_point(runs, no_scaling, probe, m.L + 1, rep.extended_train_len));
-  c.reproduced = mean(linear) > mean(none) + kScalingMargin;
+  c.reproduced = curve_above(linear, none);
   return c;
 }
 
@@ -356,7 +360,7 @@ ClaimVerdict peng(const DemoReport& rep, const Measured& m) {
   const std::size_t L2 = rep.extended_train_len;
   const std::string all = range(1, L2), ext = range(m.L + 1, L2);
   c.rule = "yarn's exact match over " + all + " before fine-tuning above linear's by more than " +
-           fixed(kScalingMargin, 2) + ", and yarn's over " + ext +
+           fixed(kCurveMargin, 2) + ", and yarn's over " + ext +
            " averaged over the fine-tuning curve's points at least linear's (means over seeds)";
   const auto& runs = rep.rope_extension;
   const auto yarn0 = curve_point(runs, "yarn", 0, 1, L2);
@@ -368,7 +372,7 @@ ClaimVerdict peng(const DemoReport& rep, const Measured& m) {
                ", linear " + spread_text(linear0) + "; over " + ext +
                ", mean over the curve: yarn " + spread_text(yarn) + ", linear " +
                spread_text(linear);
-  c.reproduced = mean(yarn0) > mean(linear0) + kScalingMargin && mean(yarn) >= mean(linear);
+  c.reproduced = mean(yarn0) > mean(linear0) + kCurveMargin && mean(yarn) >= mean(linear);
   return c;
 }
 

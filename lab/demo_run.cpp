@@ -60,6 +60,14 @@ std::string checkpoint_name(const std::string& pe, std::uint64_t seed, const std
   return pe + "-seed" + std::to_string(seed) + tail + ".safetensors";
 }
 
+// The steps a fine-tuning run is probed at: 0, every, 2 every, ... and its last step.
+std::vector<std::size_t> probe_steps(std::size_t steps, std::size_t every) {
+  std::vector<std::size_t> at;
+  for (std::size_t step = 0; step < steps; step += every) at.push_back(step);
+  at.push_back(steps);
+  return at;
+}
+
 // 1. Every encoding and seed, from scratch; the extended and the rotary encoding's runs keep a
 //    checkpoint.
 std::vector<GridRun> encoding_runs(const DemoPlan& plan, const std::filesystem::path& ckdir) {
@@ -103,10 +111,7 @@ std::vector<GridRun> extension_runs(const DemoPlan& plan, const std::vector<Grid
       s.run = plan.extension_run(seed);
       s.eval = plan.eval;
       s.eval.max_len = L2;
-      for (std::size_t step = 0; step < plan.extension_steps; step += plan.probe_every) {
-        s.eval_at.push_back(step);
-      }
-      s.eval_at.push_back(plan.extension_steps);
+      s.eval_at = probe_steps(plan.extension_steps, plan.probe_every);
       EvalConfig probe = plan.eval;
       probe.min_len = L + 1;
       probe.max_len = L2;
@@ -134,10 +139,7 @@ std::vector<GridRun> rope_extension_runs(const DemoPlan& plan, const std::vector
       s.run = plan.rope_extension_run(seed, m);
       s.eval = plan.eval;
       s.eval.max_len = L2;
-      for (std::size_t step = 0; step < plan.rope_extension_steps; step += plan.rope_probe_every) {
-        s.eval_at.push_back(step);
-      }
-      s.eval_at.push_back(plan.rope_extension_steps);
+      s.eval_at = probe_steps(plan.rope_extension_steps, plan.rope_probe_every);
       s.probe = s.eval;
       ext.push_back(std::move(s));
     }
