@@ -52,22 +52,35 @@ void AttendRow(float* out, float* p, const float* q, const float* seq, std::size
 // WeightedRows(out_r, w_r, x, stride, n0 + r, hd, true) for the m <= kHeadRows rows r,
 // out_r = out + r out_stride and w_r = w + r ldw: the same operations for each row, the rows'
 // partial sums kept in registers side by side, so that their chains of additions run at once.
+// Columns [i, ...) in whole vectors of dd's width; returns the first column left.
+template <class DD>
+HWY_INLINE std::size_t WeightedRowsBlockCols(DD dd, float* out, std::size_t out_stride,
+                                             const float* w, std::size_t ldw, const float* x,
+                                             std::size_t stride, std::size_t n0, std::size_t m,
+                                             std::size_t hd, std::size_t i) {
+  using VD = hn::Vec<DD>;
+  const std::size_t ND = hn::Lanes(dd);
+  const std::size_t n_end = n0 + m - 1;  // the last row's terms
+  for (; i + ND <= hd; i += ND) {
+    VD acc[kHeadRows];
+    for (std::size_t r = 0; r < kHeadRows; ++r) acc[r] = hn::Zero(dd);
+    for (std::size_t s = 0; s < n_end; ++s) {
+      const VD xs = hn::LoadU(dd, x + s * stride + i);
+      for (std::size_t r = 0; r < kHeadRows; ++r) {
+        if (r < m && s < n0 + r) acc[r] = hn::Add(acc[r], hn::Mul(hn::Set(dd, w[r * ldw + s]), xs));
+      }
+    }
+    for (std::size_t r = 0; r < m; ++r) hn::StoreU(acc[r], dd, out + r * out_stride + i);
+  }
+  return i;
+}
+
 HWY_INLINE void WeightedRowsBlock(float* out, std::size_t out_stride, const float* w,
                                   std::size_t ldw, const float* x, std::size_t stride,
                                   std::size_t n0, std::size_t m, std::size_t hd) {
-  const D d;
-  const std::size_t n_end = n0 + m - 1;  // the last row's terms
-  std::size_t i = 0;
-  for (; i + N <= hd; i += N) {
-    V acc[kHeadRows];
-    for (std::size_t r = 0; r < kHeadRows; ++r) acc[r] = hn::Zero(d);
-    for (std::size_t s = 0; s < n_end; ++s) {
-      const V xs = hn::LoadU(d, x + s * stride + i);
-      for (std::size_t r = 0; r < kHeadRows; ++r) {
-        if (r < m && s < n0 + r) acc[r] = hn::Add(acc[r], hn::Mul(hn::Set(d, w[r * ldw + s]), xs));
-      }
-    }
-    for (std::size_t r = 0; r < m; ++r) hn::StoreU(acc[r], d, out + r * out_stride + i);
+  std::size_t i = WeightedRowsBlockCols(D(), out, out_stride, w, ldw, x, stride, n0, m, hd, 0);
+  if constexpr (kHalfTail) {
+    i = WeightedRowsBlockCols(DH(), out, out_stride, w, ldw, x, stride, n0, m, hd, i);
   }
   for (; i < hd; ++i) {
     for (std::size_t r = 0; r < m; ++r) {
@@ -147,6 +160,25 @@ void AttendHead(const AttendHeadJob& j) {
   }
 }
 
+// Columns [i, ...) of AxpyRowsBlock's row s in whole vectors of dd's width; returns the first
+// column left.
+template <class DD>
+HWY_INLINE std::size_t AxpyRowsBlockCols(DD dd, float* ys, const float* a, std::size_t lda,
+                                         const float* x, std::size_t x_stride, std::size_t s,
+                                         std::size_t r0, std::size_t m, std::size_t hd,
+                                         std::size_t i) {
+  using VD = hn::Vec<DD>;
+  const std::size_t ND = hn::Lanes(dd);
+  for (; i + ND <= hd; i += ND) {
+    VD acc = hn::LoadU(dd, ys + i);
+    for (std::size_t r = r0; r < m; ++r) {
+      acc = hn::Add(acc, hn::Mul(hn::Set(dd, a[r * lda + s]), hn::LoadU(dd, x + r * x_stride + i)));
+    }
+    hn::StoreU(acc, dd, ys + i);
+  }
+  return i;
+}
+
 // y_s[i] = y_s[i] + a_r[s] x_r[i] for every row s < n0 + m - 1 and, for each s, the rows r < m
 // with s < n0 + r in ascending r (AxpyRow's operations in the order of the rows), y_s = y + s
 // y_stride, a_r = a + r lda, x_r = x + r x_stride, i < hd: y_s is loaded and stored once for
@@ -154,19 +186,12 @@ void AttendHead(const AttendHeadJob& j) {
 HWY_INLINE void AxpyRowsBlock(float* y, std::size_t y_stride, const float* a, std::size_t lda,
                               const float* x, std::size_t x_stride, std::size_t n0, std::size_t m,
                               std::size_t hd) {
-  const D d;
   const std::size_t n_end = n0 + m - 1;
   for (std::size_t s = 0; s < n_end; ++s) {
     float* ys = y + s * y_stride;
     const std::size_t r0 = s < n0 ? 0 : s - n0 + 1;  // the rows with s < n0 + r
-    std::size_t i = 0;
-    for (; i + N <= hd; i += N) {
-      V acc = hn::LoadU(d, ys + i);
-      for (std::size_t r = r0; r < m; ++r) {
-        acc = hn::Add(acc, hn::Mul(hn::Set(d, a[r * lda + s]), hn::LoadU(d, x + r * x_stride + i)));
-      }
-      hn::StoreU(acc, d, ys + i);
-    }
+    std::size_t i = AxpyRowsBlockCols(D(), ys, a, lda, x, x_stride, s, r0, m, hd, 0);
+    if constexpr (kHalfTail) i = AxpyRowsBlockCols(DH(), ys, a, lda, x, x_stride, s, r0, m, hd, i);
     for (; i < hd; ++i) {
       float v = ys[i];
       for (std::size_t r = r0; r < m; ++r) v = v + a[r * lda + s] * x[r * x_stride + i];

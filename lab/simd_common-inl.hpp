@@ -27,6 +27,11 @@ using V = hn::Vec<D>;
 constexpr std::size_t N = hn::MaxLanes(D());
 static_assert(N <= 16 && 16 % N == 0, "the 16 partial sums must be whole vectors");
 constexpr std::size_t kVecs = 16 / N;  // vectors of partial sums
+// Vectors of half the width, for the columns left after the whole vectors of a row (a head of 8
+// columns on a 16-lane target): each lane does the operations of the scalar loop it replaces.
+// Targets of 8 lanes or more only.
+constexpr bool kHalfTail = N >= 8;
+using DH = hn::CappedTag<float, (N >= 2 ? N / 2 : 1)>;
 
 // lab_exp (lab/kernels_simd.hpp). The constants: log2(e); c1 + c2 = ln 2 with c1 exact in 9
 // bits, so n c1 is exact; 1.5 * 2^23, whose addition rounds to an integer (ties to even) held in
@@ -183,25 +188,34 @@ HWY_INLINE void DotsAcross(float* out, const float* a, const float* kt, std::siz
 // out[i] = out[i] + w[s] x_s[i] for s = 0..n-1 in order, x_s = x + s stride, i < hd (from 0
 // instead of out[i] when `from_zero`): AxpyRow's operations for each s, with the partial sums
 // held in registers across s instead of stored and reloaded for every s.
-HWY_INLINE void WeightedRows(float* out, const float* w, const float* x, std::size_t stride,
-                             std::size_t n, std::size_t hd, bool from_zero) {
-  const D d;
+template <class DD>
+HWY_INLINE std::size_t WeightedRowsCols(DD dd, float* out, const float* w, const float* x,
+                                        std::size_t stride, std::size_t n, std::size_t hd,
+                                        bool from_zero, std::size_t i) {
+  using VD = hn::Vec<DD>;
+  const std::size_t ND = hn::Lanes(dd);
   constexpr std::size_t kBlock = 4;  // vectors per pass
-  std::size_t i = 0;
-  while (i + N <= hd) {
-    const std::size_t m = std::min(kBlock, (hd - i) / N);
-    V acc[kBlock];
+  while (i + ND <= hd) {
+    const std::size_t m = std::min(kBlock, (hd - i) / ND);
+    VD acc[kBlock];
     for (std::size_t k = 0; k < m; ++k)
-      acc[k] = from_zero ? hn::Zero(d) : hn::LoadU(d, out + i + k * N);
+      acc[k] = from_zero ? hn::Zero(dd) : hn::LoadU(dd, out + i + k * ND);
     for (std::size_t s = 0; s < n; ++s) {
-      const V ws = hn::Set(d, w[s]);
+      const VD ws = hn::Set(dd, w[s]);
       const float* row = x + s * stride + i;
       for (std::size_t k = 0; k < m; ++k)
-        acc[k] = hn::Add(acc[k], hn::Mul(ws, hn::LoadU(d, row + k * N)));
+        acc[k] = hn::Add(acc[k], hn::Mul(ws, hn::LoadU(dd, row + k * ND)));
     }
-    for (std::size_t k = 0; k < m; ++k) hn::StoreU(acc[k], d, out + i + k * N);
-    i += m * N;
+    for (std::size_t k = 0; k < m; ++k) hn::StoreU(acc[k], dd, out + i + k * ND);
+    i += m * ND;
   }
+  return i;
+}
+
+HWY_INLINE void WeightedRows(float* out, const float* w, const float* x, std::size_t stride,
+                             std::size_t n, std::size_t hd, bool from_zero) {
+  std::size_t i = WeightedRowsCols(D(), out, w, x, stride, n, hd, from_zero, 0);
+  if constexpr (kHalfTail) i = WeightedRowsCols(DH(), out, w, x, stride, n, hd, from_zero, i);
   for (; i < hd; ++i) {
     float v = from_zero ? 0.0f : out[i];
     for (std::size_t s = 0; s < n; ++s) v = v + w[s] * x[s * stride + i];

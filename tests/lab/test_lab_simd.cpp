@@ -230,7 +230,7 @@ TEST(LabSimd, AttentionRowsEqualTheReferenceOnEveryTarget) {
   // Head widths and sequence lengths around the vector and 16-partial boundaries; without and
   // with ALiBi's bias.
   for (bool alibi : {false, true}) {
-    for (std::size_t hd : {1, 3, 15, 16, 17, 64, 65}) {
+    for (std::size_t hd : {1, 3, 4, 8, 12, 15, 16, 17, 24, 64, 65}) {
       for (std::size_t T : {1, 2, 17, 34}) {
         const std::size_t H = 2, c = H * hd, stride = 3 * c;
         const auto qkv = random_floats(T * stride, 1500 + hd * 100 + T, 1.5f);
