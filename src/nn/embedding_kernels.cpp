@@ -193,7 +193,7 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   // batch while the row is in L1, where the serial loop goes through the position table once per
   // batch row (measured at 1 thread on the GPT-2 shape: the position-only backward 1.3x faster,
   // the full backward about 5%).
-  if (!worth_parallel(n_rows * C) || (!parallel && !contiguous)) {
+  if (!worth_parallel(n_rows * C) || (!parallel && (!contiguous || !with_tokens))) {
     backward_serial()(job);
     return;
   }
@@ -216,7 +216,9 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   // Row tasks: with contiguous positions a task is a block of positions over the whole batch
   // (each position row sums its batch rows in order); otherwise a block of rows n.
   const std::size_t rows = rows_per_task(C);
-  job.rows_per_task = contiguous ? std::max<std::size_t>(1, rows / batch) : rows;
+  // (The position-only sum adds a block's rows batch row by batch row: a block of positions of
+  // about kTaskBytes of gradient rows.)
+  job.rows_per_task = contiguous && with_tokens ? std::max<std::size_t>(1, rows / batch) : rows;
   job.row_tasks = ceil_div(contiguous ? seq_len : n_rows, job.rows_per_task);
   // Bucket tasks: consecutive buckets of about kBucketTaskRows contributions together.
   std::vector<std::uint32_t> bucket_task_first{0};

@@ -9,6 +9,7 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -146,26 +147,6 @@ HWY_INLINE void add_into(float* HWY_RESTRICT x, const E* HWY_RESTRICT a, std::si
   for (; c < c1; ++c) x[c] += widen(a[c]);
 }
 
-// x[c] += a[c + b * a_stride] for b = 0, 1, ..., rows - 1 in this order, c in [c0, c1): the
-// same additions as `rows` calls of add_into, with x read and written once.
-HWY_INLINE void add_rows_into(float* HWY_RESTRICT x, const float* HWY_RESTRICT a,
-                              std::size_t a_stride, std::size_t rows, std::size_t c0,
-                              std::size_t c1) {
-  const DF d;
-  const std::size_t N = hn::Lanes(d);
-  std::size_t c = c0;
-  for (; c + N <= c1; c += N) {
-    auto v = hn::LoadU(d, x + c);
-    for (std::size_t b = 0; b < rows; ++b) v = hn::Add(v, hn::LoadU(d, a + b * a_stride + c));
-    hn::StoreU(v, d, x + c);
-  }
-  for (; c < c1; ++c) {
-    float v = x[c];
-    for (std::size_t b = 0; b < rows; ++b) v += a[b * a_stride + c];
-    x[c] = v;
-  }
-}
-
 // x[c] += a[c] and (y not null) y[c] += a[c] for c in [c0, c1), reading a once; prefetches
 // rows p and q (or null) for the next call.
 HWY_INLINE void add_into_both(float* HWY_RESTRICT x, float* HWY_RESTRICT y,
@@ -267,6 +248,27 @@ void ForwardTasks(const ForwardJob& job, std::size_t begin, std::size_t end) {
 
 // ---- Backward -----------------------------------------------------------------------------
 
+// The position-only backward over positions [t0, t1) and columns [c0, c1) (contiguous
+// positions): dwpe[start + t] += dout[b*T + t] for b = 0, 1, ... in order, as the serial loop
+// adds them, but batch row by batch row over the block, so that the block's gradient rows stay in
+// the cache while dout streams through once, in long runs (the serial loop goes through the whole
+// dwpe once per batch row).
+HWY_INLINE void add_position_rows(const BackwardJob& j, std::size_t t0, std::size_t t1,
+                                  std::size_t c0, std::size_t c1) {
+  float* const pe0 = j.dwpe + (j.positions.start + t0) * j.dwpe_stride;
+  for (std::size_t b = 0; b < j.B; ++b) {
+    const float* d = j.dout + (b * j.T + t0) * j.dout_stride;
+    float* pe = pe0;
+    for (std::size_t t = t0; t < t1; ++t, d += j.dout_stride, pe += j.dwpe_stride) {
+      add_into(pe, d, c0, c1);
+    }
+  }
+}
+
+// The position-only backward on one thread takes blocks of positions of about this many bytes of
+// gradient rows: well inside a core's L2.
+constexpr std::size_t kPositionBlockBytes = std::size_t{192} << 10;
+
 // The serial loop itself, for work that stays on one thread: for n = b*T + t in order,
 // dwte[tokens[n]] += dout[n] and dwpe[pos[n]] += dout[n], reading dout[n] once. kPrefetch is
 // j.prefetch (without it the row loop has no prefetch tests left: rows of 64 floats are 4
@@ -296,12 +298,10 @@ void backward_serial(const BackwardJob& j) {
     for (std::size_t n = 1; n < kAhead && n < n_rows; ++n) prefetch(token_row(n), 0);
   }
   const float* d = j.dout;
-  if (dwte == nullptr && positions.contiguous) {  // the position-only backward: llm.c's loop
-    for (std::size_t b = 0; b < B; ++b) {
-      float* pe = dwpe + positions.start * dwpe_stride;
-      for (std::size_t t = 0; t < T; ++t, d += dout_stride, pe += dwpe_stride) {
-        add_into(pe, d, 0, C);
-      }
+  if (dwte == nullptr && positions.contiguous) {  // the position-only backward
+    const std::size_t block = std::max<std::size_t>(1, kPositionBlockBytes / (C * sizeof(float)));
+    for (std::size_t t0 = 0; t0 < T; t0 += block) {
+      add_position_rows(j, t0, t0 + block < T ? t0 + block : T, 0, C);
     }
     return;
   }
@@ -356,11 +356,8 @@ void BackwardTasks(const BackwardJob& j, std::size_t begin, std::size_t end) {
             }
           }
         }
-        if (j.dwte == nullptr) {  // the position-only sum: each row of dwpe written once
-          for (std::size_t t = r0; t < t1; ++t) {
-            add_rows_into(j.dwpe + (j.positions.start + t) * j.dwpe_stride,
-                          j.dout + t * j.dout_stride, j.T * j.dout_stride, j.B, c0, c1);
-          }
+        if (j.dwte == nullptr) {  // the position-only sum
+          add_position_rows(j, r0, t1, c0, c1);
           continue;
         }
         for (std::size_t t = r0; t < t1; ++t) {

@@ -124,12 +124,17 @@ void check_strided_backward(const Shape& s) {
 
 // Strided token, dout and gradient views, contiguous positions from an offset and the same
 // positions given as explicit ids, against the reference. The large shape takes the task path
-// (on one thread too, with contiguous positions; explicit ids take the serial loop on one
-// thread); the small one the serial loop (and its position-only loop) on any thread count.
+// (on one thread too, with contiguous positions and token rows; explicit ids take the serial loop
+// on one thread); the small one the serial loop (and its position-only loop) on any thread count.
 TEST(EmbedBackward, StridedViewsEqualTheReferenceOnOneAndTwoThreads) {
   const Shape large{8, 256, 160, 300, 300};  // > 2^18 elements
   const Shape small{3, 20, 24, 30, 40};
   for (const Shape& s : {large, small}) check_strided_backward(s);
+  // More positions than one block of the position-only sum (192 KiB of gradient rows: 512 rows
+  // of 96 floats), on one thread and, parallel from 1 MiB instead of 64 MiB, in tasks of
+  // positions split into column blocks on two.
+  const detail::ScopedMinStreamBytes parallel_from(std::size_t{1} << 20);
+  check_strided_backward({4, 700, 96, 40, 710});
 }
 
 TEST(EmbedBackward, EqualsTheReferenceSummationOrderBitForBit) {
