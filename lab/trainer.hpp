@@ -119,7 +119,18 @@ class Trainer {
   std::exception_ptr make_batch();
   std::exception_ptr run_micro_batch(std::size_t k, double& loss);
   double exchanged_loss(std::span<const double> mine);
+  // This rank's micro-batch gradients as the exchange's segments (one per tensor).
+  std::vector<std::vector<std::span<const float>>> micro_batch_gradients();
+  // The range of the summed gradient this rank holds, clipped and applied to the parameters
+  // (AdamW over that range); the updated parameters shared by the ranks. Collective.
   void apply_gradients();
+  // With several ranks, the learned table's rows this step trained (nonzero in the summed
+  // gradient, of which each rank holds its range) found on any rank, made visible to
+  // Encoding::zero_grad() on every rank. Collective.
+  void share_trained_rows(std::span<const std::span<float>> grads);
+  // Every rank's range of AdamW's moments to every rank (each step updates only this rank's),
+  // before the moments are written or compared; nothing when they are whole. Collective.
+  void share_moments();
 
   RunConfig cfg_;
   Communicator* comm_;
@@ -129,6 +140,7 @@ class Trainer {
   std::vector<Gradients> grads_;   // one per micro-batch of this rank
   std::vector<double> losses_;     // (micro_batches) every micro-batch's, after a step
   AdamW opt_;
+  bool moments_shared_ = true;      // false: each rank's moments are current in its range only
   Batch batch_;                     // the step's batch (every rank makes all of it)
   std::vector<std::size_t> order_;  // its rows in micro-batch order (sorted by length or not)
   std::size_t step_ = 0;
