@@ -21,8 +21,9 @@
 // Data parallelism (lab/distributed.hpp, lab/gradient_exchange.hpp): given a communicator of N
 // ranks, every rank builds the same model from the seed (checked: the ranks compare a
 // fingerprint of their state), computes its share of each step's micro-batches, and the
-// gradients are summed in micro-batch order across ranks, so every rank takes the same optimizer
-// step, with the same loss, gradient norm and clipping, as one process with the same batch and
+// gradients are summed in micro-batch order across ranks, each rank summing and updating (AdamW
+// over a range) its range of the parameters, which are then gathered on every rank: the same
+// loss, gradient norm, clipping and parameters as one process with the same batch and
 // micro-batch. A failure on any rank ends the step on every rank (JobFailure); save() writes on
 // rank 0 only.
 //
