@@ -83,10 +83,13 @@ GradientExchange::GradientExchange(Communicator& comm, std::size_t micro_batches
         " ranks exceed MPI's limit of " + std::to_string(INT_MAX) +
         " elements per exchange; use fewer, larger micro-batches or more ranks");
   }
+  // Buffers for the parts that travel: this rank's gradients outside its range, the others'
+  // inside it.
   const Range me = range();
-  send_.resize(owned_[rank()].size() * total_);
-  recv_.resize(micro_batches * (me.end - me.begin));
-  chunk_.resize(me.end - me.begin);
+  const std::size_t mine_len = me.end - me.begin;
+  send_.resize(owned_[rank()].size() * (total_ - mine_len));
+  recv_.resize((micro_batches - owned_[rank()].size()) * mine_len);
+  chunk_.resize(mine_len);
   full_.resize(total_);
 }
 
@@ -149,11 +152,13 @@ void GradientExchange::reduce(std::span<const std::vector<std::span<const float>
     }
     return;
   }
-  // The part of each of this rank's gradients in rank r's range goes to rank r.
-  const Range me = range();
+  // The part of each of this rank's gradients in rank r's range goes to rank r; the part in its
+  // own range stays where it is.
+  const std::size_t me = rank();
   std::vector<std::size_t> send_counts(n), recv_counts(n);
   float* dst = send_.data();
   for (std::size_t r = 0; r < n; ++r) {
+    if (r == me) continue;
     const Range theirs = range_of(r);
     send_counts[r] = mine.size() * (theirs.end - theirs.begin);
     recv_counts[r] = owned_[r].size() * chunk_.size();
@@ -162,19 +167,29 @@ void GradientExchange::reduce(std::span<const std::vector<std::span<const float>
       dst += theirs.end - theirs.begin;
     }
   }
-  comm_->alltoallv(std::span<const float>(send_), send_counts, std::span<float>(recv_),
-                   recv_counts);
-  // Rank r's gradients arrive in its own (increasing) order: point at each micro-batch's part,
-  // then sum in micro-batch order.
-  std::vector<std::size_t> from(n);
+  comm_->alltoallv(std::span<const float>(send_.data(), dst - send_.data()), send_counts,
+                   std::span<float>(recv_), recv_counts);
+  // Micro-batch i's part of this rank's range: in parts when this rank computed it, else in
+  // recv_, where rank r's arrive in r's own (increasing) order. Summed in micro-batch order,
+  // piece by piece (the range's part of each segment), straight into out.
+  std::vector<std::size_t> from(n), seen(n, 0), nth(owner_.size());
   for (std::size_t r = 1; r < n; ++r) from[r] = from[r - 1] + recv_counts[r - 1];
-  std::vector<std::size_t> seen(n, 0);
   for (std::size_t i = 0; i < owner_.size(); ++i) {
-    const auto r = static_cast<std::size_t>(owner_[i]);
-    srcs[i] = recv_.data() + from[r] + seen[r]++ * chunk_.size();
+    nth[i] = seen[static_cast<std::size_t>(owner_[i])]++;
   }
-  sum_in_order(chunk_.data(), chunk_.size(), srcs);
-  copy_in(chunk_.data(), me.begin, me.end, out);
+  const Range range_me = range();
+  std::size_t at = 0;
+  for (std::size_t s = 0; s < segments_.size(); at += segments_[s], ++s) {
+    const std::size_t lo = std::max(range_me.begin, at);
+    const std::size_t hi = std::min(range_me.end, at + segments_[s]);
+    if (lo >= hi) continue;
+    for (std::size_t i = 0; i < owner_.size(); ++i) {
+      const auto r = static_cast<std::size_t>(owner_[i]);
+      srcs[i] = r == me ? parts[nth[i]][s].data() + (lo - at)
+                        : recv_.data() + from[r] + nth[i] * chunk_.size() + (lo - range_me.begin);
+    }
+    sum_in_order(out[s].data() + (lo - at), hi - lo, srcs);
+  }
 }
 
 void GradientExchange::share(std::span<const std::span<float>> segs) {
