@@ -194,10 +194,11 @@ std::vector<std::vector<std::span<const float>>> Trainer::micro_batch_gradients(
   // Each tensor's gradient inside each micro-batch's buffers, in model_.tensors()'s order: the
   // model's own tensors at their offset in the arena, the encoding's in order.
   const std::span<float> arena = model_.params().grad_arena();
+  const auto tensors = model_.tensors();
   std::vector<std::vector<std::span<const float>>> parts(grads_.size());
   for (std::size_t k = 0; k < grads_.size(); ++k) {
     std::size_t enc = 0;
-    for (const auto& t : model_.tensors()) {
+    for (const auto& t : tensors) {
       const float* g = t.grad.data();
       if (g >= arena.data() && g < arena.data() + arena.size()) {
         parts[k].emplace_back(grads_[k].arena.data() + (g - arena.data()), t.grad.size());
