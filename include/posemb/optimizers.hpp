@@ -4,6 +4,7 @@
 //   std::vector<posemb::ParamRef> params{{wpe, dwpe}, {wte, dwte}};   // named matrices
 //   for (...) { /* forward, backward into dwpe, dwte */ opt.step(params); zero_grad(dwpe); ... }
 //   opt.step({layer.parameter(), {wte, dwte}});                        // a list in place works too
+//   opt.step(params, 0, 100);   // a step on elements [0, 100) of wpe then wte, end to end
 //
 // Both follow PyTorch's update rules (torch.optim.AdamW and torch.optim.SGD with
 // dampening 0, nesterov off). Updates are elementwise, so the result does not depend on the
