@@ -36,6 +36,20 @@ void copy_out(std::span<const std::span<const float>> segs, std::size_t begin, s
   }
 }
 
+// Writes src into elements [begin, end) of a vector made of `segs`.
+void copy_in(const float* src, std::size_t begin, std::size_t end,
+             std::span<const std::span<float>> segs) {
+  std::size_t at = 0;
+  for (const auto& s : segs) {
+    const std::size_t lo = std::max(begin, at), hi = std::min(end, at + s.size());
+    if (lo < hi) {
+      std::copy_n(src, hi - lo, s.data() + (lo - at));
+      src += hi - lo;
+    }
+    at += s.size();
+  }
+}
+
 }  // namespace
 
 int micro_batch_rank(std::size_t i, int ranks) {
@@ -69,33 +83,62 @@ GradientExchange::GradientExchange(Communicator& comm, std::size_t micro_batches
         " ranks exceed MPI's limit of " + std::to_string(INT_MAX) +
         " elements per exchange; use fewer, larger micro-batches or more ranks");
   }
-  const std::size_t mine_len = chunk_begin(rank() + 1) - chunk_begin(rank());
-  send_.resize(owned_[rank()].size() * total_);
-  recv_.resize(micro_batches * mine_len);
+  // Buffers for the parts that travel: this rank's gradients outside its range, the others'
+  // inside it.
+  const Range me = range();
+  const std::size_t mine_len = me.end - me.begin;
+  send_.resize(owned_[rank()].size() * (total_ - mine_len));
+  recv_.resize((micro_batches - owned_[rank()].size()) * mine_len);
   chunk_.resize(mine_len);
   full_.resize(total_);
 }
 
-std::size_t GradientExchange::chunk_begin(std::size_t r) const {
+GradientExchange::Range GradientExchange::range_of(std::size_t r) const {
   const auto n = static_cast<std::size_t>(comm_->size());
   // r * total / n without overflow for any realistic total.
-  return total_ / n * r + total_ % n * r / n;
+  auto at = [&](std::size_t q) { return total_ / n * q + total_ % n * q / n; };
+  return {at(r), at(r + 1)};
 }
 
-void GradientExchange::sum(std::span<const std::vector<std::span<const float>>> parts,
-                           std::span<const std::span<float>> out) {
-  const auto& mine = owned_[rank()];
-  if (parts.size() != mine.size() || out.size() != segments_.size()) {
-    throw std::invalid_argument("GradientExchange::sum: " + std::to_string(parts.size()) +
-                                " gradients for " + std::to_string(mine.size()) +
-                                " micro-batches, " + std::to_string(out.size()) +
-                                " output segments for " + std::to_string(segments_.size()));
+void GradientExchange::check_segments(const char* op,
+                                      std::span<const std::span<float>> segs) const {
+  bool ok = segs.size() == segments_.size();
+  for (std::size_t s = 0; ok && s < segs.size(); ++s) ok = segs[s].size() == segments_[s];
+  if (!ok) {
+    throw std::invalid_argument(std::string("GradientExchange::") + op + ": " +
+                                std::to_string(segs.size()) + " segments for " +
+                                std::to_string(segments_.size()) +
+                                ", or a segment whose size is not the layout's");
   }
+}
+
+std::vector<GradientExchange::Piece> GradientExchange::pieces(
+    std::span<const std::span<float>> segs) const {
+  check_segments("pieces", segs);
+  const Range me = range();
+  std::vector<Piece> out;
+  std::size_t at = 0;
+  for (std::size_t s = 0; s < segs.size(); ++s) {
+    const std::size_t lo = std::max(me.begin, at), hi = std::min(me.end, at + segs[s].size());
+    if (lo < hi) out.push_back({s, lo - at, segs[s].subspan(lo - at, hi - lo)});
+    at += segs[s].size();
+  }
+  return out;
+}
+
+void GradientExchange::reduce(std::span<const std::vector<std::span<const float>>> parts,
+                              std::span<const std::span<float>> out) {
+  const auto& mine = owned_[rank()];
+  if (parts.size() != mine.size()) {
+    throw std::invalid_argument("GradientExchange::reduce: " + std::to_string(parts.size()) +
+                                " gradients for " + std::to_string(mine.size()) + " micro-batches");
+  }
+  check_segments("reduce", out);
   for (const auto& p : parts) {
     for (std::size_t s = 0; s < segments_.size(); ++s) {
-      if (p.size() != segments_.size() || p[s].size() != segments_[s] ||
-          out[s].size() != segments_[s]) {
-        throw std::invalid_argument("GradientExchange::sum: a segment's size is not the layout's");
+      if (p.size() != segments_.size() || p[s].size() != segments_[s]) {
+        throw std::invalid_argument(
+            "GradientExchange::reduce: a gradient's segment size is not the layout's");
       }
     }
   }
@@ -109,37 +152,89 @@ void GradientExchange::sum(std::span<const std::vector<std::span<const float>>> 
     }
     return;
   }
-  // Chunk r of each of this rank's gradients goes to rank r.
-  std::vector<std::size_t> send_counts(n), recv_counts(n), chunk_counts(n);
+  // The part of each of this rank's gradients in rank r's range goes to rank r; the part in its
+  // own range stays where it is.
+  const std::size_t me = rank();
+  std::vector<std::size_t> send_counts(n), recv_counts(n);
   float* dst = send_.data();
   for (std::size_t r = 0; r < n; ++r) {
-    const std::size_t b = chunk_begin(r), e = chunk_begin(r + 1);
-    chunk_counts[r] = e - b;
-    send_counts[r] = mine.size() * (e - b);
+    if (r == me) continue;
+    const Range theirs = range_of(r);
+    send_counts[r] = mine.size() * (theirs.end - theirs.begin);
     recv_counts[r] = owned_[r].size() * chunk_.size();
     for (const auto& p : parts) {
-      copy_out(p, b, e, dst);
-      dst += e - b;
+      copy_out(p, theirs.begin, theirs.end, dst);
+      dst += theirs.end - theirs.begin;
     }
   }
-  comm_->alltoallv(std::span<const float>(send_), send_counts, std::span<float>(recv_),
-                   recv_counts);
-  // Rank r's gradients arrive in its own (increasing) order: point at each micro-batch's chunk,
-  // then sum in micro-batch order.
-  std::vector<std::size_t> from(n);
+  comm_->alltoallv(std::span<const float>(send_.data(), dst - send_.data()), send_counts,
+                   std::span<float>(recv_), recv_counts);
+  // Micro-batch i's part of this rank's range: in parts when this rank computed it, else in
+  // recv_, where rank r's arrive in r's own (increasing) order. Summed in micro-batch order,
+  // piece by piece (the range's part of each segment), straight into out.
+  std::vector<std::size_t> from(n), seen(n, 0), nth(owner_.size());
   for (std::size_t r = 1; r < n; ++r) from[r] = from[r - 1] + recv_counts[r - 1];
-  std::vector<std::size_t> seen(n, 0);
   for (std::size_t i = 0; i < owner_.size(); ++i) {
-    const auto r = static_cast<std::size_t>(owner_[i]);
-    srcs[i] = recv_.data() + from[r] + seen[r]++ * chunk_.size();
+    nth[i] = seen[static_cast<std::size_t>(owner_[i])]++;
   }
-  sum_in_order(chunk_.data(), chunk_.size(), srcs);
-  comm_->allgatherv(std::span<const float>(chunk_), std::span<float>(full_), chunk_counts);
-  const float* src = full_.data();
-  for (std::size_t s = 0; s < segments_.size(); ++s) {
-    std::copy_n(src, segments_[s], out[s].data());
-    src += segments_[s];
+  const Range range_me = range();
+  std::size_t at = 0;
+  for (std::size_t s = 0; s < segments_.size(); at += segments_[s], ++s) {
+    const std::size_t lo = std::max(range_me.begin, at);
+    const std::size_t hi = std::min(range_me.end, at + segments_[s]);
+    if (lo >= hi) continue;
+    for (std::size_t i = 0; i < owner_.size(); ++i) {
+      const auto r = static_cast<std::size_t>(owner_[i]);
+      srcs[i] = r == me ? parts[nth[i]][s].data() + (lo - at)
+                        : recv_.data() + from[r] + nth[i] * chunk_.size() + (lo - range_me.begin);
+    }
+    sum_in_order(out[s].data() + (lo - at), hi - lo, srcs);
   }
+}
+
+void GradientExchange::share(std::span<const std::span<float>> segs) {
+  check_segments("share", segs);
+  const auto n = static_cast<std::size_t>(comm_->size());
+  if (n == 1) return;
+  const Range me = range();
+  std::vector<std::span<const float>> read(segs.begin(), segs.end());
+  copy_out(read, me.begin, me.end, chunk_.data());
+  std::vector<std::size_t> counts(n);
+  for (std::size_t r = 0; r < n; ++r) counts[r] = range_of(r).end - range_of(r).begin;
+  comm_->allgatherv(std::span<const float>(chunk_), std::span<float>(full_), counts);
+  for (std::size_t r = 0; r < n; ++r) {
+    if (r == rank()) continue;
+    const Range theirs = range_of(r);
+    copy_in(full_.data() + theirs.begin, theirs.begin, theirs.end, segs);
+  }
+}
+
+void GradientExchange::sum(std::span<const std::vector<std::span<const float>>> parts,
+                           std::span<const std::span<float>> out) {
+  reduce(parts, out);
+  share(out);
+}
+
+double GradientExchange::sum_of_squares(std::span<const std::span<float>> segs) {
+  double sq = 0.0;
+  auto add_mine = [&] {
+    for (const Piece& p : pieces(segs)) {
+      for (const float x : p.data) sq += double(x) * x;
+    }
+  };
+  const auto n = static_cast<std::size_t>(comm_->size());
+  if (n == 1) {
+    add_mine();
+    return sq;
+  }
+  check_segments("sum_of_squares", segs);
+  // A relay in rank order: rank r continues the sum where rank r - 1 left it, then every rank
+  // learns where rank r left it. n small exchanges, and the terms added in one process's order.
+  for (std::size_t r = 0; r < n; ++r) {
+    if (r == rank()) add_mine();
+    sq = comm_->allgather(sq)[r];
+  }
+  return sq;
 }
 
 void GradientExchange::gather(std::span<const double> mine, std::span<double> all) {

@@ -1,19 +1,27 @@
-// lab/gradient_exchange.hpp: a step's micro-batches shared among the ranks of a job, and their
-// gradients summed in micro-batch order, the same bits as one process summing them all.
+// lab/gradient_exchange.hpp: a step's micro-batches shared among the ranks of a job, their
+// gradients summed in micro-batch order (the same bits as one process summing them all), each
+// rank's share of the sum, and the exchange of what each rank computes from its share.
 //
-//   lab::GradientExchange ex(comm, 4, {arena_size, table_size});   // 4 micro-batches a step
+//   lab::GradientExchange ex(comm, 4, sizes);   // 4 micro-batches a step; one size per tensor
 //   for (std::size_t i : ex.mine()) { ... gradient of micro-batch i into parts[k] ... }
-//   ex.sum(parts, out);             // out = g_0 + g_1 + g_2 + g_3, element by element, in order
+//   ex.reduce(parts, grads);        // grads in ex.range() = g_0 + g_1 + g_2 + g_3, in order
+//   double sq = ex.sum_of_squares(grads);   // of the whole sum, as one process adds it
+//   ... update the parameters in ex.range() (posemb::AdamW::step over a range) ...
+//   ex.share(values);               // every rank's range of the parameters to every rank
 //   ex.gather(my_losses, losses);   // every micro-batch's loss, in micro-batch order
 //
 // Who computes what: micro-batch i goes to rank p or 2N-1-p, p = i mod 2N (a zigzag over N
 // ranks), so when the batch is sorted by length each rank gets short and long micro-batches.
 //
+// The flat vector is the segments (one per tensor) one after another, G elements; rank r owns
+// elements [r G / N, (r + 1) G / N), its range().
+//
 // How the sum stays exact: floating-point addition is not associative, so the only sum that
 // equals one process's is the same one, element k = ((0 + g_0[k]) + g_1[k]) + ... in micro-batch
-// order. The flat gradient (G elements) is cut into N chunks; each rank sends chunk r of each of
-// its gradients to rank r (MPI_Alltoallv), rank r sums its chunk over every micro-batch in that
-// order, and the N summed chunks are gathered on every rank (MPI_Allgatherv). A rank with k
+// order. Each rank sends the part of each of its gradients in rank r's range to rank r
+// (MPI_Alltoallv), and rank r sums its range over every micro-batch in that order (reduce: a
+// reduce-scatter that keeps the order). What a rank then computes from its range (the optimizer
+// step of those elements) is gathered on every rank by share() (MPI_Allgatherv). A rank with k
 // micro-batches sends and receives about k * G * (N-1)/N elements, then G * (N-1)/N: with one
 // micro-batch per rank, the volume of a ring all-reduce. MPI only moves the floats.
 #pragma once
@@ -31,8 +39,8 @@ int micro_batch_rank(std::size_t i, int ranks);
 
 class GradientExchange {
  public:
-  // micro_batches per step (>= 1); segments: the sizes of the pieces one gradient is made of
-  // (the model's arena, then each encoding tensor), in order.
+  // micro_batches per step (>= 1); segments: the sizes of the pieces one gradient is made of,
+  // in order (the trainer's: one per tensor, in the order of the optimizer's parameter list).
   GradientExchange(Communicator& comm, std::size_t micro_batches,
                    std::vector<std::size_t> segments);
 
@@ -43,18 +51,45 @@ class GradientExchange {
   // Elements of one gradient (the sum of the segments).
   std::size_t elements() const { return total_; }
 
-  // out (each segment written over) = the sum over every micro-batch i = 0..n-1, in that order,
-  // of its gradient. parts[k][s]: segment s of this rank's k-th gradient (mine()[k]), each of
-  // the segment's size. Collective.
+  // Elements [begin, end) of the flat vector.
+  struct Range {
+    std::size_t begin = 0, end = 0;
+  };
+  // This rank's range; the ranks' ranges, in rank order, tile the flat vector.
+  Range range() const { return range_of(rank()); }
+  // The part of segs (laid out as the segments) inside range(): per segment that meets it, the
+  // segment's index, the offset of the part in it and the part itself.
+  struct Piece {
+    std::size_t segment, offset;
+    std::span<float> data;
+  };
+  std::vector<Piece> pieces(std::span<const std::span<float>> segs) const;
+
+  // out (each segment of its size): the elements in range() are written over with the sum over
+  // every micro-batch i = 0..n-1, in that order, of its gradient; the others are left as they
+  // are. parts[k][s]: segment s of this rank's k-th gradient (mine()[k]), of the segment's size.
+  // Collective.
+  void reduce(std::span<const std::vector<std::span<const float>>> parts,
+              std::span<const std::span<float>> out);
+  // segs (each segment of its size): every element outside range() is written over with the
+  // value the rank whose range holds it has; the elements in range() are read. Collective.
+  void share(std::span<const std::span<float>> segs);
+  // reduce() then share(): out (each segment written over) = the whole sum, on every rank.
   void sum(std::span<const std::vector<std::span<const float>>> parts,
            std::span<const std::span<float>> out);
+  // The sum over every element x of the flat vector, in order, of double(x) * x, from 0.0: the
+  // bits of one process's loop over the whole vector (each rank adds its range's terms to the
+  // sum the rank before it passes on; one small exchange per rank). Reads the elements in
+  // range() only. Collective.
+  double sum_of_squares(std::span<const std::span<float>> segs);
   // all (micro_batches()) = every micro-batch's value in micro-batch order, from mine (one per
   // mine() entry, in that order). Collective.
   void gather(std::span<const double> mine, std::span<double> all);
 
  private:
   std::size_t rank() const { return static_cast<std::size_t>(comm_->rank()); }
-  std::size_t chunk_begin(std::size_t r) const;
+  Range range_of(std::size_t r) const;
+  void check_segments(const char* op, std::span<const std::span<float>> segs) const;
 
   Communicator* comm_;
   std::vector<std::size_t> segments_;

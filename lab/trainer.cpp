@@ -31,12 +31,21 @@ const ModelConfig& validated(const RunConfig& cfg) {
   return cfg.model;
 }
 
-// The sizes of the pieces of one micro-batch gradient: the model's arena, then each encoding
-// tensor (the layout GradientExchange sums).
+// The sizes of the pieces of one micro-batch gradient (the layout GradientExchange sums): one per
+// tensor of model.tensors(), the optimizer's parameter order, so that element k of the flat
+// gradient is element k of AdamW's parameters and of the one-process norm's loop.
 std::vector<std::size_t> gradient_segments(Model& model) {
-  std::vector<std::size_t> segs{model.params().arena_size()};
-  for (const auto& t : model.encoding().tensors()) segs.push_back(t.grad.size());
+  std::vector<std::size_t> segs;
+  for (const auto& t : model.tensors()) segs.push_back(t.grad.size());
   return segs;
+}
+
+// A tensor's elements, row by row (the model's tensors are contiguous).
+std::span<float> flat(MatrixView<float> m) {
+  if (m.rows() > 1 && m.row_stride() != m.cols()) {
+    throw std::logic_error("train: a tensor of the model is not contiguous");
+  }
+  return {m.data(), m.size()};
 }
 
 std::size_t micro_batch_count(const TrainConfig& t) {
@@ -181,38 +190,94 @@ double Trainer::exchanged_loss(std::span<const double> mine) {
   return loss;
 }
 
-void Trainer::apply_gradients() {
-  // Sum the micro-batch gradients in micro-batch order (on one rank or across ranks: the same
-  // bits) into the arena of the model's parameters and each tensor of the encoding.
-  const std::size_t n = exchange_.mine().size();
-  std::vector<std::vector<std::span<const float>>> parts(n);
-  for (std::size_t k = 0; k < n; ++k) {
-    parts[k].emplace_back(grads_[k].arena.data(), grads_[k].arena.size());
-    for (const auto& e : grads_[k].encoding) parts[k].emplace_back(e.data(), e.size());
-  }
-  std::vector<std::span<float>> out{model_.params().grad_arena()};
-  for (const auto& t : model_.encoding().tensors()) out.emplace_back(t.grad.data(), t.grad.size());
-  exchange_.sum(parts, out);
-  const auto slots = model_.tensors();
-  if (cfg_.train.grad_clip > 0.0f) {
-    double sq = 0.0;
-    for (const auto& s : slots) {
-      for (std::size_t k = 0; k < s.grad.size(); ++k)
-        sq += double(s.grad.data()[k]) * s.grad.data()[k];
-    }
-    const double norm = std::sqrt(sq);
-    if (norm > cfg_.train.grad_clip) {
-      const auto scale = static_cast<float>(cfg_.train.grad_clip / norm);
-      for (const auto& s : slots) {
-        for (std::size_t k = 0; k < s.grad.size(); ++k) s.grad.data()[k] *= scale;
+std::vector<std::vector<std::span<const float>>> Trainer::micro_batch_gradients() {
+  // Each tensor's gradient inside each micro-batch's buffers, in model_.tensors()'s order: the
+  // model's own tensors at their offset in the arena, the encoding's in order.
+  const std::span<float> arena = model_.params().grad_arena();
+  const auto tensors = model_.tensors();
+  std::vector<std::vector<std::span<const float>>> parts(grads_.size());
+  for (std::size_t k = 0; k < grads_.size(); ++k) {
+    std::size_t enc = 0;
+    for (const auto& t : tensors) {
+      const float* g = t.grad.data();
+      if (g >= arena.data() && g < arena.data() + arena.size()) {
+        parts[k].emplace_back(grads_[k].arena.data() + (g - arena.data()), t.grad.size());
+      } else {
+        parts[k].emplace_back(grads_[k].encoding.at(enc++).data(), t.grad.size());
       }
     }
   }
+  return parts;
+}
+
+void Trainer::apply_gradients() {
+  std::vector<std::span<float>> grads, values;
+  for (const auto& t : model_.tensors()) {
+    grads.push_back(flat(t.grad));
+    values.push_back(flat(t.value));
+  }
+  // This rank's range of the sum of the micro-batch gradients, in micro-batch order (the whole
+  // sum on one process; the same bits either way).
+  exchange_.reduce(micro_batch_gradients(), grads);
+  if (cfg_.train.grad_clip > 0.0f) {
+    // The norm of the whole sum, its squares added in one process's order across the ranks.
+    const double norm = std::sqrt(exchange_.sum_of_squares(grads));
+    if (norm > cfg_.train.grad_clip) {
+      const auto scale = static_cast<float>(cfg_.train.grad_clip / norm);
+      for (const auto& piece : exchange_.pieces(grads)) {
+        for (float& g : piece.data) g *= scale;
+      }
+    }
+  }
+  // AdamW on this rank's range only; then every rank's updated parameters to every rank.
   opt_.config().lr = lr_at(step_);
   const auto refs = model_.param_refs();
-  opt_.step(refs);
+  const auto range = exchange_.range();
+  opt_.step(refs, range.begin, range.end);
+  if (comm_->size() > 1) {
+    moments_shared_ = false;
+    share_trained_rows(grads);
+  }
+  exchange_.share(values);
   // The learned table records the rows this step trained.
   model_.encoding().zero_grad();
+}
+
+void Trainer::share_trained_rows(std::span<const std::span<float>> grads) {
+  if (model_.encoding().learned_table() == nullptr) return;
+  const auto tensors = model_.tensors();
+  std::size_t table = 0;
+  while (tensors.at(table).name != model_.encoding_spec().table_tensor) ++table;
+  const MatrixView<float> g = tensors[table].grad;
+  // Rows with a nonzero element in this rank's range of the (clipped) sum, then on any rank.
+  std::vector<std::uint8_t> found(g.rows(), 0);
+  for (const auto& piece : exchange_.pieces(grads)) {
+    if (piece.segment != table) continue;
+    for (std::size_t k = 0; k < piece.data.size(); ++k) {
+      if (piece.data[k] != 0.0f) found[(piece.offset + k) / g.cols()] = 1;
+    }
+  }
+  const auto n = static_cast<std::size_t>(comm_->size());
+  std::vector<std::uint8_t> all(n * g.rows());
+  const std::vector<std::size_t> counts(n, g.rows());
+  comm_->allgatherv(std::span<const std::uint8_t>(found), std::span<std::uint8_t>(all), counts);
+  // The gradient is cleared next (zero_grad()): one nonzero element marks a row some rank found.
+  for (std::size_t r = 0; r < g.rows(); ++r) {
+    bool any = false;
+    for (std::size_t q = 0; q < n; ++q) any = any || all[q * g.rows() + r] != 0;
+    std::fill(g.row(r).begin(), g.row(r).end(), 0.0f);
+    if (any) g(r, 0) = 1.0f;
+  }
+}
+
+void Trainer::share_moments() {
+  if (moments_shared_) return;
+  for (auto* moments : {&opt_.first_moments(), &opt_.second_moments()}) {
+    std::vector<std::span<float>> segs;
+    for (auto& m : *moments) segs.emplace_back(m.data(), m.size());
+    exchange_.share(segs);
+  }
+  moments_shared_ = true;
 }
 
 double Trainer::train_step() {
@@ -242,6 +307,7 @@ double Trainer::train_step() {
 }
 
 std::uint64_t Trainer::fingerprint() {
+  share_moments();
   std::uint64_t h = 14695981039346656037ull;
   const std::string settings = cfg_.to_json();
   fnv(h, settings.data(), settings.size());
@@ -274,6 +340,7 @@ void Trainer::verify_same_state(const char* what) {
 }
 
 void Trainer::save(const std::string& path) {
+  share_moments();
   comm_->all_or_none("train: writing the checkpoint", [&] {
     if (comm_->rank() == 0) write_checkpoint(path, model_, opt_, cfg_, step_, lineage_);
   });

@@ -21,8 +21,9 @@
 // Data parallelism (lab/distributed.hpp, lab/gradient_exchange.hpp): given a communicator of N
 // ranks, every rank builds the same model from the seed (checked: the ranks compare a
 // fingerprint of their state), computes its share of each step's micro-batches, and the
-// gradients are summed in micro-batch order across ranks, so every rank takes the same optimizer
-// step, with the same loss, gradient norm and clipping, as one process with the same batch and
+// gradients are summed in micro-batch order across ranks, each rank summing and updating (AdamW
+// over a range) its range of the parameters, which are then gathered on every rank: the same
+// loss, gradient norm, clipping and parameters as one process with the same batch and
 // micro-batch. A failure on any rank ends the step on every rank (JobFailure); save() writes on
 // rank 0 only.
 //
@@ -119,7 +120,18 @@ class Trainer {
   std::exception_ptr make_batch();
   std::exception_ptr run_micro_batch(std::size_t k, double& loss);
   double exchanged_loss(std::span<const double> mine);
+  // This rank's micro-batch gradients as the exchange's segments (one per tensor).
+  std::vector<std::vector<std::span<const float>>> micro_batch_gradients();
+  // The range of the summed gradient this rank holds, clipped and applied to the parameters
+  // (AdamW over that range); the updated parameters shared by the ranks. Collective.
   void apply_gradients();
+  // With several ranks, the learned table's rows this step trained (nonzero in the summed
+  // gradient, of which each rank holds its range) found on any rank, made visible to
+  // Encoding::zero_grad() on every rank. Collective.
+  void share_trained_rows(std::span<const std::span<float>> grads);
+  // Every rank's range of AdamW's moments to every rank (each step updates only this rank's),
+  // before the moments are written or compared; nothing when they are whole. Collective.
+  void share_moments();
 
   RunConfig cfg_;
   Communicator* comm_;
@@ -129,6 +141,7 @@ class Trainer {
   std::vector<Gradients> grads_;   // one per micro-batch of this rank
   std::vector<double> losses_;     // (micro_batches) every micro-batch's, after a step
   AdamW opt_;
+  bool moments_shared_ = true;      // false: each rank's moments are current in its range only
   Batch batch_;                     // the step's batch (every rank makes all of it)
   std::vector<std::size_t> order_;  // its rows in micro-batch order (sorted by length or not)
   std::size_t step_ = 0;

@@ -4,6 +4,7 @@
 //   std::vector<posemb::ParamRef> params{{wpe, dwpe}, {wte, dwte}};   // named matrices
 //   for (...) { /* forward, backward into dwpe, dwte */ opt.step(params); zero_grad(dwpe); ... }
 //   opt.step({layer.parameter(), {wte, dwte}});                        // a list in place works too
+//   opt.step(params, 0, 100);   // a step on elements [0, 100) of wpe then wte, end to end
 //
 // Both follow PyTorch's update rules (torch.optim.AdamW and torch.optim.SGD with
 // dampening 0, nesterov off). Updates are elementwise, so the result does not depend on the
@@ -42,6 +43,15 @@ class AdamW {
   void step(std::span<const ParamRef> params);
   // The same for a list written in place: opt.step({pe.parameter(), {wte, dwte}}).
   void step(std::initializer_list<ParamRef> params);
+  // One step on a part of params: elements [begin, end) of their concatenation (the parameters
+  // in list order, each one's elements row by row; 0 <= begin <= end <= the total). Each of
+  // those elements, with its two moments, gets exactly the bits step(params) gives it; every
+  // other element and moment is left as it is. Counts as one step, like step(params), so
+  // callers whose ranges tile the parameters (the ranks of a data-parallel job, each updating
+  // its share; lab/gradient_exchange.hpp) hold together what one step(params) computes:
+  //   opt.step(params, 0, half);   other.step(params, half, total);   // the two halves
+  // Throws std::invalid_argument, writing nothing, for a range past the total or as step().
+  void step(std::span<const ParamRef> params, std::size_t begin, std::size_t end);
   std::int64_t steps() const noexcept { return steps_; }
   // State for checkpoints: first and second moments per parameter, in params order.
   std::vector<Matrix<float>>& first_moments() noexcept { return m_; }

@@ -101,12 +101,64 @@ void AdamW::set_steps(std::int64_t t) {
 }
 
 void AdamW::step(std::span<const ParamRef> params) {
+  std::size_t total = 0;
+  for (const ParamRef& p : params) total += p.value.size();
+  step(params, 0, total);
+}
+
+namespace {
+
+// Elements [c0, c1) of row r of a job's parameter, as a job of one row.
+detail::AdamWJob part_of_row(const detail::AdamWJob& job, std::size_t r, std::size_t c0,
+                             std::size_t c1) {
+  detail::AdamWJob part = job;
+  part.value += r * job.value_stride + c0;
+  part.grad += r * job.grad_stride + c0;
+  part.m += r * job.cols + c0;
+  part.v += r * job.cols + c0;
+  part.cols = c1 - c0;
+  return part;
+}
+
+// Elements [lo, hi) (row by row) of a job's (rows, cols) parameter: a partial first row, whole
+// rows on the threads (as many rows per task as a whole step takes), a partial last row. Each
+// element goes through the same kernel, which computes the same bits at any column.
+void update_elements(detail::AdamWRowsFn update, const detail::AdamWJob& job, std::size_t rows,
+                     std::size_t lo, std::size_t hi) {
+  const std::size_t cols = job.cols;
+  if (lo >= hi || cols == 0) return;
+  std::size_t r0 = lo / cols;
+  const std::size_t r1 = hi / cols, c1 = hi % cols;
+  if (const std::size_t c0 = lo % cols; c0 != 0) {
+    const detail::AdamWJob head = part_of_row(job, r0, c0, r0 == r1 ? c1 : cols);
+    update(head, 0, 1);
+    if (r0 == r1) return;
+    ++r0;
+  }
+  if (r0 < r1) {
+    parallel_for(r1 - r0, rows_per_chunk(cols), (r1 - r0) * cols,
+                 [&](std::size_t a, std::size_t b) { update(job, r0 + a, r0 + b); });
+  }
+  if (c1 != 0 && r1 < rows) {
+    const detail::AdamWJob tail = part_of_row(job, r1, 0, c1);
+    update(tail, 0, 1);
+  }
+}
+
+}  // namespace
+
+void AdamW::step(std::span<const ParamRef> params, std::size_t begin, std::size_t end) {
   check_params("AdamW::step", params, m_);
   require(m_.size() == v_.size(), "AdamW::step: first and second moment lists differ in size");
   for (std::size_t i = 0; i < v_.size(); ++i) {
     require(v_[i].rows() == m_[i].rows() && v_[i].cols() == m_[i].cols(),
             "AdamW::step: moments of parameter " + std::to_string(i) + " differ in shape");
   }
+  std::size_t total = 0;
+  for (const ParamRef& p : params) total += p.value.size();
+  require(begin <= end && end <= total,
+          "AdamW::step: elements [" + std::to_string(begin) + ", " + std::to_string(end) +
+              ") are not a range of the parameters' " + std::to_string(total) + " elements");
   if (m_.empty()) {
     m_ = zeros_like(params);
     v_ = zeros_like(params);
@@ -119,8 +171,13 @@ void AdamW::step(std::span<const ParamRef> params) {
   const float step_size = static_cast<float>(lr / bc1);
   const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
   const detail::AdamWRowsFn update = detail::adamw_rows();
+  std::size_t at = 0;  // the first element of parameter i in the concatenation
   for (std::size_t i = 0; i < params.size(); ++i) {
     const ParamRef& p = params[i];
+    const std::size_t n = p.value.size();
+    const std::size_t lo = std::clamp(begin, at, at + n) - at;
+    const std::size_t hi = std::clamp(end, at, at + n) - at;
+    at += n;
     const detail::AdamWJob job{p.value.data(),
                                p.value.row_stride(),
                                p.grad.data(),
@@ -136,8 +193,7 @@ void AdamW::step(std::span<const ParamRef> params) {
                                bc2_sqrt,
                                eps,
                                step_size};
-    parallel_for(p.value.rows(), rows_per_chunk(p.value.cols()), p.value.size(),
-                 [&](std::size_t r0, std::size_t r1) { update(job, r0, r1); });
+    update_elements(update, job, p.value.rows(), lo, hi);
   }
   steps_ = t;
 }

@@ -90,8 +90,9 @@ TEST(MicroBatchRank, ZigzagsOverTheRanks) {
   EXPECT_THROW(micro_batch_rank(0, 0), std::invalid_argument);
 }
 
-// Every rank ends with g_0 + g_1 + ... in micro-batch order, element by element: the scalar
-// reference's bits, for 1..4 ranks, 1..7 micro-batches and segments of awkward sizes (one empty).
+// Every rank ends with g_0 + g_1 + ... in micro-batch order, element by element, and the sum of
+// its squares in element order: the scalar reference's bits, for 1..4 ranks, 1..7 micro-batches
+// and segments of awkward sizes (one empty).
 TEST(GradientExchange, SumsInMicroBatchOrderOnEveryRank) {
   const std::vector<std::size_t> segs = {37, 0, 5, 130};
   const std::size_t G = 172;
@@ -113,6 +114,8 @@ TEST(GradientExchange, SumsInMicroBatchOrderOnEveryRank) {
         want[k] = s;
         reversed[k] = t;
       }
+      double want_sq = 0.0;  // one process's loop, element by element
+      for (const float x : want) want_sq += double(x) * x;
       if (nm >= 3) {
         EXPECT_NE(std::memcmp(want.data(), reversed.data(), G * sizeof(float)), 0)
             << "the data cannot tell summation orders apart";
@@ -120,6 +123,7 @@ TEST(GradientExchange, SumsInMicroBatchOrderOnEveryRank) {
       ThreadGroup group(ranks);
       std::vector<std::vector<float>> got(static_cast<std::size_t>(ranks), std::vector<float>(G));
       std::vector<std::vector<double>> losses(static_cast<std::size_t>(ranks));
+      std::vector<double> squares(static_cast<std::size_t>(ranks));
       expect_no_errors(group.run([&](Communicator& comm) {
         GradientExchange ex(comm, nm, segs);
         const auto r = static_cast<std::size_t>(comm.rank());
@@ -143,6 +147,7 @@ TEST(GradientExchange, SumsInMicroBatchOrderOnEveryRank) {
           at += s;
         }
         ex.sum(parts, out);
+        squares[r] = ex.sum_of_squares(out);
         losses[r].resize(nm);
         ex.gather(my_losses, losses[r]);
       }));
@@ -151,6 +156,7 @@ TEST(GradientExchange, SumsInMicroBatchOrderOnEveryRank) {
         EXPECT_EQ(std::memcmp(got[ri].data(), want.data(), G * sizeof(float)), 0)
             << ranks << " ranks, " << nm << " micro-batches, rank " << r;
         for (std::size_t i = 0; i < nm; ++i) EXPECT_EQ(losses[ri][i], double(i) + 0.5);
+        EXPECT_EQ(std::memcmp(&squares[ri], &want_sq, sizeof want_sq), 0) << "rank " << r;
       }
     }
   }

@@ -59,6 +59,14 @@ expect 0 "1 process, 2 micro-batches" -- train "${model[@]}" --batch 4 --steps 6
 mpi 0 "3 ranks, 2 micro-batches" -- 3 train "${model[@]}" --batch 4 --steps 6 --threads 2 \
   --quiet --out "$tmp/b4-3"
 same "$tmp/b4/checkpoint.safetensors" "$tmp/b4-3/checkpoint.safetensors" "an idle rank"
+# The same with every step clipped: the norm's squares relayed across 3 ranks, one idle.
+expect 0 "1 process, 2 micro-batches, clipped" -- train "${model[@]}" --batch 4 --steps 6 \
+  --grad-clip 0.05 --quiet --out "$tmp/b4c"
+mpi 0 "3 ranks, 2 micro-batches, clipped" -- 3 train "${model[@]}" --batch 4 --steps 6 \
+  --grad-clip 0.05 --threads 1 --quiet --out "$tmp/b4c-3"
+same "$tmp/b4c/checkpoint.safetensors" "$tmp/b4c-3/checkpoint.safetensors" "an idle rank, clipped"
+cmp -s "$tmp/b4/checkpoint.safetensors" "$tmp/b4c/checkpoint.safetensors" &&
+  fail "--grad-clip 0.05 changed nothing: the clipped case is not clipped"
 # Rank 0 alone prints.
 mpi 0 "2 ranks, not quiet" -- 2 train "${model[@]}" --batch 8 --steps 3 --out "$tmp/loud"
 [ "$(grep -c '^posemb train:' "$tmp/out")" -eq 1 ] || fail "the header is printed once"

@@ -10,10 +10,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "lab/distributed.hpp"
 #include "lab/encoding.hpp"
@@ -145,6 +150,74 @@ TEST(MpiWorld, GradientExchangeSumsInMicroBatchOrder) {
   }
 }
 
+// reduce(): each rank's range of the sum in micro-batch order, the rest of its output untouched;
+// the ranges tile the flat vector and pieces() cuts this rank's at the segments; share(): every
+// rank's range to every rank; sum_of_squares(): one process's sequential double sum, bit for bit.
+TEST(MpiWorld, GradientExchangeReducesSharesAndAddsSquaresInOrder) {
+  auto& comm = job();
+  const std::vector<std::size_t> segs = {700, 1, 0, 333, 5};
+  const std::size_t G = 1039, nm = 5;
+  std::mt19937 rng(7);  // the same data on every rank
+  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> expo(-30, 30);
+  std::vector<std::vector<float>> g(nm, std::vector<float>(G));
+  for (auto& v : g) {
+    for (float& x : v) x = std::ldexp(mant(rng), expo(rng));
+  }
+  std::vector<float> want(G);
+  double want_sq = 0.0, reversed_sq = 0.0;
+  for (std::size_t k = 0; k < G; ++k) {
+    float s = 0.0f;
+    for (std::size_t i = 0; i < nm; ++i) s += g[i][k];
+    want[k] = s;
+    want_sq += double(s) * s;
+  }
+  for (std::size_t k = G; k-- > 0;) reversed_sq += double(want[k]) * want[k];
+  ASSERT_NE(want_sq, reversed_sq) << "the data cannot tell orders of summation apart";
+  GradientExchange ex(comm, nm, segs);
+  std::vector<std::vector<std::span<const float>>> parts;
+  for (const std::size_t i : ex.mine()) {
+    std::vector<std::span<const float>> p;
+    std::size_t at = 0;
+    for (const std::size_t s : segs) {
+      p.emplace_back(g[i].data() + at, s);
+      at += s;
+    }
+    parts.push_back(std::move(p));
+  }
+  std::vector<float> got(G, 7.0f);
+  std::vector<std::span<float>> out;
+  std::size_t at = 0;
+  for (const std::size_t s : segs) {
+    out.emplace_back(got.data() + at, s);
+    at += s;
+  }
+  ex.reduce(parts, out);
+  const auto mine = ex.range();
+  const auto begins = comm.allgather(mine.begin), ends = comm.allgather(mine.end);
+  EXPECT_EQ(begins.front(), 0u);
+  EXPECT_EQ(ends.back(), G);
+  for (std::size_t r = 1; r < begins.size(); ++r) EXPECT_EQ(begins[r], ends[r - 1]);
+  for (std::size_t k = 0; k < G; ++k) {
+    const bool in = k >= mine.begin && k < mine.end;
+    const float w = in ? want[k] : 7.0f;
+    ASSERT_EQ(std::memcmp(&got[k], &w, sizeof w), 0)
+        << "element " << k << (in ? " in" : " out of") << " rank " << comm.rank() << "'s range";
+  }
+  std::size_t next = mine.begin;
+  for (const auto& piece : ex.pieces(out)) {
+    ASSERT_FALSE(piece.data.empty());
+    EXPECT_EQ(piece.data.data(), out[piece.segment].data() + piece.offset);
+    EXPECT_EQ(static_cast<std::size_t>(piece.data.data() - got.data()), next);
+    next += piece.data.size();
+  }
+  EXPECT_EQ(next, mine.end);
+  const double sq = ex.sum_of_squares(out);
+  EXPECT_EQ(std::memcmp(&sq, &want_sq, sizeof sq), 0) << sq << " against " << want_sq;
+  ex.share(out);
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), G * sizeof(float)), 0);
+}
+
 RunConfig small_run(const std::string& pe) {
   RunConfig r = testing::tiny_run_config(pe, 5, 5, 48);
   r.train.batch = 11;  // 6 micro-batches of 2 (the last of 1)
@@ -177,6 +250,90 @@ TEST(MpiWorld, TrainerOnTheJobEqualsOneProcess) {
       EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << e->name << " step " << s;
     }
     EXPECT_EQ(parameters(one), parameters(dp)) << e->name;
+  }
+}
+
+// A folder every rank of the job names alike (after rank 0's pid). Collective on first use.
+const std::filesystem::path& shared_dir() {
+  static const auto dir = [] {
+    const auto pid = job().allgather(static_cast<long>(::getpid())).front();
+    const auto d =
+        std::filesystem::temp_directory_path() / ("posemb_test_mpi_world_" + std::to_string(pid));
+    std::filesystem::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// A checkpoint's bytes, written by tr.save (on the job: rank 0 writes, collective) into
+// shared_dir(); read back on every rank.
+std::string saved(Trainer& tr, const std::string& name) {
+  const auto path = (shared_dir() / name).string();
+  tr.save(path);
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// With gradient clipping active (the norm of the whole sum, which each rank holds a range of),
+// a checkpoint written mid-run on the job, the one at the end, and the one after resuming from
+// the mid-run checkpoint on the job, each equal one process's, byte for byte (the AdamW moments,
+// each rank's current only in its range, are gathered for the write).
+TEST(MpiWorld, CheckpointsAndResumeOnTheJobEqualOneProcess) {
+  auto& comm = job();
+  const std::string me = "r" + std::to_string(comm.rank()) + "_";
+  for (const auto* e : encodings()) {
+    const RunConfig cfg = small_run(std::string(e->name));
+    Trainer one(cfg);
+    one.train_step();
+    const std::string one_mid = saved(one, me + "one_mid.safetensors");
+    while (one.step() < cfg.train.steps) one.train_step();
+    const std::string one_end = saved(one, me + "one_end.safetensors");
+    RunConfig unclipped = cfg;
+    unclipped.train.grad_clip = 0.0f;
+    Trainer plain(unclipped);
+    while (plain.step() < cfg.train.steps) plain.train_step();
+    ASSERT_NE(parameters(plain), parameters(one)) << e->name << ": clipping changed nothing";
+
+    Trainer dp(cfg, comm);
+    dp.train_step();
+    EXPECT_TRUE(saved(dp, "dp_mid.safetensors") == one_mid) << e->name << ": mid-run checkpoint";
+    while (dp.step() < cfg.train.steps) dp.train_step();
+    EXPECT_TRUE(saved(dp, "dp_end.safetensors") == one_end) << e->name << ": final checkpoint";
+    Trainer resumed = Trainer::load((shared_dir() / "dp_mid.safetensors").string(), comm);
+    while (resumed.step() < cfg.train.steps) resumed.train_step();
+    EXPECT_TRUE(saved(resumed, "resumed_end.safetensors") == one_end) << e->name << ": resumed";
+  }
+}
+
+// More ranks than micro-batches (one micro-batch: every rank but rank 0 idle), clipping active:
+// the idle ranks still sum and update their ranges; one process's checkpoint.
+TEST(MpiWorld, MoreRanksThanMicroBatchesEqualOneProcess) {
+  auto& comm = job();
+  RunConfig cfg = small_run("learned");
+  cfg.train.batch = 2;  // one micro-batch of 2
+  Trainer one(cfg), dp(cfg, comm);
+  EXPECT_EQ(dp.my_micro_batches().size(), comm.rank() == 0 ? 1u : 0u);
+  while (one.step() < cfg.train.steps) one.train_step();
+  while (dp.step() < cfg.train.steps) dp.train_step();
+  const std::string want = saved(one, "r" + std::to_string(comm.rank()) + "_idle_one.safetensors");
+  EXPECT_TRUE(saved(dp, "idle.safetensors") == want) << "rank " << comm.rank();
+}
+
+// The learned table's record of trained rows is the summed gradient's (LearnedPositionalEmbedding::
+// zero_grad), of which each rank holds its range: every rank records one process's rows.
+TEST(MpiWorld, EveryRankRecordsTheTrainedRowsOfOneProcess) {
+  auto& comm = job();
+  for (const char* pe : {"learned", "learned-randomized"}) {
+    RunConfig cfg = small_run(pe);
+    cfg.model.max_seq_len = 256;  // rows stay untrained (past the lengths, not drawn)
+    Trainer one(cfg), dp(cfg, comm);
+    while (one.step() < cfg.train.steps) one.train_step();
+    while (dp.step() < cfg.train.steps) dp.train_step();
+    const auto want = one.model().encoding().learned_table()->untrained_rows();
+    EXPECT_FALSE(want.empty()) << pe;
+    EXPECT_LT(want.size(), 256u) << pe;
+    EXPECT_EQ(dp.model().encoding().learned_table()->untrained_rows(), want)
+        << pe << " on rank " << comm.rank();
   }
 }
 

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "posemb/posemb.hpp"
@@ -102,6 +105,133 @@ TEST(Optimizers, RejectADifferentParameterListAndWriteNothing) {
   EXPECT_THROW(AdamW({.eps = 0.0f}), std::invalid_argument);
   EXPECT_THROW(Sgd({.lr = -1.0f}), std::invalid_argument);
   EXPECT_THROW(adam.set_steps(-1), std::invalid_argument);
+}
+
+// A parameter list of awkward shapes (a strided value, one element, rows longer than a vector,
+// no rows, one column) and a copy of it with its own optimizer: one "rank".
+struct Replica {
+  struct Shape {
+    std::size_t rows, cols, stride;
+  };
+  static inline const std::vector<Shape> shapes = {{5, 13, 17}, {1, 1, 1}, {3, 33, 33},
+                                                   {0, 4, 4},   {4, 1, 3}, {2, 8, 8}};
+  static constexpr std::size_t total = 65 + 1 + 99 + 0 + 4 + 16;
+  std::vector<Matrix<float>> store;  // each (rows, stride)
+  AdamW opt{{.lr = 5e-2f, .beta1 = 0.8f, .beta2 = 0.99f, .eps = 1e-6f, .weight_decay = 0.1f}};
+
+  Replica() {
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      store.push_back(testing::random_matrix(shapes[i].rows, shapes[i].stride, 10 + i));
+    }
+  }
+  MatrixView<float> value(std::size_t i) {
+    return {store[i].data(), shapes[i].rows, shapes[i].cols, shapes[i].stride};
+  }
+  std::vector<ParamRef> params(const std::vector<Matrix<float>>& grads) {
+    std::vector<ParamRef> out;
+    for (std::size_t i = 0; i < shapes.size(); ++i) out.push_back({value(i), grads[i]});
+    return out;
+  }
+  // Element k of the concatenation (row by row) of the values (what 0), first moments (1) or
+  // second moments (2).
+  float& at(int what, std::size_t k) {
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const std::size_t n = shapes[i].rows * shapes[i].cols;
+      if (k >= n) {
+        k -= n;
+        continue;
+      }
+      if (what == 0) return value(i)(k / shapes[i].cols, k % shapes[i].cols);
+      return (what == 1 ? opt.first_moments() : opt.second_moments())[i].data()[k];
+    }
+    throw std::out_of_range("Replica::at");
+  }
+  std::vector<float> all(int what) {
+    std::vector<float> out;
+    for (std::size_t k = 0; k < total; ++k) out.push_back(at(what, k));
+    return out;
+  }
+};
+
+// Ranges that tile the parameters, each stepped on its own replica, then gathered (each element
+// from the replica that owns it, as the ranks of lab::Trainer exchange parameters): one step's
+// bits, every step. A replica's step leaves every element outside its range as it was.
+TEST(AdamW, StepsOverRangesThatTileTheParametersEqualOneStep) {
+  const std::size_t T = Replica::total;
+  // Cuts inside rows, at row and parameter ends, empty ranges, one element each.
+  std::vector<std::vector<std::size_t>> tilings = {
+      {0, T}, {0, 7, T}, {0, 65, 66, 165, 165, T}, {0, 3, 3, 70, 71, 140, 184, T}};
+  tilings.emplace_back();
+  for (std::size_t k = 0; k <= T; ++k) tilings.back().push_back(k);
+  for (const auto& cuts : tilings) {
+    Replica one;
+    std::vector<Replica> ranks(cuts.size() - 1);
+    for (std::size_t s = 0; s < 3; ++s) {
+      std::vector<Matrix<float>> grads;
+      for (std::size_t i = 0; i < Replica::shapes.size(); ++i) {
+        grads.push_back(testing::random_matrix(Replica::shapes[i].rows, Replica::shapes[i].cols,
+                                               100 * s + i, s == 1 ? 1e-3f : 2.0f));
+      }
+      one.opt.step(one.params(grads));
+      for (std::size_t r = 0; r < ranks.size(); ++r) {
+        const int arrays = s == 0 ? 1 : 3;  // the moments exist after the first step
+        std::vector<std::vector<float>> before;
+        for (int what = 0; what < arrays; ++what) before.push_back(ranks[r].all(what));
+        ranks[r].opt.step(ranks[r].params(grads), cuts[r], cuts[r + 1]);
+        EXPECT_EQ(ranks[r].opt.steps(), std::int64_t(s + 1));
+        for (int what = 0; what < arrays; ++what) {
+          const std::vector<float> after = ranks[r].all(what);
+          for (std::size_t k = 0; k < T; ++k) {
+            if (k < cuts[r] || k >= cuts[r + 1]) {
+              ASSERT_EQ(after[k], before[what][k]) << "array " << what << " element " << k;
+            }
+          }
+        }
+      }
+      // The exchange: element k from the replica whose range holds it.
+      for (std::size_t r = 0; r < ranks.size(); ++r) {
+        for (std::size_t k = cuts[r]; k < cuts[r + 1]; ++k) {
+          for (auto& other : ranks) {
+            for (int what = 0; what < 3; ++what) other.at(what, k) = ranks[r].at(what, k);
+          }
+        }
+      }
+      for (auto& rank : ranks) {
+        for (int what = 0; what < 3; ++what) {
+          const auto want = one.all(what), got = rank.all(what);
+          ASSERT_EQ(std::memcmp(got.data(), want.data(), T * sizeof(float)), 0)
+              << cuts.size() - 1 << " ranges, step " << s + 1 << ", array " << what;
+        }
+      }
+    }
+  }
+}
+
+TEST(AdamW, RejectsARangeOutsideTheParametersAndWritesNothing) {
+  Replica a;
+  std::vector<Matrix<float>> grads;
+  for (const auto& sh : Replica::shapes)
+    grads.push_back(testing::random_matrix(sh.rows, sh.cols, 3));
+  const auto params = a.params(grads);
+  a.opt.step(params, 0, 10);
+  const auto p0 = a.all(0), m0 = a.all(1);
+  for (const auto& [b, e] : {std::pair<std::size_t, std::size_t>{5, 4},
+                             {0, Replica::total + 1},
+                             {Replica::total + 1, Replica::total + 1}}) {
+    try {
+      a.opt.step(params, b, e);
+      ADD_FAILURE() << "[" << b << ", " << e << ") accepted";
+    } catch (const std::invalid_argument& err) {
+      EXPECT_NE(
+          std::string(err.what())
+              .find("AdamW::step: elements [" + std::to_string(b) + ", " + std::to_string(e) + ")"),
+          std::string::npos)
+          << err.what();
+    }
+  }
+  EXPECT_EQ(a.all(0), p0);
+  EXPECT_EQ(a.all(1), m0);
+  EXPECT_EQ(a.opt.steps(), 1);
 }
 
 // opt.step({p}) and opt.step({p, q}) take a list written in place, and do exactly what the
