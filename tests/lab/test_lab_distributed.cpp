@@ -44,12 +44,26 @@ std::string read_bytes(const std::filesystem::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::filesystem::path scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("posemb_test_distributed_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir / name;
+std::filesystem::path scratch_dir() {
+  return std::filesystem::temp_directory_path() /
+         ("posemb_test_distributed_" + std::to_string(::getpid()));
 }
+
+std::filesystem::path scratch(const std::string& name) {
+  std::filesystem::create_directories(scratch_dir());
+  return scratch_dir() / name;
+}
+
+// The scratch folder goes when the tests are done.
+class ScratchCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(scratch_dir(), ec);
+  }
+};
+[[maybe_unused]] const auto* const scratch_cleanup =
+    ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
 
 void expect_no_errors(const std::vector<std::exception_ptr>& errors) {
   for (std::size_t r = 0; r < errors.size(); ++r) {

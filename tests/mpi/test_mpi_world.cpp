@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -253,17 +254,31 @@ TEST(MpiWorld, TrainerOnTheJobEqualsOneProcess) {
   }
 }
 
-// A folder every rank of the job names alike (after rank 0's pid). Collective on first use.
+// A folder every rank of the job names alike (after rank 0's pid). Collective on first use;
+// removed by rank 0 once every rank has finished its tests (SharedDirCleanup).
+std::optional<std::filesystem::path> shared_dir_made;
+
 const std::filesystem::path& shared_dir() {
-  static const auto dir = [] {
+  if (!shared_dir_made) {
     const auto pid = job().allgather(static_cast<long>(::getpid())).front();
     const auto d =
         std::filesystem::temp_directory_path() / ("posemb_test_mpi_world_" + std::to_string(pid));
     std::filesystem::create_directories(d);
-    return d;
-  }();
-  return dir;
+    shared_dir_made = d;
+  }
+  return *shared_dir_made;
 }
+
+class SharedDirCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    if (!shared_dir_made) return;  // the same on every rank: made in the same test
+    job().allgather(0L);           // every rank done with the folder
+    if (job().rank() == 0) std::filesystem::remove_all(*shared_dir_made);
+  }
+};
+[[maybe_unused]] const auto* const shared_dir_cleanup =
+    ::testing::AddGlobalTestEnvironment(new SharedDirCleanup);
 
 // A checkpoint's bytes, written by tr.save (on the job: rank 0 writes, collective) into
 // shared_dir(); read back on every rank.
