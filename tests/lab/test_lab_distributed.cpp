@@ -4,7 +4,6 @@
 // failures on one rank reaching every rank, rank 0 alone writing, and the grid runner spread over
 // ranks and threads giving one process's outcomes.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -22,6 +21,7 @@
 #include "lab/sweep.hpp"
 #include "lab/trainer.hpp"
 #include "lab_runs.hpp"
+#include "temp_dir.hpp"
 #include "thread_group.hpp"
 
 namespace posemb::lab {
@@ -44,26 +44,11 @@ std::string read_bytes(const std::filesystem::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::filesystem::path scratch_dir() {
-  return std::filesystem::temp_directory_path() /
-         ("posemb_test_distributed_" + std::to_string(::getpid()));
-}
-
+// One scratch folder for the whole test program, removed at exit.
 std::filesystem::path scratch(const std::string& name) {
-  std::filesystem::create_directories(scratch_dir());
-  return scratch_dir() / name;
+  static const test::TempDir dir;
+  return dir.path() / name;
 }
-
-// The scratch folder goes when the tests are done.
-class ScratchCleanup : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(scratch_dir(), ec);
-  }
-};
-[[maybe_unused]] const auto* const scratch_cleanup =
-    ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
 
 void expect_no_errors(const std::vector<std::exception_ptr>& errors) {
   for (std::size_t r = 0; r < errors.size(); ++r) {
