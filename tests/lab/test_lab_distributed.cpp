@@ -130,21 +130,10 @@ TEST(GradientExchange, SumsInMicroBatchOrderOnEveryRank) {
         std::vector<double> my_losses;
         for (const std::size_t i : ex.mine()) {
           EXPECT_EQ(micro_batch_rank(i, ranks), comm.rank());
-          std::vector<std::span<const float>> p;
-          std::size_t at = 0;
-          for (const std::size_t s : segs) {
-            p.emplace_back(g[i].data() + at, s);
-            at += s;
-          }
-          parts.push_back(std::move(p));
+          parts.push_back(testing::segments_of<const float>(g[i].data(), segs));
           my_losses.push_back(static_cast<double>(i) + 0.5);
         }
-        std::vector<std::span<float>> out;
-        std::size_t at = 0;
-        for (const std::size_t s : segs) {
-          out.emplace_back(got[r].data() + at, s);
-          at += s;
-        }
+        const auto out = testing::segments_of(got[r].data(), segs);
         ex.sum(parts, out);
         squares[r] = ex.sum_of_squares(out);
         losses[r].resize(nm);

@@ -132,20 +132,9 @@ TEST(MpiWorld, GradientExchangeSumsInMicroBatchOrder) {
     GradientExchange ex(comm, nm, segs);
     std::vector<std::vector<std::span<const float>>> parts;
     for (const std::size_t i : ex.mine()) {
-      std::vector<std::span<const float>> p;
-      std::size_t at = 0;
-      for (const std::size_t s : segs) {
-        p.emplace_back(g[i].data() + at, s);
-        at += s;
-      }
-      parts.push_back(std::move(p));
+      parts.push_back(testing::segments_of<const float>(g[i].data(), segs));
     }
-    std::vector<std::span<float>> out;
-    std::size_t at = 0;
-    for (const std::size_t s : segs) {
-      out.emplace_back(got.data() + at, s);
-      at += s;
-    }
+    const auto out = testing::segments_of(got.data(), segs);
     ex.sum(parts, out);
     EXPECT_EQ(std::memcmp(got.data(), want.data(), G * sizeof(float)), 0) << nm;
   }
@@ -178,21 +167,10 @@ TEST(MpiWorld, GradientExchangeReducesSharesAndAddsSquaresInOrder) {
   GradientExchange ex(comm, nm, segs);
   std::vector<std::vector<std::span<const float>>> parts;
   for (const std::size_t i : ex.mine()) {
-    std::vector<std::span<const float>> p;
-    std::size_t at = 0;
-    for (const std::size_t s : segs) {
-      p.emplace_back(g[i].data() + at, s);
-      at += s;
-    }
-    parts.push_back(std::move(p));
+    parts.push_back(testing::segments_of<const float>(g[i].data(), segs));
   }
   std::vector<float> got(G, 7.0f);
-  std::vector<std::span<float>> out;
-  std::size_t at = 0;
-  for (const std::size_t s : segs) {
-    out.emplace_back(got.data() + at, s);
-    at += s;
-  }
+  const auto out = testing::segments_of(got.data(), segs);
   ex.reduce(parts, out);
   const auto mine = ex.range();
   const auto begins = comm.allgather(mine.begin), ends = comm.allgather(mine.end);

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "lab/config.hpp"
 #include "lab/encoding.hpp"
@@ -40,6 +42,19 @@ inline ModelConfig tiny_model_config(const std::string& pe, std::size_t table_ro
   cfg.max_seq_len = find_encoding(pe).has_table ? table_rows : 0;
   cfg.init_std = 0.3;
   return cfg;
+}
+
+// A flat buffer cut into consecutive segments of the given sizes (the layout GradientExchange
+// takes a gradient in).
+template <class T>
+std::vector<std::span<T>> segments_of(T* data, const std::vector<std::size_t>& sizes) {
+  std::vector<std::span<T>> out;
+  std::size_t at = 0;
+  for (const std::size_t n : sizes) {
+    out.emplace_back(data + at, n);
+    at += n;
+  }
+  return out;
 }
 
 }  // namespace posemb::lab::testing
