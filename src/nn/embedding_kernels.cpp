@@ -187,12 +187,12 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   const std::size_t work =
       with_tokens ? n_rows * C : streaming_work((n_rows + 2 * seq_len) * C * sizeof(float));
   const bool parallel = worth_parallel(work) && parallel_threads() > 1;
-  // Small work, and work that runs on one thread with other than contiguous positions, runs the
-  // serial loop itself: the order to keep, with no plan to make. With contiguous positions the
-  // tasks below pay on one thread too: a task adds a position row's contributions from the whole
-  // batch while the row is in L1, where the serial loop goes through the position table once per
-  // batch row (measured at 1 thread on the GPT-2 shape: the position-only backward 1.3x faster,
-  // the full backward about 5%).
+  // Small work, and work that runs on one thread other than the full backward with contiguous
+  // positions, runs the serial loop itself: the order to keep, with no plan to make (its
+  // position-only sum goes in blocks of positions that stay in L2). The full backward with
+  // contiguous positions takes the tasks below on one thread too: a task adds a position row's
+  // contributions from the whole batch while the row is in L1, where the serial loop goes
+  // through the position table once per batch row (about 5% faster at 1 thread, GPT-2 shape).
   if (!worth_parallel(n_rows * C) || (!parallel && (!contiguous || !with_tokens))) {
     backward_serial()(job);
     return;
