@@ -28,18 +28,24 @@
 // waking helpers costs more than it saves, and far more on a busy machine.
 //
 // Streaming loops count their work in bytes moved: streaming_work(bytes) reaches
-// kParallelMinWork only at kParallelMinStreamBytes (64 MiB) of reads and writes. One core
-// streams nearly as fast as the memory bus allows, so a second thread adds little to such a loop
-// and, when another process holds a core, costs far more than it adds (measured on a 2-core
-// machine with loops of 4 to 28 MB of traffic: add_into, layer norm, RoPE, the position-only
-// add; each slower on 2 threads than on 1, quiet or not).
+// kParallelMinWork only at kParallelMinStreamBytes (8 MiB) of reads and writes. Smaller ones
+// take a few tens of microseconds on one core, where a second thread saves little beside what
+// starting it costs. Larger ones gain from a second core once each thread streams a long run of
+// its own (below): on a 2-core machine the rotary rotation and the position-only add and sum at
+// GPT-2-small's sizes (24 to 28 MB moved) ran 1.4-2x faster on 2 threads than on 1, and with
+// another process busy on one of the cores, their 2-thread time stayed within 1.1x of their
+// 1-thread time (docs/layer.md).
 //
-// Larger work is cut into chunks of `grain` indices that the calling thread and up to
-// parallel_threads() - 1 helper threads take one at a time until none is left (dynamic
-// scheduling). The caller never waits for a helper that has not started: a helper whose core is
-// busy with another process takes fewer chunks, or none, and the caller does the rest. The
+// Larger work is cut into chunks of `grain` indices, and the chunks into one contiguous share
+// per thread (the calling thread and up to parallel_threads() - 1 helper threads). Each thread
+// takes the chunks of its share one at a time, in order, then the chunks left in the others'
+// shares, until none is left (dynamic scheduling): a streaming loop reads one long run per
+// thread, which the hardware prefetcher follows. The caller never waits for a helper that has
+// not started: a helper whose core is busy with another process takes fewer chunks, or none, and
+// the caller does the rest; a helper that finds itself on the caller's core takes no more. The
 // caller waits only for chunks a helper has already taken. Helpers spin for at most about 50
-// microseconds after a job (to catch the next one) and then sleep.
+// microseconds after a job (to catch the next one) and then sleep; waking a sleeping one took
+// 0.1-0.2 ms on a 2-core virtual machine, which the caller does not wait for.
 //
 // The thread count is OpenMP's (OMP_NUM_THREADS, or set_parallel_threads). A call made from
 // inside an OpenMP parallel region, from a chunk or task of another parallel_for /
@@ -67,7 +73,7 @@ constexpr bool worth_parallel(std::size_t elements) noexcept {
 }
 
 // Streaming loops (see above): at least this many bytes read and written to go parallel.
-inline constexpr std::size_t kParallelMinStreamBytes = std::size_t{64} << 20;
+inline constexpr std::size_t kParallelMinStreamBytes = std::size_t{8} << 20;
 
 namespace detail {
 // The streaming threshold in effect: kParallelMinStreamBytes unless a test changed it.
@@ -113,11 +119,13 @@ namespace detail {
 bool nested() noexcept;
 
 // Runs fn(ctx, k, slot) for every k in [0, n_chunks), each exactly once, on the calling thread
-// and up to max_threads - 1 helpers (see above), chunks started in increasing k. slot is 0 on
-// the calling thread, 1.. on helpers: below max_threads, and distinct among chunks running at
-// the same time. Nested (see nested()): all on the calling thread. fn must not throw.
+// and up to max_threads - 1 helpers (see above). With `split`, every thread starts on its own
+// contiguous share of the chunks (the calling thread on the first), each share started in
+// increasing k; without, all chunks are started in increasing k. slot is 0 on the calling
+// thread, 1.. on helpers: below max_threads, and distinct among chunks running at the same time.
+// Nested (see nested()): all on the calling thread, in increasing k. fn must not throw.
 void run_chunks(std::size_t n_chunks, std::size_t max_threads,
-                void (*fn)(void* ctx, std::size_t chunk, std::size_t slot), void* ctx);
+                void (*fn)(void* ctx, std::size_t chunk, std::size_t slot), void* ctx, bool split);
 
 // Chunk k of [0, n) in chunks of `grain`.
 template <class F>
@@ -151,7 +159,7 @@ void parallel_for_slots(std::size_t n, std::size_t grain, std::size_t work, std:
   }
   using Body = std::remove_reference_t<F>;
   detail::ChunkedBody<Body> ctx{&body, n, grain};
-  detail::run_chunks(chunks, threads, &detail::ChunkedBody<Body>::call, &ctx);
+  detail::run_chunks(chunks, threads, &detail::ChunkedBody<Body>::call, &ctx, true);
 }
 
 // Calls body(begin, end) over [0, n) in chunks of `grain` indices (the last may be shorter),
@@ -185,7 +193,7 @@ void parallel_tasks(std::size_t n, std::size_t concurrency, F&& task) {
     for (std::size_t i = begin; i < end; ++i) task(i);
   };
   detail::ChunkedBody<decltype(body)> ctx{&body, n, 1};
-  detail::run_chunks(n, concurrency, &detail::ChunkedBody<decltype(body)>::call, &ctx);
+  detail::run_chunks(n, concurrency, &detail::ChunkedBody<decltype(body)>::call, &ctx, false);
 }
 
 }  // namespace posemb

@@ -3,13 +3,21 @@
 // One job at a time. A job is published in `state_`, a 64-bit word holding the job's generation
 // (upper 32 bits), a "closed" bit and the number of helpers registered in it. A helper joins the
 // current job by incrementing that count with a compare-and-swap that also checks the generation
-// and that the job is still open; it then takes chunks from `next_` until none is left and
-// deregisters. The caller takes chunks too; when they run out it closes the job (no helper can
-// join any more) and waits only for the helpers that did join. A helper that wakes up late finds
-// the job closed and goes back to sleep: nobody waits for it. A helper's slot (the scratch index
-// the job's chunks see) is its place in the registration count: helpers that register after the
-// job's last chunk was taken run no chunk, so the slots of running chunks never collide.
+// and that the job is still open; it then takes chunks until none is left and deregisters. The
+// caller takes chunks too; when they run out it closes the job (no helper can join any more) and
+// waits only for the helpers that did join. A helper that wakes up late finds the job closed and
+// goes back to sleep: nobody waits for it. A helper's slot (the scratch index the job's chunks
+// see) is its place in the registration count: helpers that register after the job's last chunk
+// was taken run no chunk, so the slots of running chunks never collide.
+//
+// The chunks: a parallel_for job cuts them into one contiguous share per thread (`ranges_`),
+// each with its own counter; a thread takes the chunks of the share of its slot in order, then
+// those left in the other shares. A parallel_tasks job has one share that every thread takes
+// from, so tasks start in increasing order. A helper that finds itself on the caller's CPU (the
+// scheduler put both on one core, the other being busy) takes no more chunks: the two would only
+// take turns on that core, and the caller would wait for the helper's chunk.
 #include <omp.h>
+#include <sched.h>
 
 #include <pthread.h>
 
@@ -62,15 +70,29 @@ class Pool {
   }
 
   // Runs the job; false when the helpers are busy with another caller's job (run it serially).
-  bool run(std::size_t n_chunks, ChunkFn fn, void* ctx, std::size_t helpers) {
+  // `split`: one contiguous share of the chunks per thread (else one shared sequence).
+  bool run(std::size_t n_chunks, ChunkFn fn, void* ctx, std::size_t helpers, bool split) {
     std::unique_lock<std::mutex> lock(caller_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
     grow(helpers);
     fn_ = fn;
     ctx_ = ctx;
-    n_chunks_ = n_chunks;
     max_helpers_ = helpers;
-    next_.store(0, std::memory_order_relaxed);
+    const std::size_t shares = split ? std::min(helpers + 1, n_chunks) : 1;
+    if (shares > ranges_capacity_) {
+      ranges_ = std::make_unique<Range[]>(shares);
+      ranges_capacity_ = shares;
+    }
+    // Shares of n_chunks / shares chunks, the first n_chunks % shares one more.
+    const std::size_t base = n_chunks / shares, extra = n_chunks % shares;
+    for (std::size_t i = 0, begin = 0; i < shares; ++i) {
+      const std::size_t end = begin + base + (i < extra ? 1 : 0);
+      ranges_[i].next.store(begin, std::memory_order_relaxed);
+      ranges_[i].end = end;
+      begin = end;
+    }
+    n_ranges_ = shares;
+    caller_cpu_.store(::sched_getcpu(), std::memory_order_relaxed);
     generation_ += 1;
     state_.store(generation_ << 32, std::memory_order_release);
     wake_.fetch_add(1, std::memory_order_release);
@@ -87,14 +109,31 @@ class Pool {
   static constexpr std::uint64_t kClosed = std::uint64_t{1} << 31;
   static std::uint64_t count(std::uint64_t s) { return s & (kClosed - 1); }
 
-  void take_chunks(std::size_t slot) {
+  // A share of a job's chunks: [next, end), taken from the front.
+  struct alignas(64) Range {
+    std::atomic<std::size_t> next{0};
+    std::size_t end = 0;
+  };
+
+  // Chunks of the share of `slot` first, then of the others. False when a helper stopped
+  // because it runs on the caller's CPU.
+  bool take_chunks(std::size_t slot) {
     t_in_chunk = true;
-    for (;;) {
-      const std::size_t k = next_.fetch_add(1, std::memory_order_relaxed);
-      if (k >= n_chunks_) break;
-      fn_(ctx_, k, slot);
+    const std::size_t shares = n_ranges_;
+    for (std::size_t i = 0; i < shares; ++i) {
+      Range& r = ranges_[(slot + i) % shares];
+      while (r.next.load(std::memory_order_relaxed) < r.end) {
+        if (slot != 0 && on_callers_cpu()) {
+          t_in_chunk = false;
+          return false;
+        }
+        const std::size_t k = r.next.fetch_add(1, std::memory_order_relaxed);
+        if (k >= r.end) break;
+        fn_(ctx_, k, slot);
+      }
     }
     t_in_chunk = false;
+    return true;
   }
 
   void wait_for_helpers() {
@@ -129,30 +168,43 @@ class Pool {
     }
   }
 
+  // A helper that left a job because it ran on the caller's CPU sleeps at once instead of
+  // spinning: its spinning would take that CPU from the caller.
   void helper_loop() {
     std::uint32_t seen = wake_.load(std::memory_order_acquire);
+    bool spin = true;
     for (;;) {
-      if (!spin_until([&] { return wake_.load(std::memory_order_acquire) != seen; })) {
+      if (!spin || !spin_until([&] { return wake_.load(std::memory_order_acquire) != seen; })) {
         wake_.wait(seen, std::memory_order_acquire);
       }
       seen = wake_.load(std::memory_order_acquire);
-      join_current_job();
+      spin = join_current_job();
     }
   }
 
-  void join_current_job() {
+  // False when the helper left (or did not join) because it runs on the caller's CPU.
+  bool join_current_job() {
+    if (on_callers_cpu()) {
+      return false;
+    }
     std::uint64_t s = state_.load(std::memory_order_acquire);
     do {
-      if ((s & kClosed) != 0) return;
+      if ((s & kClosed) != 0) return true;
     } while (!state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
                                            std::memory_order_acquire));
     // Registered: the job's fields stay as they are until this helper leaves.
-    if (count(s) < max_helpers_) take_chunks(count(s) + 1);
+    const bool stayed = count(s) >= max_helpers_ || take_chunks(count(s) + 1);
     const std::uint64_t before = state_.fetch_sub(1, std::memory_order_acq_rel);
     if ((before & kClosed) != 0 && count(before) == 1) {
       finished_.fetch_add(1, std::memory_order_release);
       finished_.notify_all();
     }
+    return stayed;
+  }
+
+  bool on_callers_cpu() const {
+    const int caller = caller_cpu_.load(std::memory_order_relaxed);
+    return caller >= 0 && ::sched_getcpu() == caller;
   }
 
   std::mutex caller_;                 // one job at a time
@@ -161,12 +213,15 @@ class Pool {
   std::atomic<std::uint64_t> state_{kClosed};
   std::atomic<std::uint32_t> wake_{0};      // bumped for every job
   std::atomic<std::uint32_t> finished_{0};  // bumped when the last helper leaves a closed job
-  std::atomic<std::size_t> next_{0};        // the next chunk to take
   // The job; written by the caller only while no helper is registered.
   ChunkFn fn_ = nullptr;
   void* ctx_ = nullptr;
-  std::size_t n_chunks_ = 0;
   std::size_t max_helpers_ = 0;
+  std::unique_ptr<Range[]> ranges_;  // the job's shares of chunks: n_ranges_ of them
+  std::size_t ranges_capacity_ = 0;
+  std::size_t n_ranges_ = 0;
+  // The CPU the caller ran on when it published its job (-1: unknown).
+  std::atomic<int> caller_cpu_{-1};
 };
 
 }  // namespace
@@ -201,10 +256,10 @@ bool nested() noexcept {
   return t_in_chunk || omp_in_parallel();
 }
 
-void run_chunks(std::size_t n_chunks, std::size_t max_threads, ChunkFn fn, void* ctx) {
+void run_chunks(std::size_t n_chunks, std::size_t max_threads, ChunkFn fn, void* ctx, bool split) {
   const std::size_t threads = nested() ? 1 : max_threads;
   if (threads > 1 && n_chunks > 1 &&
-      Pool::instance().run(n_chunks, fn, ctx, std::min(threads, n_chunks) - 1)) {
+      Pool::instance().run(n_chunks, fn, ctx, std::min(threads, n_chunks) - 1, split)) {
     return;
   }
   for (std::size_t k = 0; k < n_chunks; ++k) fn(ctx, k, 0);

@@ -1,17 +1,21 @@
 // posemb::parallel_for (posemb/parallel.hpp): every index exactly once for any size, grain and
 // thread count; small work on the calling thread (streaming loops counted in bytes); nested calls,
 // calls from inside an OpenMP region and calls from several threads at once. parallel_for_slots:
-// slots in range and never shared by two chunks running at once. parallel_tasks: every task once,
-// at most `concurrency` at a time, nested loops alone on their thread.
+// slots in range and never shared by two chunks running at once, one contiguous share of the
+// chunks per thread, and no chunk for a helper on the caller's CPU. parallel_tasks: every task
+// once, at most `concurrency` at a time, nested loops alone on their thread.
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -110,28 +114,28 @@ TEST(ParallelFor, HelpersBlockAsynchronousSignalsAndTheCallersMaskIsKept) {
   EXPECT_EQ(sigismember(&after, SIGINT), 0);
 }
 
-// Streaming loops count bytes: below 64 MiB moved (kParallelMinStreamBytes) they stay on the
-// calling thread, from 64 MiB on they are worth a second thread, as the header states.
-TEST(ParallelFor, StreamingWorkIsParallelFrom64MiBOfTraffic) {
+// Streaming loops count bytes: below 8 MiB moved (kParallelMinStreamBytes) they stay on the
+// calling thread, from 8 MiB on they are worth a second thread, as the header states.
+TEST(ParallelFor, StreamingWorkIsParallelFrom8MiBOfTraffic) {
   constexpr std::size_t MiB = std::size_t{1} << 20;
-  static_assert(kParallelMinStreamBytes == 64 * MiB);
-  EXPECT_EQ(detail::min_stream_bytes(), 64 * MiB);
+  static_assert(kParallelMinStreamBytes == 8 * MiB);
+  EXPECT_EQ(detail::min_stream_bytes(), 8 * MiB);
   EXPECT_EQ(streaming_work(0), 0u);
-  EXPECT_EQ(streaming_work(255), 0u);
-  EXPECT_EQ(streaming_work(256), 1u);
-  EXPECT_FALSE(worth_parallel_streaming(64 * MiB - 1));
-  EXPECT_TRUE(worth_parallel_streaming(64 * MiB));
+  EXPECT_EQ(streaming_work(31), 0u);
+  EXPECT_EQ(streaming_work(32), 1u);
+  EXPECT_FALSE(worth_parallel_streaming(8 * MiB - 1));
+  EXPECT_TRUE(worth_parallel_streaming(8 * MiB));
   EXPECT_TRUE(worth_parallel_streaming(std::size_t{1} << 40));
-  // As elements the same loops are parallel from 1 MiB of floats: the lab's add_into (x and y
-  // of (4096, 128) read, x written: 6 MiB) and RoPE on GPT-2-small's queries (B=4 T=1024 H=12
-  // D=64 floats, read and written: 24 MiB) are parallel as elements and stay on one thread as
-  // streaming loops.
+  // As elements, loops are parallel from 1 MiB of floats. The lab's add_into (x and y of
+  // (4096, 128) read, x written: 6 MiB) is parallel as elements and stays on one thread as a
+  // streaming loop; RoPE on GPT-2-small's queries (B=4 T=1024 H=12 D=64 floats, read and
+  // written: 24 MiB) is parallel either way.
   const std::size_t add_into = 3 * 4096 * 128 * sizeof(float);
   const std::size_t rope = 2 * 4 * 1024 * 12 * 64 * sizeof(float);
-  for (std::size_t bytes : {add_into, rope}) {
-    EXPECT_TRUE(worth_parallel(bytes / sizeof(float))) << bytes;
-    EXPECT_FALSE(worth_parallel_streaming(bytes)) << bytes;
-  }
+  EXPECT_TRUE(worth_parallel(add_into / sizeof(float)));
+  EXPECT_FALSE(worth_parallel_streaming(add_into));
+  EXPECT_TRUE(worth_parallel(rope / sizeof(float)));
+  EXPECT_TRUE(worth_parallel_streaming(rope));
 }
 
 // A test lowers the streaming threshold for as long as its guard lives (never below
@@ -245,6 +249,90 @@ TEST(ParallelFor, ConcurrentCallersFromSeveralThreadsEachGetEveryIndexOnce) {
   }
   for (auto& t : callers) t.join();
   EXPECT_EQ(bad.load(), 0);
+}
+
+// The chunks go in one contiguous share per thread: the caller starts on chunk 0 and a helper on
+// the first chunk of its share; each thread takes the chunks of a share in increasing order, and
+// a thread that runs out of its own share goes on with what is left of the others'.
+TEST(ParallelForSlots, EachThreadStartsOnItsOwnShareAndGoesThroughItInOrder) {
+  omp_set_num_threads(2);
+  constexpr std::size_t n = 64;
+  bool helper_seen = false;
+  for (int attempt = 0; attempt < 50 && !helper_seen; ++attempt) {
+    std::vector<std::size_t> by_slot[2];
+    std::atomic<int> bad_slot{0};
+    Visits v(n);
+    parallel_for_slots(n, 1, kParallelMinWork, 2,
+                       [&](std::size_t begin, std::size_t end, std::size_t slot) {
+                         if (slot >= 2) {
+                           bad_slot.fetch_add(1);
+                           return;
+                         }
+                         by_slot[slot].push_back(begin);  // one thread per slot at a time
+                         for (std::size_t i = begin; i < end; ++i) v.count[i].fetch_add(1);
+                         std::this_thread::sleep_for(std::chrono::microseconds(50));
+                       });
+    ASSERT_EQ(bad_slot.load(), 0);
+    ASSERT_TRUE(v.each_once());
+    ASSERT_FALSE(by_slot[0].empty());
+    EXPECT_EQ(by_slot[0].front(), 0u) << "the caller starts on its share's first chunk";
+    for (const auto& chunks : by_slot) {
+      // increasing within each share: [0, n/2) and [n/2, n)
+      for (std::size_t i = 1; i < chunks.size(); ++i) {
+        if ((chunks[i - 1] < n / 2) == (chunks[i] < n / 2)) {
+          EXPECT_LT(chunks[i - 1], chunks[i])
+              << "chunk " << chunks[i] << " after " << chunks[i - 1];
+        }
+      }
+    }
+    if (!by_slot[1].empty()) {
+      helper_seen = true;
+      // The helper starts on its own share, which the caller only reaches after its own.
+      EXPECT_GE(by_slot[1].front(), n / 2);
+      const auto caller_left = std::find_if(by_slot[0].begin(), by_slot[0].end(),
+                                            [&](std::size_t k) { return k >= n / 2; });
+      EXPECT_TRUE(
+          std::all_of(by_slot[0].begin(), caller_left, [&](std::size_t k) { return k < n / 2; }));
+    }
+  }
+  EXPECT_TRUE(helper_seen) << "no chunk ran on a helper in 50 attempts";
+}
+
+// Sets the CPU affinity of every thread of the process (helpers included) to `set`.
+void set_process_affinity(const cpu_set_t& set) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    const pid_t tid = static_cast<pid_t>(std::stol(entry.path().filename().string()));
+    sched_setaffinity(tid, sizeof(set), &set);
+  }
+}
+
+// A helper that runs on the caller's CPU takes no chunk (the two would only take turns there):
+// with every thread of the process on one CPU, the caller runs every chunk, and none is lost.
+TEST(ParallelFor, AHelperOnTheCallersCpuRunsNoChunk) {
+  omp_set_num_threads(2);
+  parallel_for(64, 1, kParallelMinWork, [](std::size_t, std::size_t) {});  // helpers exist
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  const int cpu = sched_getcpu();
+  ASSERT_GE(cpu, 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  set_process_affinity(one);
+  int other = 0;
+  for (int round = 0; round < 5; ++round) {
+    Visits v(128);
+    const auto caller = std::this_thread::get_id();
+    parallel_for(128, 1, kParallelMinWork, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) v.count[i].fetch_add(1);
+      if (std::this_thread::get_id() != caller) v.other_threads.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(30));  // the helper may run meanwhile
+    });
+    EXPECT_TRUE(v.each_once());
+    other += v.other_threads.load();
+  }
+  set_process_affinity(before);
+  EXPECT_EQ(other, 0) << "a helper on the caller's CPU ran chunks";
 }
 
 // Each slot is held by one running chunk at a time: a chunk marks its slot busy, works a while,

@@ -24,7 +24,7 @@ using testing::random_matrix;
 TEST(RopeTasks, ManyTasksEqualTheScalarReferenceOnOneAndTwoThreads) {
   // 11 * 100 rows of 4 heads of 64: 281600 elements (2.2 MB read and written), tasks of about
   // 96 rows (8 batch rows by 12 positions), so 2 blocks of batch rows by 9 of positions. The
-  // rotation is a streaming loop, parallel from 64 MiB: from 1 MiB here, so that 2 threads share
+  // rotation is a streaming loop, parallel from 8 MiB: from 1 MiB here, so that 2 threads share
   // the tasks.
   const detail::ScopedMinStreamBytes parallel_from(std::size_t{1} << 20);
   const std::size_t B = 11, T = 100, H = 4, D = 64, N = B * T, C = H * D, start = 37;

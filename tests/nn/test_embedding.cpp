@@ -131,7 +131,7 @@ TEST(EmbedBackward, StridedViewsEqualTheReferenceOnOneAndTwoThreads) {
   const Shape small{3, 20, 24, 30, 40};
   for (const Shape& s : {large, small}) check_strided_backward(s);
   // More positions than one block of the position-only sum (192 KiB of gradient rows: 512 rows
-  // of 96 floats), on one thread and, parallel from 1 MiB instead of 64 MiB, in tasks of
+  // of 96 floats), on one thread and, parallel from 1 MiB instead of 8 MiB, in tasks of
   // positions split into column blocks on two.
   const detail::ScopedMinStreamBytes parallel_from(std::size_t{1} << 20);
   check_strided_backward({4, 700, 96, 40, 710});
@@ -199,7 +199,7 @@ TEST(EmbedBackward, BitwiseIdenticalForAnyThreadCountAndRunToRun) {
 // position row summed over a batch of 512; a single token id; one explicit position for all).
 TEST(EmbedBackward, FewHeavyRowsSplitIntoColumnBlocksStayBitwiseEqualToTheReference) {
   const std::size_t B = 512, T = 1, C = 1031, maxT = 4;
-  // The position-only sum streams dout (2.1 MB): parallel from 1 MiB here instead of 64 MiB.
+  // The position-only sum streams dout (2.1 MB): parallel from 1 MiB here instead of 8 MiB.
   const detail::ScopedMinStreamBytes parallel_from(std::size_t{1} << 20);
   for (const std::size_t V : {std::size_t{1}, std::size_t{3000}}) {
     const auto tokens = testing::random_tokens(B, T, V, 3);
