@@ -41,7 +41,8 @@ const char* impl_name(Impl impl) {
 }
 
 Variant Case::variant() const {
-  return {name() + " " + impl_name(impl) + " " + std::to_string(threads) + "t", threads, run};
+  return {name() + " " + impl_name(impl) + " " + std::to_string(threads) + "t", threads, run,
+          impl == Impl::llmc_omp || impl == Impl::loop_omp};
 }
 
 namespace {

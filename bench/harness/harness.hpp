@@ -9,14 +9,14 @@
 // The protocol: every timed repetition of every variant is preceded by one untimed run of the
 // same variant and then a flush of the caches, by reading a buffer larger than the last-level
 // cache (at least 256 MiB; reading leaves clean lines, so no write-back of the flush lands in
-// the next timing). The untimed run makes each timing independent of the variant before it: the
-// flush evicts the data but not all the state a kernel's speed depends on (most likely the
-// address translations of its tables: a forward run right after another forward on the same
-// table, gathering other rows, measured 1.36-1.63x faster than after one on another table).
-// The variants are interleaved
-// (repetition 1 of every variant, then repetition 2, ...), so that a change in the machine's load
-// affects every variant alike; the result is the median. Ratios between variants of one run are
-// the figures to trust on a shared machine, together with the load average.
+// the next timing) on the variant's own threads (Harness::flush). The untimed run makes each timing
+// independent of the variant before it: the flush evicts the data but not all the state a kernel's
+// speed depends on (most likely the address translations of its tables: a forward run right after
+// another forward on the same table, gathering other rows, measured 1.36-1.63x faster than after
+// one on another table). The variants are interleaved (repetition 1 of every variant, then
+// repetition 2, ...), so that a change in the machine's load affects every variant alike; the
+// result is the median. Ratios between variants of one run are the figures to trust on a shared
+// machine, together with the load average.
 #pragma once
 
 #include <functional>
@@ -34,6 +34,7 @@ struct Variant {
   std::string name;  // "embed_forward/gpt2 posemb 2t", for listings
   int threads = 1;
   std::function<void()> run;
+  bool openmp = false;  // runs on OpenMP's threads (a peer), not on posemb::parallel_for's
 };
 
 class Harness {
@@ -43,8 +44,9 @@ class Harness {
   Harness(const Harness&) = delete;
   Harness& operator=(const Harness&) = delete;
 
-  // Evicts the caches: reads the whole flush buffer on the calling thread.
-  void flush() const;
+  // Evicts the caches: reads the whole flush buffer at the current thread count, on OpenMP's
+  // threads (openmp) or posemb::parallel_for's (the calling thread and its helpers).
+  void flush(bool openmp = false) const;
   std::size_t flush_bytes() const noexcept { return flush_bytes_; }
   // Seconds of one call of v.run after setting its thread count, one untimed call and a flush.
   double time_once(const Variant& v) const;

@@ -194,6 +194,15 @@ nlohmann::json measure_bench(const BenchOptions& o) {
   if (o.lab_kernels) {
     for (auto& c : lab_kernel_cases(threads)) cases.push_back(std::move(c));
   }
+  if (!o.filter.empty()) {  // the copy stays: the bandwidth the cases are read against
+    std::erase_if(cases, [&](const bench::Case& c) {
+      return c.impl != bench::Impl::copy && c.name().find(o.filter) == std::string::npos;
+    });
+    if (cases.size() == threads.size()) {
+      throw UsageError("--filter '" + o.filter + "' matches no case (names such as " +
+                       "rope_forward/gpt2, add_positions_backward/small, embed_forward/gpt2)");
+    }
+  }
   std::vector<bench::Variant> variants;
   for (const auto& c : cases) variants.push_back(c.variant());
   const auto stats = harness.run_interleaved(variants, o.repetitions);

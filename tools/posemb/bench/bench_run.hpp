@@ -22,6 +22,7 @@ struct BenchOptions {
   bool no_train_step = false;
   bool min = false;          // the table from the fastest repetition instead of the median
   bool lab_kernels = false;  // the lab's parallel kernels too (lab_kernel_cases)
+  std::string filter;        // only the kernel cases whose name contains it (and the copy)
 };
 
 // Runs every case with the harness's protocol; throws UsageError for bad --reps or --threads.
