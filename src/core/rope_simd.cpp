@@ -15,7 +15,8 @@ namespace posemb::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // At most 8 lanes (256 bits), on AVX-512 too: with 16 lanes the rotation of rows coming from
-// memory measured 0.68x as fast as with 8 on this machine (AMD EPYC, AVX-512; one run each).
+// memory measured 0.67-0.80x the plain loop's speed against 0.88-1.05x with 8 on this machine
+// (AMD EPYC, AVX-512; alternating one-thread runs, docs/layer.md).
 using DF = hn::CappedTag<float, 8>;
 using VF = hn::Vec<DF>;
 
