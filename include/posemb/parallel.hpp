@@ -32,9 +32,9 @@
 // take a few tens of microseconds on one core, where a second thread saves little beside what
 // starting it costs. Larger ones gain from a second core once each thread streams a long run of
 // its own (below): on a 2-core machine the rotary rotation and the position-only add and sum at
-// GPT-2-small's sizes (24 to 28 MB moved) ran 1.4-2x faster on 2 threads than on 1, and with
-// another process busy on one of the cores, their 2-thread time stayed within 1.1x of their
-// 1-thread time (docs/layer.md).
+// GPT-2-small's sizes (24 to 28 MB moved) ran 1.4-2.7x faster on 2 threads than on 1 over
+// several runs, and with another process busy on one of the cores, their 2-thread time stayed
+// within 1.16x of their 1-thread time (docs/layer.md).
 //
 // Larger work is cut into chunks of `grain` indices, and the chunks into one contiguous share
 // per thread (the calling thread and up to parallel_threads() - 1 helper threads). Each thread
@@ -42,7 +42,8 @@
 // shares, until none is left (dynamic scheduling): a streaming loop reads one long run per
 // thread, which the hardware prefetcher follows. The caller never waits for a helper that has
 // not started: a helper whose core is busy with another process takes fewer chunks, or none, and
-// the caller does the rest; a helper that finds itself on the caller's core takes no more. The
+// the caller does the rest; a helper that finds itself on the caller's core takes no more
+// (parallel_for only: parallel_tasks' jobs may share a core on purpose). The
 // caller waits only for chunks a helper has already taken. Helpers spin for at most about 50
 // microseconds after a job (to catch the next one) and then sleep; waking a sleeping one took
 // 0.1-0.2 ms on a 2-core virtual machine, which the caller does not wait for.

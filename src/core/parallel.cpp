@@ -13,9 +13,10 @@
 // The chunks: a parallel_for job cuts them into one contiguous share per thread (`ranges_`),
 // each with its own counter; a thread takes the chunks of the share of its slot in order, then
 // those left in the other shares. A parallel_tasks job has one share that every thread takes
-// from, so tasks start in increasing order. A helper that finds itself on the caller's CPU (the
-// scheduler put both on one core, the other being busy) takes no more chunks: the two would only
-// take turns on that core, and the caller would wait for the helper's chunk.
+// from, so tasks start in increasing order. In a parallel_for job, a helper that finds itself on
+// the caller's CPU (the scheduler put both on one core, the other being busy) takes no more
+// chunks: the two would only take turns on that core, and the caller would wait for the
+// helper's chunk. (parallel_tasks' jobs may block or share a core on purpose: no such rule.)
 #include <omp.h>
 #include <sched.h>
 
@@ -92,7 +93,9 @@ class Pool {
       begin = end;
     }
     n_ranges_ = shares;
-    caller_cpu_.store(::sched_getcpu(), std::memory_order_relaxed);
+    // A parallel_tasks job's tasks may block or be meant to share a core: the same-CPU rule is
+    // for parallel_for's compute chunks only.
+    caller_cpu_.store(split ? ::sched_getcpu() : -1, std::memory_order_relaxed);
     generation_ += 1;
     state_.store(generation_ << 32, std::memory_order_release);
     wake_.fetch_add(1, std::memory_order_release);
