@@ -52,5 +52,17 @@ one_line "bench with zero repetitions"
 contains err "--reps" "bench usage error names the flag"
 expect 2 "bench with a bad thread count" -- bench --threads 1,0 --no-peer
 contains err "--threads" "bench thread-count error names the flag"
+expect 2 "bench with a filter that matches no case" -- bench --filter no_such_case --no-peer --no-train-step
+one_line "bench with a filter that matches no case"
+contains err "--filter 'no_such_case'" "bench filter error names the flag and the text"
+expect 0 "bench with a filter" -- bench --filter add_positions_backward/small --threads 1 --reps 1 --no-peer --no-train-step --json
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "bench --filter: the document holds only the matching cases and the copy"
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = {c["name"] for c in d["cases"]}
+assert names == {"add_positions_backward/small"}, names
+assert {c["impl"] for c in d["cases"]} >= {"posemb"}, d["cases"]
+assert list(d["copy_GBps"]) == ["1"] and d["copy_GBps"]["1"] > 0, d["copy_GBps"]
+PY
 
 finish "cli"

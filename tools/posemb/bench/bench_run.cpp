@@ -187,9 +187,7 @@ nlohmann::json measure_bench(const BenchOptions& o) {
   const double load_start = bench::load_average();
   std::string llmc_why, torch_status;
   const bool llmc = bench::llmc_peer_available(llmc_why);
-  auto torch = torch_peer(o, threads, peer_dir, torch_status);
-
-  bench::Harness harness;
+  // The cases first: a --filter that matches none is a usage error before anything is measured.
   std::vector<bench::Case> cases = bench::embedding_cases(threads, llmc);
   if (o.lab_kernels) {
     for (auto& c : lab_kernel_cases(threads)) cases.push_back(std::move(c));
@@ -203,6 +201,8 @@ nlohmann::json measure_bench(const BenchOptions& o) {
                        "rope_forward/gpt2, add_positions_backward/small, embed_forward/gpt2)");
     }
   }
+  auto torch = torch_peer(o, threads, peer_dir, torch_status);
+  bench::Harness harness;
   std::vector<bench::Variant> variants;
   for (const auto& c : cases) variants.push_back(c.variant());
   const auto stats = harness.run_interleaved(variants, o.repetitions);
