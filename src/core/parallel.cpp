@@ -187,9 +187,7 @@ class Pool {
 
   // False when the helper left (or did not join) because it runs on the caller's CPU.
   bool join_current_job() {
-    if (on_callers_cpu()) {
-      return false;
-    }
+    if (on_callers_cpu()) return false;
     std::uint64_t s = state_.load(std::memory_order_acquire);
     do {
       if ((s & kClosed) != 0) return true;

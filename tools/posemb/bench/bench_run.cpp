@@ -196,7 +196,8 @@ nlohmann::json measure_bench(const BenchOptions& o) {
     std::erase_if(cases, [&](const bench::Case& c) {
       return c.impl != bench::Impl::copy && c.name().find(o.filter) == std::string::npos;
     });
-    if (cases.size() == threads.size()) {
+    if (std::none_of(cases.begin(), cases.end(),
+                     [](const bench::Case& c) { return c.impl != bench::Impl::copy; })) {
       throw UsageError("--filter '" + o.filter + "' matches no case (names such as " +
                        "rope_forward/gpt2, add_positions_backward/small, embed_forward/gpt2)");
     }

@@ -25,7 +25,8 @@ struct BenchOptions {
   std::string filter;        // only the kernel cases whose name contains it (and the copy)
 };
 
-// Runs every case with the harness's protocol; throws UsageError for bad --reps or --threads.
+// Runs every case with the harness's protocol; throws UsageError for bad --reps or --threads,
+// or a --filter that matches no case.
 nlohmann::json measure_bench(const BenchOptions& o);
 // The table of a measure_bench document on stdout.
 void print_bench_table(const nlohmann::json& doc);
