@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "lab/shared_blocks.hpp"
 #include "posemb/parallel.hpp"
 
 namespace posemb::lab {
@@ -61,8 +62,8 @@ int micro_batch_rank(std::size_t i, int ranks) {
 }
 
 GradientExchange::GradientExchange(Communicator& comm, std::size_t micro_batches,
-                                   std::vector<std::size_t> segments)
-    : comm_(&comm), segments_(std::move(segments)) {
+                                   std::vector<std::size_t> segments, Transport transport)
+    : comm_(&comm), segments_(std::move(segments)), transport_(transport) {
   if (micro_batches == 0) {
     throw std::invalid_argument("GradientExchange: a step needs at least one micro-batch");
   }
@@ -83,14 +84,35 @@ GradientExchange::GradientExchange(Communicator& comm, std::size_t micro_batches
         " ranks exceed MPI's limit of " + std::to_string(INT_MAX) +
         " elements per exchange; use fewer, larger micro-batches or more ranks");
   }
+}
+
+void GradientExchange::connect() {
+  if (connected_) return;
+  // Collective (the first reduce() or share(), where every rank is): the constructor is not, so
+  // that a rank failing before it does not leave the others in a collective of their own.
+  if (transport_ == Transport::automatic) {
+    shared_ = SharedBlocks::create(*comm_, block_floats(rank()) * sizeof(float));
+  }
+  connected_ = true;
+  if (shared_) return;
   // Buffers for the parts that travel: this rank's gradients outside its range, the others'
   // inside it.
   const Range me = range();
   const std::size_t mine_len = me.end - me.begin;
   send_.resize(owned_[rank()].size() * (total_ - mine_len));
-  recv_.resize((micro_batches - owned_[rank()].size()) * mine_len);
+  recv_.resize((owner_.size() - owned_[rank()].size()) * mine_len);
   chunk_.resize(mine_len);
   full_.resize(total_);
+}
+
+GradientExchange::~GradientExchange() = default;
+GradientExchange::GradientExchange(GradientExchange&&) noexcept = default;
+GradientExchange& GradientExchange::operator=(GradientExchange&&) noexcept = default;
+
+std::size_t GradientExchange::block_floats(std::size_t r) const {
+  const Range theirs = range_of(r);
+  const std::size_t len = theirs.end - theirs.begin;
+  return owned_[r].size() * (total_ - len) + len;
 }
 
 GradientExchange::Range GradientExchange::range_of(std::size_t r) const {
@@ -152,6 +174,11 @@ void GradientExchange::reduce(std::span<const std::vector<std::span<const float>
     }
     return;
   }
+  connect();
+  if (shared_) {
+    reduce_shared(parts, out);
+    return;
+  }
   // The part of each of this rank's gradients in rank r's range goes to rank r; the part in its
   // own range stays where it is.
   const std::size_t me = rank();
@@ -192,10 +219,74 @@ void GradientExchange::reduce(std::span<const std::vector<std::span<const float>
   }
 }
 
+void GradientExchange::reduce_shared(std::span<const std::vector<std::span<const float>>> parts,
+                                     std::span<const std::span<float>> out) {
+  const std::size_t me = rank();
+  const Range mine = range();
+  const std::size_t len = mine.end - mine.begin;
+  auto* block = static_cast<float*>(shared_->mine());
+  // Every rank is done reading this block's last contents; then each of this rank's gradients
+  // goes in without its own range (which stays where it is).
+  shared_->fence();
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    float* dst = block + k * (total_ - len);
+    copy_out(parts[k], 0, mine.begin, dst);
+    copy_out(parts[k], mine.end, total_, dst + mine.begin);
+  }
+  shared_->fence();
+  // Element e of this rank's range, micro-batch i: in parts when this rank computed it, else in
+  // its owner r's block, as the nth of r's gradients, at e less r's range when r's range is before.
+  std::vector<std::size_t> seen(static_cast<std::size_t>(comm_->size()), 0), nth(owner_.size());
+  for (std::size_t i = 0; i < owner_.size(); ++i) {
+    nth[i] = seen[static_cast<std::size_t>(owner_[i])]++;
+  }
+  std::vector<const float*> srcs(owner_.size());
+  std::size_t at = 0;
+  for (std::size_t s = 0; s < segments_.size(); at += segments_[s], ++s) {
+    const std::size_t lo = std::max(mine.begin, at), hi = std::min(mine.end, at + segments_[s]);
+    if (lo >= hi) continue;
+    for (std::size_t i = 0; i < owner_.size(); ++i) {
+      const auto r = static_cast<std::size_t>(owner_[i]);
+      if (r == me) {
+        srcs[i] = parts[nth[i]][s].data() + (lo - at);
+        continue;
+      }
+      const Range theirs = range_of(r);
+      const std::size_t theirs_len = theirs.end - theirs.begin;
+      srcs[i] = static_cast<const float*>(shared_->of(static_cast<int>(r))) +
+                nth[i] * (total_ - theirs_len) + (lo - (r < me ? theirs_len : 0));
+    }
+    sum_in_order(out[s].data() + (lo - at), hi - lo, srcs);
+  }
+}
+
+void GradientExchange::share_shared(std::span<const std::span<float>> segs) {
+  const auto n = static_cast<std::size_t>(comm_->size());
+  const Range mine = range();
+  auto* area =
+      static_cast<float*>(shared_->mine()) + (block_floats(rank()) - (mine.end - mine.begin));
+  shared_->fence();  // every rank is done reading this rank's last values
+  std::vector<std::span<const float>> read(segs.begin(), segs.end());
+  copy_out(read, mine.begin, mine.end, area);
+  shared_->fence();
+  for (std::size_t r = 0; r < n; ++r) {
+    if (r == rank()) continue;
+    const Range theirs = range_of(r);
+    const float* src = static_cast<const float*>(shared_->of(static_cast<int>(r))) +
+                       (block_floats(r) - (theirs.end - theirs.begin));
+    copy_in(src, theirs.begin, theirs.end, segs);
+  }
+}
+
 void GradientExchange::share(std::span<const std::span<float>> segs) {
   check_segments("share", segs);
   const auto n = static_cast<std::size_t>(comm_->size());
   if (n == 1) return;
+  connect();
+  if (shared_) {
+    share_shared(segs);
+    return;
+  }
   const Range me = range();
   std::vector<std::span<const float>> read(segs.begin(), segs.end());
   copy_out(read, me.begin, me.end, chunk_.data());

@@ -24,9 +24,15 @@
 // step of those elements) is gathered on every rank by share() (MPI_Allgatherv). A rank with k
 // micro-batches sends and receives about k * G * (N-1)/N elements, then G * (N-1)/N: with one
 // micro-batch per rank, the volume of a ring all-reduce. MPI only moves the floats.
+//
+// Ranks on one machine skip the messages: each rank writes the parts the others need into its
+// own block of shared memory (lab/shared_blocks.hpp) and reads theirs in place, so a part is
+// copied once instead of through MPI's buffers. The sums are the same, in the same order, either
+// way. Transport::messages keeps the messages (what ranks on several machines use).
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -37,12 +43,26 @@ namespace posemb::lab {
 // The rank that computes micro-batch i when `ranks` ranks share a step.
 int micro_batch_rank(std::size_t i, int ranks);
 
+class SharedBlocks;
+
 class GradientExchange {
  public:
+  // automatic: shared memory when every rank is on one machine and can map it (decided alike on
+  // every rank), messages otherwise; messages: always messages.
+  enum class Transport { automatic, messages };
+
   // micro_batches per step (>= 1); segments: the sizes of the pieces one gradient is made of,
   // in order (the trainer's: one per tensor, in the order of the optimizer's parameter list).
-  GradientExchange(Communicator& comm, std::size_t micro_batches,
-                   std::vector<std::size_t> segments);
+  // Not collective.
+  GradientExchange(Communicator& comm, std::size_t micro_batches, std::vector<std::size_t> segments,
+                   Transport transport = Transport::automatic);
+  ~GradientExchange();
+  GradientExchange(GradientExchange&&) noexcept;
+  GradientExchange& operator=(GradientExchange&&) noexcept;
+
+  // True when the ranks exchange through shared memory (always false on one process). Decided
+  // by the first reduce() or share() (false before).
+  bool shares_memory() const { return shared_ != nullptr; }
 
   // This rank's micro-batches, in increasing order (possibly none: more ranks than
   // micro-batches).
@@ -94,9 +114,23 @@ class GradientExchange {
   Communicator* comm_;
   std::vector<std::size_t> segments_;
   std::size_t total_ = 0;
-  std::vector<int> owner_;                         // (micro_batches) rank of each
-  std::vector<std::vector<std::size_t>> owned_;    // (ranks) micro-batches of each, increasing
-  std::vector<float> send_, recv_, chunk_, full_;  // exchange buffers, sized once
+  std::vector<int> owner_;                       // (micro_batches) rank of each
+  std::vector<std::vector<std::size_t>> owned_;  // (ranks) micro-batches of each, increasing
+  // Floats of rank r's block of shared memory: the parts of its micro-batch gradients outside its
+  // range (for each of its micro-batches in order, the flat vector without its range), then its
+  // range of the values share() hands out.
+  std::size_t block_floats(std::size_t r) const;
+  void reduce_shared(std::span<const std::vector<std::span<const float>>> parts,
+                     std::span<const std::span<float>> out);
+  void share_shared(std::span<const std::span<float>> segs);
+
+  // The first reduce() or share(): shared memory or the message buffers.
+  void connect();
+
+  Transport transport_ = Transport::automatic;
+  bool connected_ = false;
+  std::vector<float> send_, recv_, chunk_, full_;  // message buffers, sized once
+  std::unique_ptr<SharedBlocks> shared_;           // or null: messages
 };
 
 }  // namespace posemb::lab

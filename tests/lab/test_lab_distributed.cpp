@@ -91,8 +91,21 @@ TEST(MicroBatchRank, ZigzagsOverTheRanks) {
 
 // Every rank ends with g_0 + g_1 + ... in micro-batch order, element by element, and the sum of
 // its squares in element order: the scalar reference's bits, for 1..4 ranks, 1..7 micro-batches
-// and segments of awkward sizes (one empty).
+// and segments of awkward sizes (one empty), through shared memory (the thread-ranks are on one
+// machine) and through messages; a second step (every gradient doubled, so every sum doubles
+// exactly) reuses the exchange's buffers.
+void sums_in_micro_batch_order(GradientExchange::Transport transport);
+
 TEST(GradientExchange, SumsInMicroBatchOrderOnEveryRank) {
+  for (const auto transport :
+       {GradientExchange::Transport::automatic, GradientExchange::Transport::messages}) {
+    SCOPED_TRACE(transport == GradientExchange::Transport::automatic ? "shared memory"
+                                                                     : "messages");
+    sums_in_micro_batch_order(transport);
+  }
+}
+
+void sums_in_micro_batch_order(GradientExchange::Transport transport) {
   const std::vector<std::size_t> segs = {37, 0, 5, 130};
   const std::size_t G = 172;
   for (int ranks = 1; ranks <= 4; ++ranks) {
@@ -123,26 +136,39 @@ TEST(GradientExchange, SumsInMicroBatchOrderOnEveryRank) {
       std::vector<std::vector<float>> got(static_cast<std::size_t>(ranks), std::vector<float>(G));
       std::vector<std::vector<double>> losses(static_cast<std::size_t>(ranks));
       std::vector<double> squares(static_cast<std::size_t>(ranks));
+      std::vector<std::vector<float>> doubled(g);
+      for (auto& v : doubled) {
+        for (float& x : v) x *= 2.0f;
+      }
+      std::vector<float> want2(want);
+      for (float& x : want2) x *= 2.0f;
+      std::vector<std::vector<float>> got2(got);
       expect_no_errors(group.run([&](Communicator& comm) {
-        GradientExchange ex(comm, nm, segs);
+        GradientExchange ex(comm, nm, segs, transport);
         const auto r = static_cast<std::size_t>(comm.rank());
-        std::vector<std::vector<std::span<const float>>> parts;
+        std::vector<std::vector<std::span<const float>>> parts, parts2;
         std::vector<double> my_losses;
         for (const std::size_t i : ex.mine()) {
           EXPECT_EQ(micro_batch_rank(i, ranks), comm.rank());
           parts.push_back(testing::segments_of<const float>(g[i].data(), segs));
+          parts2.push_back(testing::segments_of<const float>(doubled[i].data(), segs));
           my_losses.push_back(static_cast<double>(i) + 0.5);
         }
         const auto out = testing::segments_of(got[r].data(), segs);
         ex.sum(parts, out);
+        EXPECT_EQ(ex.shares_memory(),
+                  ranks > 1 && transport == GradientExchange::Transport::automatic);
         squares[r] = ex.sum_of_squares(out);
         losses[r].resize(nm);
         ex.gather(my_losses, losses[r]);
+        ex.sum(parts2, testing::segments_of(got2[r].data(), segs));
       }));
       for (int r = 0; r < ranks; ++r) {
         const auto ri = static_cast<std::size_t>(r);
         EXPECT_EQ(std::memcmp(got[ri].data(), want.data(), G * sizeof(float)), 0)
             << ranks << " ranks, " << nm << " micro-batches, rank " << r;
+        EXPECT_EQ(std::memcmp(got2[ri].data(), want2.data(), G * sizeof(float)), 0)
+            << ranks << " ranks, " << nm << " micro-batches, rank " << r << ", second step";
         for (std::size_t i = 0; i < nm; ++i) EXPECT_EQ(losses[ri][i], double(i) + 0.5);
         EXPECT_EQ(std::memcmp(&squares[ri], &want_sq, sizeof want_sq), 0) << "rank " << r;
       }

@@ -111,39 +111,52 @@ TEST(MpiWorld, AFailureOnOneRankReachesEveryRank) {
   EXPECT_FALSE(comm.broken());
 }
 
+// Both ways of exchanging: the ranks of this job run on one machine, so the automatic transport
+// shares memory; the other sends messages.
+constexpr GradientExchange::Transport kTransports[] = {GradientExchange::Transport::automatic,
+                                                       GradientExchange::Transport::messages};
+
+void expect_transport(const GradientExchange& ex, GradientExchange::Transport t) {
+  EXPECT_EQ(ex.shares_memory(), t == GradientExchange::Transport::automatic)
+      << "the ranks of this job are on one machine";
+}
+
 TEST(MpiWorld, GradientExchangeSumsInMicroBatchOrder) {
   auto& comm = job();
   const std::vector<std::size_t> segs = {1000, 3, 0, 517};
   const std::size_t G = 1520;
   for (std::size_t nm = 1; nm <= 9; ++nm) {
-    std::mt19937 rng(static_cast<unsigned>(nm));  // the same data on every rank
-    std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
-    std::uniform_int_distribution<int> expo(-12, 12);
-    std::vector<std::vector<float>> g(nm, std::vector<float>(G));
-    for (auto& v : g) {
-      for (float& x : v) x = std::ldexp(mant(rng), expo(rng));
+    for (const auto transport : kTransports) {
+      std::mt19937 rng(static_cast<unsigned>(nm));  // the same data on every rank
+      std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+      std::uniform_int_distribution<int> expo(-12, 12);
+      std::vector<std::vector<float>> g(nm, std::vector<float>(G));
+      for (auto& v : g) {
+        for (float& x : v) x = std::ldexp(mant(rng), expo(rng));
+      }
+      std::vector<float> want(G, 0.0f), got(G);
+      for (std::size_t k = 0; k < G; ++k) {
+        float s = 0.0f;
+        for (std::size_t i = 0; i < nm; ++i) s += g[i][k];
+        want[k] = s;
+      }
+      GradientExchange ex(comm, nm, segs, transport);
+      std::vector<std::vector<std::span<const float>>> parts;
+      for (const std::size_t i : ex.mine()) {
+        parts.push_back(testing::segments_of<const float>(g[i].data(), segs));
+      }
+      const auto out = testing::segments_of(got.data(), segs);
+      ex.sum(parts, out);
+      expect_transport(ex, transport);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), G * sizeof(float)), 0) << nm;
     }
-    std::vector<float> want(G, 0.0f), got(G);
-    for (std::size_t k = 0; k < G; ++k) {
-      float s = 0.0f;
-      for (std::size_t i = 0; i < nm; ++i) s += g[i][k];
-      want[k] = s;
-    }
-    GradientExchange ex(comm, nm, segs);
-    std::vector<std::vector<std::span<const float>>> parts;
-    for (const std::size_t i : ex.mine()) {
-      parts.push_back(testing::segments_of<const float>(g[i].data(), segs));
-    }
-    const auto out = testing::segments_of(got.data(), segs);
-    ex.sum(parts, out);
-    EXPECT_EQ(std::memcmp(got.data(), want.data(), G * sizeof(float)), 0) << nm;
   }
 }
 
 // reduce(): each rank's range of the sum in micro-batch order, the rest of its output untouched;
 // the ranges tile the flat vector and pieces() cuts this rank's at the segments; share(): every
 // rank's range to every rank; sum_of_squares(): one process's sequential double sum, bit for bit.
-TEST(MpiWorld, GradientExchangeReducesSharesAndAddsSquaresInOrder) {
+void reduces_shares_and_adds_squares_in_order(GradientExchange::Transport transport) {
   auto& comm = job();
   const std::vector<std::size_t> segs = {700, 1, 0, 333, 5};
   const std::size_t G = 1039, nm = 5;
@@ -164,7 +177,7 @@ TEST(MpiWorld, GradientExchangeReducesSharesAndAddsSquaresInOrder) {
   }
   for (std::size_t k = G; k-- > 0;) reversed_sq += double(want[k]) * want[k];
   ASSERT_NE(want_sq, reversed_sq) << "the data cannot tell orders of summation apart";
-  GradientExchange ex(comm, nm, segs);
+  GradientExchange ex(comm, nm, segs, transport);
   std::vector<std::vector<std::span<const float>>> parts;
   for (const std::size_t i : ex.mine()) {
     parts.push_back(testing::segments_of<const float>(g[i].data(), segs));
@@ -172,6 +185,7 @@ TEST(MpiWorld, GradientExchangeReducesSharesAndAddsSquaresInOrder) {
   std::vector<float> got(G, 7.0f);
   const auto out = testing::segments_of(got.data(), segs);
   ex.reduce(parts, out);
+  expect_transport(ex, transport);
   const auto mine = ex.range();
   const auto begins = comm.allgather(mine.begin), ends = comm.allgather(mine.end);
   EXPECT_EQ(begins.front(), 0u);
@@ -195,6 +209,10 @@ TEST(MpiWorld, GradientExchangeReducesSharesAndAddsSquaresInOrder) {
   EXPECT_EQ(std::memcmp(&sq, &want_sq, sizeof sq), 0) << sq << " against " << want_sq;
   ex.share(out);
   EXPECT_EQ(std::memcmp(got.data(), want.data(), G * sizeof(float)), 0);
+}
+
+TEST(MpiWorld, GradientExchangeReducesSharesAndAddsSquaresInOrder) {
+  for (const auto transport : kTransports) reduces_shares_and_adds_squares_in_order(transport);
 }
 
 RunConfig small_run(const std::string& pe) {
