@@ -1,6 +1,7 @@
 // lab::SharedBlocks with ranks as threads (thread_group.hpp): every rank reads what every other
 // wrote after a fence, over several rounds in the same blocks; blocks of different sizes, zero
-// included; nothing left in /dev/shm; a single process gets none.
+// included; nothing left in /dev/shm; none for any rank when one rank cannot have its block, nor
+// for a single process.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -77,6 +78,23 @@ TEST(SharedBlocks, EveryRankReadsWhatEveryRankWroteAfterAFence) {
       EXPECT_FALSE(errors[static_cast<std::size_t>(r)]) << ranks << " ranks, rank " << r;
       EXPECT_EQ(failures[static_cast<std::size_t>(r)], "") << ranks << " ranks, rank " << r;
     }
+  }
+  EXPECT_EQ(leftover_blocks(), before);
+}
+
+// A rank that cannot reserve its block (far more than /dev/shm holds) leaves every rank without
+// shared blocks (they exchange messages instead), and no name behind.
+TEST(SharedBlocks, OneRankWithoutRoomLeavesEveryRankWithout) {
+  const auto before = leftover_blocks();
+  ThreadGroup group(3);
+  std::vector<int> got(3, -1);
+  const auto errors = group.run([&](Communicator& comm) {
+    const std::size_t bytes = comm.rank() == 1 ? std::size_t{1} << 50 : 4096;
+    got[static_cast<std::size_t>(comm.rank())] = SharedBlocks::create(comm, bytes) ? 1 : 0;
+  });
+  for (std::size_t r = 0; r < 3; ++r) {
+    EXPECT_FALSE(errors[r]) << "rank " << r;
+    EXPECT_EQ(got[r], 0) << "rank " << r;
   }
   EXPECT_EQ(leftover_blocks(), before);
 }
