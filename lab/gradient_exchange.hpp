@@ -110,12 +110,8 @@ class GradientExchange {
   std::size_t rank() const { return static_cast<std::size_t>(comm_->rank()); }
   Range range_of(std::size_t r) const;
   void check_segments(const char* op, std::span<const std::span<float>> segs) const;
-
-  Communicator* comm_;
-  std::vector<std::size_t> segments_;
-  std::size_t total_ = 0;
-  std::vector<int> owner_;                       // (micro_batches) rank of each
-  std::vector<std::vector<std::size_t>> owned_;  // (ranks) micro-batches of each, increasing
+  // The first reduce() or share() (collective): shared memory, or else the message buffers.
+  void connect();
   // Floats of rank r's block of shared memory: the parts of its micro-batch gradients outside its
   // range (for each of its micro-batches in order, the flat vector without its range), then its
   // range of the values share() hands out.
@@ -124,9 +120,11 @@ class GradientExchange {
                      std::span<const std::span<float>> out);
   void share_shared(std::span<const std::span<float>> segs);
 
-  // The first reduce() or share(): shared memory or the message buffers.
-  void connect();
-
+  Communicator* comm_;
+  std::vector<std::size_t> segments_;
+  std::size_t total_ = 0;
+  std::vector<int> owner_;                       // (micro_batches) rank of each
+  std::vector<std::vector<std::size_t>> owned_;  // (ranks) micro-batches of each, increasing
   Transport transport_ = Transport::automatic;
   bool connected_ = false;
   std::vector<float> send_, recv_, chunk_, full_;  // message buffers, sized once
