@@ -34,9 +34,16 @@ Identity machine_identity() {
   return id;
 }
 
-std::string block_name(std::uint64_t job, int rank) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "/posemb-%016llx-%d", static_cast<unsigned long long>(job), rank);
+// "/posemb-<rank 0's process id>-<rank 0's random number>-<rank>".
+struct JobName {
+  std::uint64_t pid = 0, random = 0;
+};
+
+std::string block_name(const JobName& job, int rank) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "/posemb-%llu-%016llx-%d",
+                static_cast<unsigned long long>(job.pid),
+                static_cast<unsigned long long>(job.random), rank);
   return buf;
 }
 
@@ -66,9 +73,13 @@ std::unique_ptr<SharedBlocks> SharedBlocks::create(Communicator& comm, std::size
   bool same = ids[0][0] != '\0';
   for (const Identity& id : ids) same = same && id == ids[0];
   if (!same) return nullptr;
-  // The job's names: rank 0's random number, then the rank.
-  std::uint64_t job = 0;
-  if (me == 0) job = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  // The job's names: rank 0's process id (which tells whose a stray object is) and a random
+  // number, then the rank.
+  JobName job;
+  if (me == 0) {
+    job.pid = static_cast<std::uint64_t>(getpid());
+    job.random = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  }
   job = comm.allgather(job)[0];
   const auto sizes = comm.allgather(static_cast<std::uint64_t>(bytes));
 

@@ -15,7 +15,8 @@
 // block (no /dev/shm, too little room in it: the blocks are reserved with posix_fallocate, so a
 // full /dev/shm is an error here rather than a crash on first write). Callers then exchange
 // messages instead. The blocks are POSIX shared memory objects whose names are removed as soon as
-// every rank has mapped them: nothing is left in /dev/shm, whatever happens to the job later.
+// every rank has mapped them (posemb-<rank 0's process id>-<random>-<rank>): nothing is left in
+// /dev/shm, whatever happens to the job later.
 // Destruction only unmaps (not collective).
 #pragma once
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "lab/shared_blocks.hpp"
 #include "thread_group.hpp"
 
@@ -18,13 +20,15 @@ namespace {
 
 using testing::ThreadGroup;
 
-// The names of this program's shared memory objects left in /dev/shm.
+// The names of this process's shared memory objects in /dev/shm (the thread-ranks' rank 0 is
+// this process; other test programs running beside this one have their own).
 std::vector<std::string> leftover_blocks() {
+  const std::string mine = "posemb-" + std::to_string(getpid()) + "-";
   std::vector<std::string> out;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("posemb-", 0) == 0) out.push_back(name);
+    if (name.rfind(mine, 0) == 0) out.push_back(name);
   }
   return out;
 }
