@@ -72,7 +72,9 @@ GradientExchange::GradientExchange(Communicator& comm, std::size_t micro_batches
   owned_.resize(n);
   for (std::size_t i = 0; i < micro_batches; ++i) {
     owner_.push_back(micro_batch_rank(i, comm.size()));
-    owned_[static_cast<std::size_t>(owner_.back())].push_back(i);
+    auto& theirs = owned_[static_cast<std::size_t>(owner_.back())];
+    nth_.push_back(theirs.size());
+    theirs.push_back(i);
   }
   if (n == 1) return;
   // The exchange's sizes, checked here (the same numbers on every rank) rather than inside MPI.
@@ -199,11 +201,8 @@ void GradientExchange::reduce(std::span<const std::vector<std::span<const float>
   // Micro-batch i's part of this rank's range: in parts when this rank computed it, else in
   // recv_, where rank r's arrive in r's own (increasing) order. Summed in micro-batch order,
   // piece by piece (the range's part of each segment), straight into out.
-  std::vector<std::size_t> from(n), seen(n, 0), nth(owner_.size());
+  std::vector<std::size_t> from(n);
   for (std::size_t r = 1; r < n; ++r) from[r] = from[r - 1] + recv_counts[r - 1];
-  for (std::size_t i = 0; i < owner_.size(); ++i) {
-    nth[i] = seen[static_cast<std::size_t>(owner_[i])]++;
-  }
   const Range range_me = range();
   std::size_t at = 0;
   for (std::size_t s = 0; s < segments_.size(); at += segments_[s], ++s) {
@@ -212,8 +211,8 @@ void GradientExchange::reduce(std::span<const std::vector<std::span<const float>
     if (lo >= hi) continue;
     for (std::size_t i = 0; i < owner_.size(); ++i) {
       const auto r = static_cast<std::size_t>(owner_[i]);
-      srcs[i] = r == me ? parts[nth[i]][s].data() + (lo - at)
-                        : recv_.data() + from[r] + nth[i] * chunk_.size() + (lo - range_me.begin);
+      srcs[i] = r == me ? parts[nth_[i]][s].data() + (lo - at)
+                        : recv_.data() + from[r] + nth_[i] * chunk_.size() + (lo - range_me.begin);
     }
     sum_in_order(out[s].data() + (lo - at), hi - lo, srcs);
   }
@@ -235,11 +234,7 @@ void GradientExchange::reduce_shared(std::span<const std::vector<std::span<const
   }
   shared_->fence();
   // Element e of this rank's range, micro-batch i: in parts when this rank computed it, else in
-  // its owner r's block, as the nth of r's gradients, at e less r's range when r's range is before.
-  std::vector<std::size_t> seen(static_cast<std::size_t>(comm_->size()), 0), nth(owner_.size());
-  for (std::size_t i = 0; i < owner_.size(); ++i) {
-    nth[i] = seen[static_cast<std::size_t>(owner_[i])]++;
-  }
+  // its owner r's block, as r's nth_[i]-th gradient, at e less r's range when r's range is before.
   std::vector<const float*> srcs(owner_.size());
   std::size_t at = 0;
   for (std::size_t s = 0; s < segments_.size(); at += segments_[s], ++s) {
@@ -248,13 +243,13 @@ void GradientExchange::reduce_shared(std::span<const std::vector<std::span<const
     for (std::size_t i = 0; i < owner_.size(); ++i) {
       const auto r = static_cast<std::size_t>(owner_[i]);
       if (r == me) {
-        srcs[i] = parts[nth[i]][s].data() + (lo - at);
+        srcs[i] = parts[nth_[i]][s].data() + (lo - at);
         continue;
       }
       const Range theirs = range_of(r);
       const std::size_t theirs_len = theirs.end - theirs.begin;
       srcs[i] = static_cast<const float*>(shared_->of(static_cast<int>(r))) +
-                nth[i] * (total_ - theirs_len) + (lo - (r < me ? theirs_len : 0));
+                nth_[i] * (total_ - theirs_len) + (lo - (r < me ? theirs_len : 0));
     }
     sum_in_order(out[s].data() + (lo - at), hi - lo, srcs);
   }

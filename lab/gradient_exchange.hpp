@@ -125,6 +125,7 @@ class GradientExchange {
   std::size_t total_ = 0;
   std::vector<int> owner_;                       // (micro_batches) rank of each
   std::vector<std::vector<std::size_t>> owned_;  // (ranks) micro-batches of each, increasing
+  std::vector<std::size_t> nth_;  // (micro_batches) its place in its owner's owned_ list
   Transport transport_ = Transport::automatic;
   bool connected_ = false;
   std::vector<float> send_, recv_, chunk_, full_;  // message buffers, sized once

@@ -19,7 +19,7 @@ trap 'rm -rf "$out"' EXIT
 # The demo's model (docs/experiments.md) and a larger one: 4 layers, d_model 256 (3.2 M
 # parameters), batch 32 in 4 micro-batches of 8, 60 steps. tokens/s counts the whole training
 # time, whose fixed costs (the first step's page faults, the final checkpoint: about 0.3-0.4 s on
-# this machine) are a third or more of a 12-step run of the larger model on 2 ranks.
+# this machine) are about a third of a 12-step run of the larger model on 2 ranks.
 demo=(--pe learned --train-len 12 --d-model 64 --layers 2 --heads 4 --batch 32 --micro-batch 8
       --lr 3e-3 --warmup 10 --steps 150)
 large=(--pe learned --train-len 16 --d-model 256 --layers 4 --heads 8 --batch 32 --micro-batch 8
