@@ -17,9 +17,10 @@ namespace {
 // without first being read into the cache (a third less traffic), which pays off when the output
 // is much larger than the per-core caches.
 constexpr std::size_t kStreamBytes = std::size_t{8} << 20;
-// Tables of at least this many bytes are larger than a core's L2: the next token row is
-// prefetched, and the position rows are reused across the batch while in L1 (a task covers a
-// block of positions over several batch rows). Smaller problems run in plain row order.
+// Tables of at least this many bytes are larger than a core's L2: the forward reads the token
+// rows in groups and the backward prefetches the next gradient rows, and the position rows are
+// reused across the batch while in L1 (a task covers a block of positions over several batch
+// rows). Smaller problems run in plain row order.
 constexpr std::size_t kLargeTableBytes = std::size_t{1} << 20;
 // About this many bytes of rows per task: large enough that a task costs far more than taking
 // it, small enough that there are many tasks to share when a thread is slow.
@@ -144,7 +145,7 @@ void embed_rows_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
   job.b_per_task = b_per_task;
   job.b_tasks = ceil_div(batch, b_per_task);
   job.stream = !wte.empty() && n_rows * C * sizeof(float) >= kStreamBytes;
-  job.prefetch = !wte.empty() && wte.rows * C * element_bytes >= kLargeTableBytes;
+  job.gather = !wte.empty() && wte.rows * C * element_bytes >= kLargeTableBytes;
   const std::size_t tasks = ceil_div(seq_len, t_per_task) * job.b_tasks;
   const ForwardTaskFn run = forward_tasks();
   // The gather of token rows waits on scattered loads, which a second thread overlaps: elements.

@@ -101,7 +101,7 @@ struct ForwardJob {
   std::size_t B, T, C;
   std::size_t t_per_task, b_per_task, b_tasks;  // task k: t block k / b_tasks, b block k % b_tasks
   bool stream;                                  // write out with streaming (non-temporal) stores
-  bool prefetch;  // prefetch the next token row (tables larger than the caches)
+  bool gather;  // read the token rows in groups (tables larger than the caches)
 };
 using ForwardTaskFn = void (*)(const ForwardJob& job, std::size_t task_begin, std::size_t task_end);
 ForwardTaskFn forward_tasks();  // the chosen target's version

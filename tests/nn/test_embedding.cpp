@@ -54,20 +54,28 @@ TEST(EmbedForward, EqualsTheScalarReferenceBitForBit) {
   }
 }
 
-// An output of 8 MiB or more is written with streaming stores (a separate code path); it too
-// equals the reference bit for bit, with aligned and misaligned output rows.
+// An output of 8 MiB or more is written with streaming stores, and a table of 1 MiB or more is
+// read a group of rows at a time (separate code paths); they too equal the reference bit for
+// bit: with output rows all vector-aligned (the grouped streaming stores), rows of varying
+// alignment and a misaligned start, and with padding (rows without a position row in a group).
 TEST(EmbedForward, LargeOutputsUseStreamingStoresAndStillMatchBitForBit) {
-  const std::size_t B = 2, T = 1024, C = 1031, V = 97, maxT = 1024;  // > 8 MiB of output
-  const auto batch = make_batch(testing::SourceKind::left_padding, B, T, V, maxT, 5);
-  const auto wte = random_matrix(V, C, 6), wpe = random_matrix(maxT, C, 7);
-  const auto pos = resolve_positions(batch.source(), batch.tokens, maxT);
-  Matrix<float> ref(B * T, C);
-  reference::embed_forward(ref.view(), batch.tokens, pos.data(), wte, wpe);
-  for (std::size_t offset : {0u, 1u, 4u}) {
-    Matrix<float> store(B * T, C + 8);
-    MatrixView<float> out(store.data() + offset, B * T, C, C + 8);
-    embed_forward(out, batch.tokens, batch.source(), wte, wpe);
-    EXPECT_EQ(bytes_of(MatrixView<const float>(out)), bytes_of(ref)) << "offset " << offset;
+  for (const std::size_t V : {97, 300}) {                      // table of 0.4 MB and of 1.2 MB
+    const std::size_t B = 2, T = 1024, C = 1031, maxT = 1024;  // > 8 MiB of output
+    const auto batch = make_batch(testing::SourceKind::left_padding, B, T, V, maxT, 5);
+    const auto wte = random_matrix(V, C, 6), wpe = random_matrix(maxT, C, 7);
+    const auto pos = resolve_positions(batch.source(), batch.tokens, maxT);
+    Matrix<float> ref(B * T, C);
+    reference::embed_forward(ref.view(), batch.tokens, pos.data(), wte, wpe);
+    for (auto [stride, offset] : {std::pair<std::size_t, std::size_t>{C + 8, 0},
+                                  {C + 8, 1},
+                                  {C + 8, 4},
+                                  {C + 9, 0}}) {  // C + 9 = 1040: every row 64-byte aligned
+      Matrix<float> store(B * T, stride);
+      MatrixView<float> out(store.data() + offset, B * T, C, stride);
+      embed_forward(out, batch.tokens, batch.source(), wte, wpe);
+      EXPECT_EQ(bytes_of(MatrixView<const float>(out)), bytes_of(ref))
+          << "V " << V << " stride " << stride << " offset " << offset;
+    }
   }
 }
 

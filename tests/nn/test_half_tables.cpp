@@ -76,7 +76,7 @@ void check_forward_equals_widened_float(const char* type) {
          {std::tuple<std::size_t, std::size_t, std::size_t, std::size_t, std::size_t>{3, 7, 19, 5,
                                                                                       9},
           {8, 64, 96, 300, 64},
-          {4, 256, 300, 1000, 256}}) {
+          {4, 256, 300, 2000, 256}}) {  // a 1.2 MB table: rows read in groups
       SCOPED_TRACE(testing::source_name(kind));
       const auto batch = testing::make_batch(kind, B, T, V, maxT, ++seed);
       const auto src = batch.source();
@@ -112,7 +112,8 @@ TEST(HalfTables, ForwardFromFloat16EqualsTheFloatForwardOnTheWidenedTables) {
   check_forward_equals_widened_float<float16>("float16");
 }
 
-// Large enough for several threads and streaming stores, on a strided, misaligned output.
+// Large enough for several threads, streaming stores and grouped reads, on a strided output with
+// every row aligned and on one with a misaligned start.
 TEST(HalfTables, LargeStreamedForwardOnOneAndTwoThreads) {
   const std::size_t B = 4, T = 600, C = 1030, V = 5000, maxT = 600;
   const auto batch = testing::make_batch(testing::SourceKind::contiguous, B, T, V, maxT, 3);
@@ -124,10 +125,13 @@ TEST(HalfTables, LargeStreamedForwardOnOneAndTwoThreads) {
                            widen<bfloat16>(wpe));
   for (int threads : {1, 2}) {
     omp_set_num_threads(threads);
-    Matrix<float> store(B * T, C + 5);
-    MatrixView<float> out(store.data() + 3, B * T, C, C + 5);
-    embed_forward(out, batch.tokens, batch.source(), wte, wpe);
-    EXPECT_EQ(bytes_of(MatrixView<const float>(out)), bytes_of(ref)) << threads;
+    for (auto [stride, offset] : {std::pair<std::size_t, std::size_t>{C + 5, 3}, {C + 10, 0}}) {
+      Matrix<float> store(B * T, stride);
+      MatrixView<float> out(store.data() + offset, B * T, C, stride);
+      embed_forward(out, batch.tokens, batch.source(), wte, wpe);
+      EXPECT_EQ(bytes_of(MatrixView<const float>(out)), bytes_of(ref))
+          << threads << " threads, stride " << stride;
+    }
   }
   omp_set_num_threads(2);
 }

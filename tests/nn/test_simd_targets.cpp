@@ -160,20 +160,22 @@ TEST(SimdTargets, EmbeddingKernelsGiveTheSameBitsOnEveryTarget) {
   }
 }
 
-// Large enough for several threads and streaming stores (>= 8 MiB of output), with a misaligned
-// output row start.
+// Large enough for several threads, streaming stores (>= 8 MiB of output) and the grouped reads
+// of a table of 1 MiB or more, with output rows all aligned and with a misaligned row start.
 TEST(SimdTargets, LargeStreamedForwardAndBackwardGiveTheSameBitsOnEveryTarget) {
-  const std::size_t B = 2, T = 1024, C = 1031, V = 97, maxT = 1024;
+  const std::size_t B = 2, T = 1024, C = 1031, V = 300, maxT = 1024;
   const auto batch = testing::make_batch(testing::SourceKind::left_padding, B, T, V, maxT, 5);
   const auto wte = random_matrix(V, C, 6), wpe = random_matrix(maxT, C, 7);
   const auto dout = random_matrix(B * T, C, 8);
   expect_same_on_every_target("large", [&] {
-    Matrix<float> store(B * T, C + 8), dwte(V, C), dwpe(maxT, C);
+    Matrix<float> store(B * T, C + 9), dwte(V, C), dwpe(maxT, C);
+    MatrixView<float> aligned(store.data(), B * T, C, C + 9);  // 1040 floats: 64-byte rows
     MatrixView<float> out(store.data() + 1, B * T, C, C + 8);
+    embed_forward(aligned, batch.tokens, batch.source(), wte, wpe);
+    Bytes all = bytes_of(MatrixView<const float>(aligned));
     embed_forward(out, batch.tokens, batch.source(), wte, wpe);
     embed_backward(dwte.view(), dwpe.view(), dout, batch.tokens, batch.source());
-    Bytes all = bytes_of(MatrixView<const float>(out));
-    for (const Bytes& b : {bytes_of(dwte), bytes_of(dwpe)})
+    for (const Bytes& b : {bytes_of(MatrixView<const float>(out)), bytes_of(dwte), bytes_of(dwpe)})
       all.insert(all.end(), b.begin(), b.end());
     return all;
   });
