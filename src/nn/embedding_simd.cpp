@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/simd.hpp"
 #include "nn/embedding_kernels.hpp"
@@ -71,6 +72,26 @@ HWY_INLINE hn::Vec<DF> load_widened(DF d, const float16* p) {
 #else
   return widen_f16_bits(d, hn::PromoteTo(du, h16));
 #endif
+}
+
+// For the grouped forward: the widening without a data-dependent branch per vector (each
+// branch waiting on its load holds back the loads after it). float16 with F16C: the hardware
+// conversion, exact except that it quiets signaling NaNs; the caller checks the sums for NaN
+// (see kQuietsNaN) and redoes exactly whatever had one. Other types and targets: load_widened.
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+template <class E>
+inline constexpr bool kQuietsNaN = std::is_same_v<E, float16>;
+HWY_INLINE hn::Vec<DF> load_widened_quick(DF d, const float16* p) {
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+}
+#else
+template <class E>
+inline constexpr bool kQuietsNaN = false;
+#endif
+template <class E>
+HWY_INLINE hn::Vec<DF> load_widened_quick(DF d, const E* p) {
+  return load_widened(d, p);
 }
 
 HWY_INLINE float widen(float x) {
@@ -186,14 +207,17 @@ HWY_INLINE void write_group(float* const* HWY_RESTRICT out, const E* const* HWY_
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const std::size_t rows = kG > 0 ? kG : g;
+  // NaN lanes of the sums: a NaN element makes its sum NaN (so do inf + -inf, redone too).
+  auto nan = hn::FirstN(d, 0);
   std::size_t c = 0;
   for (; c + N <= n; c += N) {
     for (std::size_t i = 0; i < rows; ++i) {
-      auto v = load_widened(d, a[i] + c);
-      if constexpr (kPos == GroupPos::all) v = hn::Add(v, load_widened(d, b[i] + c));
+      auto v = load_widened_quick(d, a[i] + c);
+      if constexpr (kPos == GroupPos::all) v = hn::Add(v, load_widened_quick(d, b[i] + c));
       if constexpr (kPos == GroupPos::some) {
-        if (b[i] != nullptr) v = hn::Add(v, load_widened(d, b[i] + c));
+        if (b[i] != nullptr) v = hn::Add(v, load_widened_quick(d, b[i] + c));
       }
+      if constexpr (kQuietsNaN<E>) nan = hn::Or(nan, hn::IsNaN(v));
       if constexpr (kStream) {
         hn::Stream(v, d, out[i] + c);
       } else {
@@ -205,6 +229,9 @@ HWY_INLINE void write_group(float* const* HWY_RESTRICT out, const E* const* HWY_
     for (std::size_t k = c; k < n; ++k) {
       out[i][k] = b[i] != nullptr ? widen(a[i][k]) + widen(b[i][k]) : widen(a[i][k]);
     }
+  }
+  if (kQuietsNaN<E> && HWY_UNLIKELY(!hn::AllFalse(d, nan))) {  // its rows again, exactly
+    for (std::size_t i = 0; i < rows; ++i) write_row(out[i], a[i], b[i], n, kStream);
   }
 }
 
