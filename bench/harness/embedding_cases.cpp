@@ -36,6 +36,8 @@ const char* impl_name(Impl impl) {
       return "loop";
     case Impl::loop_omp:
       return "loop omp";
+    case Impl::machine:
+      return "machine";
   }
   return "?";
 }
@@ -56,6 +58,7 @@ struct Problem {
   Matrix<float16> wte_h, wpe_h;
   Matrix<TokenId> tokens;
   std::size_t distinct_tokens = 0;
+  std::vector<const float*> token_rows;  // wte's row of every token, in the forward's (t, b) order
 
   explicit Problem(const Shape& sh)
       : s(sh),
@@ -87,6 +90,11 @@ struct Problem {
     std::uniform_int_distribution<TokenId> u(0, static_cast<TokenId>(sh.V - 1));
     for (auto& t : tokens.flat()) t = u(rng);
     distinct_tokens = std::set<TokenId>(tokens.flat().begin(), tokens.flat().end()).size();
+    for (std::size_t t = 0; t < sh.T; ++t) {
+      for (std::size_t b = 0; b < sh.B; ++b) {
+        token_rows.push_back(wte.data() + static_cast<std::size_t>(tokens(b, t)) * sh.C);
+      }
+    }
   }
 
   double rows(std::size_t n, std::size_t element_bytes) const {
@@ -101,6 +109,10 @@ struct Problem {
   double add_forward_bytes() const { return 2 * rows(s.B * s.T, 4) + rows(s.T, 4); }
   double add_backward_bytes() const { return rows(s.B * s.T, 4) + 2 * rows(s.T, 4); }
 
+  void read_token_rows() {
+    volatile float sink = gather_rows(token_rows.data(), token_rows.size(), s.C);
+    (void)sink;
+  }
   void forward() { embed_forward(out.view(), tokens, PositionSource::contiguous(), wte, wpe); }
   void forward_bf16() {
     embed_forward(out.view(), tokens, PositionSource::contiguous(), wte_bf, wpe_bf);
@@ -168,6 +180,12 @@ std::vector<Case> embedding_cases(const std::vector<int>& threads, bool with_llm
       add("add_positions_backward", Impl::llmc, 1, abwd, [p] { p->llmc_add_backward(); });
     }
     for (int t : threads) {
+      // The forward's token rows alone (the distinct rows' bytes), on a table larger than the
+      // caches: what reading them costs this machine, beside the copy.
+      if (s.V * s.C * sizeof(float) > (std::size_t{64} << 20)) {
+        add("read_token_rows", Impl::machine, t, p->rows(p->distinct_tokens, 4),
+            [p] { p->read_token_rows(); });
+      }
       if (with_llmc) add("embed_forward", Impl::llmc_omp, t, fwd, [p] { p->llmc_forward_omp(); });
       add("embed_forward", Impl::posemb, t, fwd, [p] { p->forward(); });
       add("embed_backward", Impl::posemb, t, bwd, [p] { p->backward(); });

@@ -7,8 +7,9 @@
 // Implementations: posemb's kernels (float, and bfloat16 / float16 tables for the forward; the
 // position-only add and its backward), the llm.c encoder loop (serial, and the forward with
 // OpenMP; for the position-only add, the same loops without the token term;
-// bench/peers/llmc_encoder.hpp) and a
-// streaming copy of 2 x 256 MiB (the machine's bandwidth in the same run).
+// bench/peers/llmc_encoder.hpp), and two references for the machine in the same run: a
+// streaming copy of 2 x 256 MiB (its bandwidth) and, at the GPT-2 shape, the forward's token
+// rows read and nothing written (read_token_rows, "machine": how fast it reads scattered rows).
 #pragma once
 
 #include <functional>
@@ -27,15 +28,16 @@ struct Shape {
 inline constexpr Shape kGpt2Shape{"gpt2", 4, 1024, 768, 50257};
 inline constexpr Shape kSmallShape{"small", 32, 64, 64, 64};
 
-// loop, loop_omp: the plain rotate-half loop of the rope cases (rope_cases.hpp).
-enum class Impl { posemb, llmc, llmc_omp, copy, loop, loop_omp };
-// "posemb", "llm.c", "llm.c omp", "copy", "loop", "loop omp"
+// loop, loop_omp: the plain rotate-half loop of the rope cases (rope_cases.hpp); machine: a
+// reference for the machine (read_token_rows), like the copy.
+enum class Impl { posemb, llmc, llmc_omp, copy, loop, loop_omp, machine };
+// "posemb", "llm.c", "llm.c omp", "copy", "loop", "loop omp", "machine"
 const char* impl_name(Impl impl);
 
 struct Case {
   std::string op;     // embed_forward, embed_backward, embed_forward_backward,
                       // embed_forward_bf16, embed_forward_f16, add_positions_forward,
-                      // add_positions_backward, copy; rope_forward, rope_backward,
+                      // add_positions_backward, copy, read_token_rows; rope_forward, rope_backward,
                       // rope_forward_uncached, rope_backward_uncached (rope_cases.hpp)
   std::string shape;  // Shape::tag ("" for copy)
   std::string shape_text;

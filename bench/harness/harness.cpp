@@ -76,6 +76,52 @@ CopyFn stream_copy() {
   return stream_copy_sse2;
 }
 
+// The sum of the g rows at r (each n floats, n a multiple of the vector width; the rest is
+// summed by the caller), read vector column by vector column across the rows.
+__attribute__((target("avx512f"))) float gather_sum_avx512(const float* const* r, std::size_t g,
+                                                           std::size_t n) {
+  __m512 acc = _mm512_setzero_ps();
+  for (std::size_t c = 0; c < n; c += 16) {
+    for (std::size_t i = 0; i < g; ++i) acc = _mm512_add_ps(acc, _mm512_loadu_ps(r[i] + c));
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, acc);
+  float sum = 0;
+  for (float x : lanes) sum += x;
+  return sum;
+}
+__attribute__((target("avx"))) float gather_sum_avx(const float* const* r, std::size_t g,
+                                                    std::size_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  for (std::size_t c = 0; c < n; c += 8) {
+    for (std::size_t i = 0; i < g; ++i) acc = _mm256_add_ps(acc, _mm256_loadu_ps(r[i] + c));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  float sum = 0;
+  for (float x : lanes) sum += x;
+  return sum;
+}
+float gather_sum_sse2(const float* const* r, std::size_t g, std::size_t n) {
+  __m128 acc = _mm_setzero_ps();
+  for (std::size_t c = 0; c < n; c += 4) {
+    for (std::size_t i = 0; i < g; ++i) acc = _mm_add_ps(acc, _mm_loadu_ps(r[i] + c));
+  }
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, acc);
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+struct GatherFn {
+  float (*sum)(const float* const*, std::size_t, std::size_t);
+  std::size_t width;
+};
+GatherFn gather_sum() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return {gather_sum_avx512, 16};
+  if (__builtin_cpu_supports("avx")) return {gather_sum_avx, 8};
+  return {gather_sum_sse2, 4};
+}
+
 }  // namespace
 
 Harness::Harness() : flush_bytes_(flush_size()) {
@@ -169,6 +215,30 @@ Variant copy_variant(int threads, double& bytes) {
     });
   };
   return v;
+}
+
+float gather_rows(const float* const* rows, std::size_t n, std::size_t cols) {
+  static const GatherFn fn = gather_sum();
+  const std::size_t vec_cols = cols - cols % fn.width;
+  constexpr std::size_t kChunk = 64;
+  std::vector<float> sums((n + kChunk - 1) / kChunk, 0.0f);
+  parallel_for(sums.size(), 1, n * cols, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t k = begin; k < end; ++k) {
+      const std::size_t r1 = std::min(n, (k + 1) * kChunk);
+      float sum = 0;
+      for (std::size_t r = k * kChunk; r < r1; r += kGatherGroup) {
+        const std::size_t g = std::min(kGatherGroup, r1 - r);
+        sum += fn.sum(rows + r, g, vec_cols);
+        for (std::size_t i = r; i < r + g; ++i) {
+          for (std::size_t c = vec_cols; c < cols; ++c) sum += rows[i][c];
+        }
+      }
+      sums[k] = sum;
+    }
+  });
+  float total = 0;
+  for (float s : sums) total += s;
+  return total;
 }
 
 double load_average() {

@@ -67,6 +67,14 @@ class Harness {
 // as a Variant over its own two buffers; `bytes` receives 2n, the bytes moved.
 Variant copy_variant(int threads, double& bytes);
 
+// The rows at rows[0 .. n), each `cols` floats, read and nothing written: kGatherGroup rows at a
+// time, vector by vector across the group (how posemb's forward reads the token rows of a table
+// larger than the caches), with the widest vectors the CPU has, in chunks of 64 rows over the
+// current thread count (posemb's parallel_for). How fast this machine reads rows scattered over
+// a large table: a reference beside the copy, not a kernel. Returns a sum of what was read.
+inline constexpr std::size_t kGatherGroup = 16;
+float gather_rows(const float* const* rows, std::size_t n, std::size_t cols);
+
 // The 1-minute load average, or -1 when unknown.
 double load_average();
 

@@ -64,5 +64,17 @@ assert names == {"add_positions_backward/small"}, names
 assert {c["impl"] for c in d["cases"]} >= {"posemb"}, d["cases"]
 assert list(d["copy_GBps"]) == ["1"] and d["copy_GBps"]["1"] > 0, d["copy_GBps"]
 PY
+# A GPT-2 case keeps the machine's reference for that shape: its token rows read alone.
+expect 0 "bench with a filter on the GPT-2 forward" -- bench --filter embed_forward/gpt2 --threads 1 --reps 1 --no-peer --no-train-step --json
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "bench --filter embed_forward/gpt2 keeps read_token_rows/gpt2"
+import json, sys
+d = json.load(open(sys.argv[1]))
+cases = {(c["name"], c["impl"]): c for c in d["cases"]}
+assert ("read_token_rows/gpt2", "machine") in cases, sorted(cases)
+assert ("embed_forward/gpt2", "posemb") in cases, sorted(cases)
+assert not any(n.endswith("/small") for n, _ in cases), sorted(cases)
+r = cases[("read_token_rows/gpt2", "machine")]
+assert r["bytes"] > 0 and r["seconds"] > 0 and r["fraction_of_copy_bandwidth"] > 0, r
+PY
 
 finish "cli"

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -192,12 +193,22 @@ nlohmann::json measure_bench(const BenchOptions& o) {
   if (o.lab_kernels) {
     for (auto& c : lab_kernel_cases(threads)) cases.push_back(std::move(c));
   }
-  if (!o.filter.empty()) {  // the copy stays: the bandwidth the cases are read against
+  // The references stay: the copy, and the machine's row reads for a shape that has a case left.
+  const auto reference = [](const bench::Case& c) {
+    return c.impl == bench::Impl::copy || c.impl == bench::Impl::machine;
+  };
+  if (!o.filter.empty()) {
     std::erase_if(cases, [&](const bench::Case& c) {
-      return c.impl != bench::Impl::copy && c.name().find(o.filter) == std::string::npos;
+      return !reference(c) && c.name().find(o.filter) == std::string::npos;
     });
-    if (std::none_of(cases.begin(), cases.end(),
-                     [](const bench::Case& c) { return c.impl != bench::Impl::copy; })) {
+    std::set<std::string> shapes;
+    for (const auto& c : cases) {
+      if (!reference(c)) shapes.insert(c.shape);
+    }
+    std::erase_if(cases, [&](const bench::Case& c) {
+      return c.impl == bench::Impl::machine && !shapes.contains(c.shape);
+    });
+    if (std::all_of(cases.begin(), cases.end(), reference)) {
       throw UsageError("--filter '" + o.filter + "' matches no case (names such as " +
                        "rope_forward/gpt2, add_positions_backward/small, embed_forward/gpt2)");
     }
