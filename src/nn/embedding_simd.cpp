@@ -56,42 +56,48 @@ HWY_INLINE hn::Vec<DF> widen_f16_bits(DF d, hn::Vec<hn::RebindToUnsigned<DF>> h)
   return hn::BitCast(d, hn::Or(bits, sign));
 }
 
-HWY_INLINE hn::Vec<DF> load_widened(DF d, const float16* p) {
-  const hn::Rebind<std::uint16_t, DF> d16;
-  const hn::RebindToUnsigned<DF> du;
-  const auto h16 = hn::LoadU(d16, reinterpret_cast<const std::uint16_t*>(p));
+// F16C's conversion (x86 targets with AVX2 or AVX-512) is exact, except that it quiets signaling
+// NaNs. Highway's conversion without F16C mishandles infinities and NaN, hence the integer path
+// on the other targets.
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  // F16C's conversion is exact too, except that it quiets signaling NaNs: NaN lanes (rare) are
-  // redone with the integer conversion. (Highway's conversion without F16C mishandles
-  // infinities and NaN, hence the integer path on the other targets.)
-  const hn::Rebind<hwy::float16_t, DF> dh;
-  const auto f = hn::PromoteTo(d, hn::BitCast(dh, h16));
-  const auto nan = hn::IsNaN(f);
-  if (HWY_LIKELY(hn::AllFalse(d, nan))) return f;
-  return hn::IfThenElse(nan, widen_f16_bits(d, hn::PromoteTo(du, h16)), f);
+inline constexpr bool kF16C = true;
 #else
-  return widen_f16_bits(d, hn::PromoteTo(du, h16));
+inline constexpr bool kF16C = false;
 #endif
-}
-
-// For the grouped forward: the widening without a data-dependent branch per vector (each
-// branch waiting on its load holds back the loads after it). float16 with F16C: the hardware
-// conversion, exact except that it quiets signaling NaNs; the caller checks the sums for NaN
-// (see kQuietsNaN) and redoes exactly whatever had one. Other types and targets: load_widened.
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// load_widened_quick may quiet a NaN of E.
 template <class E>
-inline constexpr bool kQuietsNaN = std::is_same_v<E, float16>;
-HWY_INLINE hn::Vec<DF> load_widened_quick(DF d, const float16* p) {
+inline constexpr bool kQuietsNaN = kF16C && (std::is_same_v<E, float16>);
+
+// F16C's conversion; used only where kF16C.
+HWY_INLINE hn::Vec<DF> widen_f16c(DF d, const float16* p) {
   const hn::Rebind<hwy::float16_t, DF> dh;
   return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
 }
-#else
-template <class E>
-inline constexpr bool kQuietsNaN = false;
-#endif
+
+HWY_INLINE hn::Vec<DF> load_widened(DF d, const float16* p) {
+  const hn::Rebind<std::uint16_t, DF> d16;
+  const hn::RebindToUnsigned<DF> du;
+  if constexpr (kF16C) {  // NaN lanes (rare) are redone with the integer conversion
+    const auto f = widen_f16c(d, p);
+    const auto nan = hn::IsNaN(f);
+    if (HWY_LIKELY(hn::AllFalse(d, nan))) return f;
+    const auto h16 = hn::LoadU(d16, reinterpret_cast<const std::uint16_t*>(p));
+    return hn::IfThenElse(nan, widen_f16_bits(d, hn::PromoteTo(du, h16)), f);
+  }
+  const auto h16 = hn::LoadU(d16, reinterpret_cast<const std::uint16_t*>(p));
+  return widen_f16_bits(d, hn::PromoteTo(du, h16));
+}
+
+// For the grouped forward: the widening without a data-dependent branch per vector (each
+// branch waiting on its load holds back the loads after it). Where kQuietsNaN<E>, F16C's
+// conversion alone: the caller checks the sums for NaN and redoes exactly whatever had one.
 template <class E>
 HWY_INLINE hn::Vec<DF> load_widened_quick(DF d, const E* p) {
-  return load_widened(d, p);
+  if constexpr (kQuietsNaN<E>) {
+    return widen_f16c(d, p);
+  } else {
+    return load_widened(d, p);
+  }
 }
 
 HWY_INLINE float widen(float x) {
