@@ -38,9 +38,11 @@ void register_bench_command(CLI::App& app) {
   sub->add_flag("--lab-kernels", opts->lab_kernels,
                 "Also measure every kernel the lab runs in parallel (<kernel>/lab; the contention "
                 "check: --threads 1,2 with another process busy on one core, see docs/layer.md)");
-  sub->add_option("--filter", opts->filter,
-                  "Measure only the cases whose name contains this text (rope, gpt2, "
-                  "add_positions_backward/gpt2, ...), with their peers and the copy");
+  sub->add_option(
+      "--filter", opts->filter,
+      "Measure only the cases whose name contains this text (rope, gpt2, "
+      "add_positions_backward/gpt2, ...), with their peers, the copy and, with a GPT-2 case, "
+      "read_token_rows/gpt2");
   sub->add_flag("--min", opts->min,
                 "Report the fastest repetition of each case instead of the median (on a busy "
                 "machine)");
