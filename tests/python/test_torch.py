@@ -284,3 +284,43 @@ def test_training_matches_nn_embedding():
     assert losses["ours"][0] == losses["ref"][0]
     np.testing.assert_allclose(losses["ours"], losses["ref"], rtol=1e-5)
     assert losses["ours"][-1] < losses["ours"][0]  # it trained
+
+
+def _vm_flags(address):
+    """The VmFlags of the mapping of this process that holds address (/proc/self/smaps)."""
+    inside = False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= address < hi
+            elif inside and head == "VmFlags:":
+                return line.split()[1:]
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+def _thp_available():
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return "[never]" not in f.read()
+    except OSError:
+        return False
+
+
+def test_large_gradients_ask_for_huge_pages(gen):
+    # A token table gradient of 3 MiB asks for transparent huge pages (each 4 KiB page would
+    # cost a page fault when first touched); a small one (13 x 5 floats) does not need them.
+    big = pt.TokenPositionEmbedding(1024, MAXT, 768, seed=1)
+    small = pt.TokenPositionEmbedding(V, MAXT, C, seed=1)
+    for module, vocab, huge in ((big, 1024, True), (small, V, False)):
+        idx = torch.randint(0, vocab, (B, T), generator=gen)
+        module(idx).sum().backward()
+        grad = module.wte.weight.grad
+        assert grad.shape == module.wte.weight.shape
+        counts = torch.bincount(idx.flatten(), minlength=vocab)
+        want = counts.to(torch.float32)[:, None].expand_as(grad)
+        assert torch.equal(grad, want)  # untouched rows read as zeros
+        flags = _vm_flags(grad.data_ptr())
+        if _thp_available():
+            assert ("hg" in flags) == huge, flags
