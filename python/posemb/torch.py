@@ -36,6 +36,7 @@ Position ids may have any integer dtype. torch.jit.trace records the modules as 
 (torch.jit.script does not compile the modules).
 """
 import json
+import math
 import mmap
 import operator
 import warnings
@@ -71,17 +72,18 @@ def _np(t):
 
 
 def _zeros(shape):
-    """A zero float32 tensor in memory the OS hands out zeroed when first touched (a private
-    anonymous mapping), so the backward makes no pass of its own over a gradient of which it
-    writes only the rows in the batch. From 2 MiB on, the mapping asks for transparent huge
-    pages (as posemb's own buffers do): a 4 KiB page costs a page fault when first touched
-    (about 11 us each on a virtual machine measured here: 0.4 s for a GPT-2 token table's
-    gradient), a 2 MiB page one fault for 512 times the memory."""
-    count = int(np.prod(shape))
-    if count == 0:
+    """A zero float32 tensor for a gradient. From 2 MiB on, memory the OS hands out zeroed when
+    first touched (a private anonymous mapping), so the backward makes no pass of its own over a
+    gradient of which it writes only the rows in the batch, in transparent huge pages (as
+    posemb's own buffers): a 4 KiB page costs a page fault when first touched (about 11 us each
+    on a virtual machine measured here: 0.4 s for a GPT-2 token table's gradient), a 2 MiB page
+    one fault for 512 times the memory. Smaller gradients come from torch's allocator, whose
+    memory is reused from call to call: zeroing it costs less than its page faults would."""
+    count = math.prod(shape)
+    if count * 4 < _HUGE_PAGE_BYTES:  # not _mapped
         return torch.zeros(shape)
     buf = mmap.mmap(-1, count * 4, flags=mmap.MAP_PRIVATE)
-    if count * 4 >= _HUGE_PAGE_BYTES and hasattr(mmap, "MADV_HUGEPAGE"):
+    if hasattr(mmap, "MADV_HUGEPAGE"):
         try:
             buf.madvise(mmap.MADV_HUGEPAGE)
         except OSError:  # no transparent huge pages in this kernel: 4 KiB pages
@@ -90,6 +92,11 @@ def _zeros(shape):
 
 
 _HUGE_PAGE_BYTES = 2 << 20
+
+
+def _mapped(t):
+    """Whether _zeros made t as a lazily zeroed mapping."""
+    return t.numel() * 4 >= _HUGE_PAGE_BYTES
 
 
 _INT_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
@@ -186,11 +193,12 @@ class _TokenPosition(torch.autograd.Function):
         dwpe = _zeros(ctx.shapes[1]) if need_wpe else None
         dout = dout.contiguous()  # itself when contiguous, as autograd usually passes it
         tokens = _np(idx)
-        # The kernels add into the gradients: a first read of an untouched page maps the zero
-        # page and the write after it faults again. Writing the rows first faults each page once.
-        if dwte is not None:
+        # The kernels add into the gradients: in mapped memory (_zeros), a first read of an
+        # untouched page maps the zero page and the write after it faults again. Writing the
+        # rows first faults each page once.
+        if dwte is not None and _mapped(dwte):
             _ext._zero_rows(_np(dwte), tokens)
-        if dwpe is not None:
+        if dwpe is not None and _mapped(dwpe):
             _np(dwpe).fill(0.0)
         if need_wte:
             _ext.embed_backward(_np(dwte), None if dwpe is None else _np(dwpe), _np(dout), tokens,

@@ -309,8 +309,9 @@ def _thp_available():
 
 
 def test_large_gradients_ask_for_huge_pages(gen):
-    # A token table gradient of 3 MiB asks for transparent huge pages (each 4 KiB page would
-    # cost a page fault when first touched); a small one (13 x 5 floats) does not need them.
+    # A token table gradient of 3 MiB is a mapping that asks for transparent huge pages (each
+    # 4 KiB page would cost a page fault when first touched); a small one (13 x 5 floats) comes
+    # from torch's allocator, whose memory is reused.
     big = pt.TokenPositionEmbedding(1024, MAXT, 768, seed=1)
     small = pt.TokenPositionEmbedding(V, MAXT, C, seed=1)
     for module, vocab, huge in ((big, 1024, True), (small, V, False)):
