@@ -134,14 +134,15 @@ void check_strided_backward(const Shape& s) {
 // positions given as explicit ids, against the reference. The large shape takes the task path
 // (on one thread too, with contiguous positions and token rows; explicit ids take the serial loop
 // on one thread); the small one the serial loop (and its position-only loop) on any thread count.
+// Their gradient tables fit in the caches, where the backward streams (parallel from 8 MiB
+// moved): parallel from 1 MiB here, so that the large shape runs on two threads.
 TEST(EmbedBackward, StridedViewsEqualTheReferenceOnOneAndTwoThreads) {
+  const detail::ScopedMinStreamBytes parallel_from(std::size_t{1} << 20);
   const Shape large{8, 256, 160, 300, 300};  // > 2^18 elements
   const Shape small{3, 20, 24, 30, 40};
   for (const Shape& s : {large, small}) check_strided_backward(s);
   // More positions than one block of the position-only sum (192 KiB of gradient rows: 512 rows
-  // of 96 floats), on one thread and, parallel from 1 MiB instead of 8 MiB, in tasks of
-  // positions split into column blocks on two.
-  const detail::ScopedMinStreamBytes parallel_from(std::size_t{1} << 20);
+  // of 96 floats), on one thread and in tasks of positions split into column blocks on two.
   check_strided_backward({4, 700, 96, 40, 710});
 }
 
@@ -173,6 +174,8 @@ TEST(EmbedBackward, EqualsTheReferenceSummationOrderBitForBit) {
 // Large enough to run on several threads; V small so that token rows repeat many times.
 TEST(EmbedBackward, BitwiseIdenticalForAnyThreadCountAndRunToRun) {
   const std::size_t B = 8, T = 256, C = 160, maxT = 256;  // > 2^18 elements
+  // With V = 37 the gradient table fits in the caches (parallel from 8 MiB moved): from 1 MiB.
+  const detail::ScopedMinStreamBytes parallel_from(std::size_t{1} << 20);
   // V = 37: every token row repeats; V = 20000: most token rows are used once (another path).
   for (const std::size_t V : {std::size_t{37}, std::size_t{20000}})
     for (auto kind : kAllSources) {
