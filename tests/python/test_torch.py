@@ -311,10 +311,10 @@ def _thp_available():
 def test_large_gradients_ask_for_huge_pages(gen):
     # A token table gradient of 3 MiB is a mapping that asks for transparent huge pages (each
     # 4 KiB page would cost a page fault when first touched); a small one (13 x 5 floats) comes
-    # from torch's allocator, whose memory is reused.
+    # from torch's allocator (whose memory may sit anywhere: only its values are checked).
     big = pt.TokenPositionEmbedding(1024, MAXT, 768, seed=1)
     small = pt.TokenPositionEmbedding(V, MAXT, C, seed=1)
-    for module, vocab, huge in ((big, 1024, True), (small, V, False)):
+    for module, vocab in ((big, 1024), (small, V)):
         idx = torch.randint(0, vocab, (B, T), generator=gen)
         module(idx).sum().backward()
         grad = module.wte.weight.grad
@@ -322,6 +322,5 @@ def test_large_gradients_ask_for_huge_pages(gen):
         counts = torch.bincount(idx.flatten(), minlength=vocab)
         want = counts.to(torch.float32)[:, None].expand_as(grad)
         assert torch.equal(grad, want)  # untouched rows read as zeros
-        flags = _vm_flags(grad.data_ptr())
-        if _thp_available():
-            assert ("hg" in flags) == huge, flags
+        if module is big and _thp_available():
+            assert "hg" in _vm_flags(grad.data_ptr())
