@@ -80,7 +80,7 @@ def _zeros(shape):
     one fault for 512 times the memory. Smaller gradients come from torch's allocator, whose
     memory is reused from call to call: zeroing it costs less than its page faults would."""
     count = math.prod(shape)
-    if count * 4 < _HUGE_PAGE_BYTES:  # not _mapped
+    if not _maps(count):
         return torch.zeros(shape)
     buf = mmap.mmap(-1, count * 4, flags=mmap.MAP_PRIVATE)
     if hasattr(mmap, "MADV_HUGEPAGE"):
@@ -94,9 +94,9 @@ def _zeros(shape):
 _HUGE_PAGE_BYTES = 2 << 20
 
 
-def _mapped(t):
-    """Whether _zeros made t as a lazily zeroed mapping."""
-    return t.numel() * 4 >= _HUGE_PAGE_BYTES
+def _maps(count):
+    """Whether _zeros gives a gradient of count floats as a lazily zeroed mapping."""
+    return count * 4 >= _HUGE_PAGE_BYTES
 
 
 _INT_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
@@ -196,9 +196,9 @@ class _TokenPosition(torch.autograd.Function):
         # The kernels add into the gradients: in mapped memory (_zeros), a first read of an
         # untouched page maps the zero page and the write after it faults again. Writing the
         # rows first faults each page once.
-        if dwte is not None and _mapped(dwte):
+        if dwte is not None and _maps(dwte.numel()):
             _ext._zero_rows(_np(dwte), tokens)
-        if dwpe is not None and _mapped(dwpe):
+        if dwpe is not None and _maps(dwpe.numel()):
             _np(dwpe).fill(0.0)
         if need_wte:
             _ext.embed_backward(_np(dwte), None if dwpe is None else _np(dwpe), _np(dout), tokens,
