@@ -96,7 +96,10 @@ struct Job {
           double e = kPi;
           if (std::isfinite(angle)) {
             long double d = static_cast<long double>(angle) - exact;
-            if (std::fabs(d) > kPi) d -= kTwoPi * std::nearbyint(d / kTwoPi);
+            // rint, not nearbyint: the same value, but one x87 instruction instead of a libm
+            // call that saves and restores the floating-point environment (about 90 ns here, most
+            // of the time of a long check).
+            if (std::fabs(d) > kPi) d -= kTwoPi * std::rint(d / kTwoPi);
             e = static_cast<double>(std::fabs(d));
           } else {
             r.first_overflow = std::min(r.first_overflow, p);
