@@ -83,8 +83,9 @@ struct RopeOptions {
 // The rotation: head dimension, layout, base, rotated columns. A small value type.
 class Rope {
  public:
-  // Throws std::invalid_argument when head_dim is 0 or odd, rotary_dim is odd or larger than
-  // head_dim, the base is not finite and > 0, or layout holds no listed value;
+  // Throws std::invalid_argument when head_dim is 0, odd or larger than kMaxRopeHeadDim,
+  // rotary_dim is odd or larger than head_dim, the base is not finite and > 0, or layout holds
+  // no listed value;
   // RopeScalingError (a std::invalid_argument) for a scaling out of range.
   Rope(std::size_t head_dim, RopeLayout layout, const RopeOptions& options = {});
 

@@ -159,8 +159,14 @@ struct RopeFrequencies {
   bool long_factors = false;                 // longrope: long_factor in use (seq_len > L0)
 };
 
+// The widest head (and so rotary dimension) the rotation takes: 65536 columns, far past any
+// model's (64 to 512), so that a mistyped size is refused instead of computing (and holding)
+// billions of frequencies.
+inline constexpr std::size_t kMaxRopeHeadDim = std::size_t{1} << 16;
+
 // Validates (validate_rope_scaling), then computes. seq_len: the length of the sequence run
-// (dynamic, longrope; 0: the trained length).
+// (dynamic, longrope; 0: the trained length). Throws std::invalid_argument when rotary_dim is
+// larger than kMaxRopeHeadDim.
 RopeFrequencies rope_frequencies(double base, std::size_t rotary_dim, const RopeScaling& scaling,
                                  std::size_t seq_len = 0);
 

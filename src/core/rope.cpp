@@ -240,6 +240,11 @@ Rope::Rope(std::size_t head_dim, RopeLayout layout, const RopeOptions& options)
     throw std::invalid_argument("Rope: head_dim D = " + std::to_string(head_dim) +
                                 " must be even and at least 2 (columns rotate in pairs)");
   }
+  if (head_dim > kMaxRopeHeadDim) {
+    throw std::invalid_argument("Rope: head_dim D = " + std::to_string(head_dim) +
+                                " is more than the " + std::to_string(kMaxRopeHeadDim) +
+                                " columns a head may have (kMaxRopeHeadDim)");
+  }
   if (rotary_dim_ % 2 != 0 || rotary_dim_ > head_dim) {
     throw std::invalid_argument("Rope: rotary_dim R = " + std::to_string(options.rotary_dim) +
                                 " must be even and at most head_dim D = " +

@@ -298,6 +298,11 @@ void validate_rope_scaling(const RopeScaling& scaling, std::size_t rotary_dim, d
 
 RopeFrequencies rope_frequencies(double base, std::size_t rotary_dim, const RopeScaling& scaling,
                                  std::size_t seq_len) {
+  if (rotary_dim > kMaxRopeHeadDim) {
+    throw std::invalid_argument("rope_frequencies: rotary_dim R = " + std::to_string(rotary_dim) +
+                                " is more than the " + std::to_string(kMaxRopeHeadDim) +
+                                " columns a head may have (kMaxRopeHeadDim)");
+  }
   validate_rope_scaling(scaling, rotary_dim, base);
   RopeFrequencies f;
   if (const auto* l = std::get_if<LinearScaling>(&scaling)) {

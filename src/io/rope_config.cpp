@@ -178,8 +178,10 @@ std::size_t read_head_dim(Keys& top) {
   std::size_t d = 0;
   if (const auto hd = top.opt_count("head_dim")) {
     d = *hd;
-    if (d < 2 || d % 2 != 0)
-      top.fail("head_dim", "= " + std::to_string(d) + " must be even and >= 2");
+    if (d < 2 || d % 2 != 0 || d > kMaxRopeHeadDim) {
+      top.fail("head_dim", "= " + std::to_string(d) +
+                               " must be even, >= 2 and <= " + std::to_string(kMaxRopeHeadDim));
+    }
     return d;
   }
   const std::size_t hidden = top.count("hidden_size", "with num_attention_heads, the head size");
@@ -189,6 +191,11 @@ std::size_t read_head_dim(Keys& top) {
     top.fail("hidden_size", "= " + std::to_string(hidden) +
                                 " over num_attention_heads = " + std::to_string(heads) +
                                 " is not an even whole head size (give head_dim)");
+  }
+  if (hidden / heads > kMaxRopeHeadDim) {
+    top.fail("hidden_size", "= " + std::to_string(hidden) + " over num_attention_heads = " +
+                                std::to_string(heads) + " is a head of more than " +
+                                std::to_string(kMaxRopeHeadDim) + " columns");
   }
   return hidden / heads;
 }

@@ -250,6 +250,18 @@ TEST(RopeBadInput, ConstructionRefusesOddOrZeroDimsRotaryDimBaseAndLayout) {
   const Rope ok(8, RopeLayout::half);
   std::vector<float> c(4), s(3);
   EXPECT_THROW(ok.angles(0, c, s), std::invalid_argument);
+  // The widest head: kMaxRopeHeadDim columns, and not one pair more (a mistyped size must not
+  // compute billions of frequencies).
+  EXPECT_EQ(Rope(kMaxRopeHeadDim, RopeLayout::half).pairs(), kMaxRopeHeadDim / 2);
+  try {
+    Rope(kMaxRopeHeadDim + 2, RopeLayout::half);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("D = 65538"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Rope(std::size_t{1} << 40, RopeLayout::half), std::invalid_argument);
+  EXPECT_THROW((void)rope_frequencies(10000.0, kMaxRopeHeadDim + 2, NoScaling{}),
+               std::invalid_argument);
 }
 
 TEST(RopeBadInput, ShapesPositionsAndTheCacheLimitLeaveTheOutputUntouched) {

@@ -210,6 +210,10 @@ TEST(RopeConfig, BadConfigsNameTheFileAndTheKey) {
   expect_refused(with(kLlama2, "hidden_size", "<absent>"), "hidden_size", "no head size");
   expect_refused(with(kLlama2, "num_attention_heads", "30"), "hidden_size", "4096 / 30");
   expect_refused(with(kLlama2, "head_dim", "7"), "head_dim", "odd head_dim");
+  // Heads wider than kMaxRopeHeadDim: refused before any frequency is computed.
+  expect_refused(with(kLlama2, "head_dim", "131072"), "head_dim", "head_dim 2^17");
+  expect_refused(with(with(kLlama2, "hidden_size", "4294967296"), "num_attention_heads", "1"),
+                 "hidden_size", "a head of 2^32 columns");
   expect_refused(with(kLlama2, "partial_rotary_factor", "0"), "partial_rotary_factor", "0");
   expect_refused(with(with(kLlama2, "partial_rotary_factor", "0.5"), "rotary_pct", "0.25"),
                  "rotary_pct", "two rotary fractions");
