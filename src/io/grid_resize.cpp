@@ -1,5 +1,6 @@
 #include "posemb/grid_resize.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -114,12 +115,15 @@ GridShape parse_grid_shape(std::string_view text) {
   const std::size_t x = text.find_first_of("xX");
   if (x == std::string_view::npos) throw bad("no 'x' between height and width");
   auto side = [&](std::string_view s, const char* what) {
-    if (s.empty() || s.size() > 6) throw bad(std::string(what) + " is not a whole number");
-    std::size_t v = 0;
-    for (char c : s) {
-      if (c < '0' || c > '9') throw bad(std::string(what) + " is not a whole number");
-      v = v * 10 + static_cast<std::size_t>(c - '0');
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos) {
+      throw bad(std::string(what) + " is not a whole number");
     }
+    const std::string_view digits = s.substr(std::min(s.find_first_not_of('0'), s.size() - 1));
+    if (digits.size() > 6) {  // past kMaxGridSide, and past what a size_t holds
+      throw bad(std::string(what) + " is outside [1, " + std::to_string(kMaxGridSide) + "]");
+    }
+    std::size_t v = 0;
+    for (char c : digits) v = v * 10 + static_cast<std::size_t>(c - '0');
     if (v == 0 || v > kMaxGridSide) {
       throw bad(std::string(what) + " " + std::to_string(v) + " is outside [1, " +
                 std::to_string(kMaxGridSide) + "]");

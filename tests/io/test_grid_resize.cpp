@@ -296,6 +296,16 @@ TEST(GridResize, SquareGridForRowsAndGridParsing) {
   for (const char* bad : {"24", "x24", "24x", "0x4", "4x-1", "4x4x4", "99999999x1"}) {
     EXPECT_THROW(parse_grid_shape(bad), std::invalid_argument) << bad;
   }
+  EXPECT_EQ(parse_grid_shape("000024x0032"), (GridShape{24, 32}));
+  // A whole number too large is out of range, not "not a whole number"; 00000 is 0.
+  for (const char* big : {"1000000x4", "4x18446744073709551617", "65537x1", "00000x4"}) {
+    try {
+      (void)parse_grid_shape(big);
+      ADD_FAILURE() << big << ": no throw";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("outside [1, 65536]"), std::string::npos) << e.what();
+    }
+  }
   EXPECT_EQ(parse_grid_method("bilinear"), GridMethod::bilinear);
   EXPECT_THROW(parse_grid_method("nearest"), std::invalid_argument);
 }
