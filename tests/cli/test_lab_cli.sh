@@ -85,6 +85,17 @@ j = json.load(open(sys.argv[1]))
 st = {r["length"]: r["status"] for r in j["runs"][0]["results"]}
 assert st == {3: "ok", 4: "ok", 5: "beyond_table", 6: "beyond_table"}, st
 PY
+# A `posemb train --out` directory names its checkpoint.safetensors; a directory without one is a
+# usage error naming it.
+expect 0 "eval of a --out directory" -- eval --checkpoint "$tmp/a" --lengths 3:6 --samples 8 \
+  --out "$tmp/ev-dir"
+cmp -s "$tmp/ev/results.json" "$tmp/ev-dir/results.json" ||
+  fail "eval of the directory and of its checkpoint.safetensors differ"
+mkdir -p "$tmp/empty-dir"
+expect 2 "eval of a directory without a checkpoint" -- eval --checkpoint "$tmp/empty-dir" \
+  --lengths 3:6
+contains err "without checkpoint.safetensors" "the directory without a checkpoint is named"
+one_line "the directory without a checkpoint"
 # A table resized by `posemb resize` replaces the checkpoint's (eval --table).
 for m in copy interpolate random; do
   expect 0 "resize $m" -- resize "$tmp/a/checkpoint.safetensors" --to 16 --method "$m" \

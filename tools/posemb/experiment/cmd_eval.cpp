@@ -119,9 +119,11 @@ void register_eval_command(CLI::App& app) {
       "eval",
       "Greedy-decoding accuracy by length of a `posemb train` checkpoint; lengths needing a "
       "position the learned table lacks are reported as beyond_table.");
-  cmd->add_option("--checkpoint", o->checkpoint, "Checkpoint (.safetensors) to evaluate")
+  cmd->add_option("--checkpoint", o->checkpoint,
+                  "Checkpoint (.safetensors, or the `posemb train --out` directory holding "
+                  "checkpoint.safetensors) to evaluate")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->transform(checkpoint_path());
   cmd->add_option("--lengths", o->lengths,
                   "Lengths n to evaluate, A:B (inclusive), " + lab::limits::eval_len.text())
       ->required();

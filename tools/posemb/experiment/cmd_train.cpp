@@ -52,10 +52,10 @@ void train(TrainOptions& o, lab::Communicator& comm) {
     }
   }
   comm.all_or_none("train: preparing the output folder", [&] {
-    if (root) prepare_output_dir(o.out, {"checkpoint.safetensors"}, "train");
+    if (root) prepare_output_dir(o.out, {kCheckpointFile}, "train");
   });
   lab::TrainPlan plan;
-  plan.checkpoint = (std::filesystem::path(o.out) / "checkpoint.safetensors").string();
+  plan.checkpoint = (std::filesystem::path(o.out) / kCheckpointFile).string();
   plan.checkpoint_every = o.checkpoint_every;
   plan.until = o.stop_after != 0 ? std::min(o.stop_after, cfg.train.steps) : cfg.train.steps;
   if (!quiet) print_train_start(*tr, plan.until, comm.size());
@@ -94,12 +94,14 @@ void register_train_command(CLI::App& app) {
   }
   cmd->add_option("--out", o->out, "Directory for checkpoint.safetensors")->capture_default_str();
   cmd->add_option("--resume", o->resume,
-                  "Continue from this checkpoint (bit for bit as if never interrupted)")
-      ->check(CLI::ExistingFile);
+                  "Continue from this checkpoint (bit for bit as if never interrupted; a file, "
+                  "or a --out directory holding checkpoint.safetensors)")
+      ->transform(checkpoint_path());
   cmd->add_option("--init-from", o->init_from,
-                  "Start a new run (step 0, a fresh optimizer) from this checkpoint's weights; "
-                  "task and training flags may differ, the model comes from the checkpoint")
-      ->check(CLI::ExistingFile);
+                  "Start a new run (step 0, a fresh optimizer) from this checkpoint's weights (a "
+                  "file, or a --out directory); task and training flags may differ, the model "
+                  "comes from the checkpoint")
+      ->transform(checkpoint_path());
   cmd->add_option("--table", o->table,
                   "With --init-from: the learned table to start from, e.g. `posemb resize "
                   "CHECKPOINT --to N --method copy -o T.safetensors` (default: the checkpoint's)")

@@ -235,4 +235,25 @@ std::optional<lab::RopeScalingConfig> rope_scaling_request(const RopeScalingFlag
   return r;
 }
 
+CLI::Validator checkpoint_path() {
+  return CLI::Validator(
+      [](std::string& in) -> std::string {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        const fs::file_status st = fs::status(in, ec);
+        if (fs::is_directory(st)) {
+          const fs::path inside = fs::path(in) / kCheckpointFile;
+          if (!fs::is_regular_file(inside, ec)) {
+            return "'" + in + "' is a directory without " + kCheckpointFile +
+                   " (give a `posemb train --out` directory or a checkpoint file)";
+          }
+          in = inside.string();
+          return {};
+        }
+        if (!fs::exists(st)) return "'" + in + "' does not exist";
+        return {};
+      },
+      "CHECKPOINT");
+}
+
 }  // namespace posemb::cli

@@ -79,4 +79,12 @@ std::optional<lab::RopeScalingConfig> rope_scaling_request(const RopeScalingFlag
 // Sets the OpenMP thread count (0: leave the default).
 void set_threads(int threads);
 
+// The file name `posemb train` writes its checkpoint under, in its --out directory.
+inline constexpr const char* kCheckpointFile = "checkpoint.safetensors";
+
+// The check of a flag that names a checkpoint (--checkpoint, --resume, --init-from): an existing
+// file, or a directory holding kCheckpointFile (a `posemb train --out` directory), which the
+// value then becomes.
+CLI::Validator checkpoint_path();
+
 }  // namespace posemb::cli
