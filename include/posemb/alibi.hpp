@@ -44,7 +44,8 @@ namespace posemb {
 // code's get_slopes, HF BLOOM's build_alibi_tensor; MPT's gen_slopes with alibi_bias_max 8 gives
 // the same list).
 // Each is 2 to an exact rational power, computed in long double and rounded once to float.
-// Throws std::invalid_argument when heads is 0.
+// Throws std::invalid_argument when heads is 0, MemoryLimitExceeded when the slopes are over the
+// memory budget (posemb/memory.hpp).
 std::vector<float> alibi_slopes(std::size_t heads);
 
 // Which keys a query is biased against (see the header comment).

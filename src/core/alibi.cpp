@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "posemb/memory.hpp"
 #include "posemb/parallel.hpp"
 
 namespace posemb {
@@ -93,6 +94,7 @@ void forward_row(float* row, const Geometry& g, float m, std::size_t q) {
 
 std::vector<float> alibi_slopes(std::size_t heads) {
   if (heads == 0) throw std::invalid_argument("alibi_slopes: heads is 0 (need at least 1)");
+  check_allocation("alibi_slopes", saturating_mul(heads, sizeof(float)));
   std::size_t n = 1;  // the largest power of two <= heads
   while (n <= heads / 2) n *= 2;
   std::vector<float> slopes;

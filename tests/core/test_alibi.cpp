@@ -14,6 +14,7 @@
 
 #include "posemb/alibi.hpp"
 #include "posemb/matrix.hpp"
+#include "posemb/memory.hpp"
 #include "test_support.hpp"
 
 namespace posemb {
@@ -94,6 +95,18 @@ TEST(AlibiSlopes, RejectNoHeads) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("heads is 0"), std::string::npos) << e.what();
   }
+}
+
+TEST(AlibiSlopes, RefuseMoreHeadsThanTheMemoryBudget) {
+  // 2^40 heads: 4 TiB of slopes, a MemoryLimitExceeded naming the bytes, not std::bad_alloc.
+  try {
+    (void)alibi_slopes(std::size_t{1} << 40);
+    ADD_FAILURE() << "no throw";
+  } catch (const MemoryLimitExceeded& e) {
+    EXPECT_EQ(e.bytes(), std::size_t{4} << 40);
+    EXPECT_NE(std::string(e.what()).find("alibi_slopes"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)alibi_slopes(SIZE_MAX), MemoryLimitExceeded);
 }
 
 // --- the bias -------------------------------------------------------------------------------
