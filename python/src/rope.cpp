@@ -46,6 +46,14 @@ Heads heads_of(py::array& x, const char* op, const char* name) {
   h.heads = static_cast<std::size_t>(x.shape(2));
   h.head_dim = static_cast<std::size_t>(x.shape(3));
   const auto item = static_cast<py::ssize_t>(sizeof(float));
+  const std::size_t cols = h.heads * h.head_dim;
+  if (h.batch == 0 || h.seq_len == 0 || cols == 0) {
+    // No token (numpy gives an empty array zero strides) or no column: nothing to place; the
+    // library checks the shape (heads 0, D 0) and rotates nothing.
+    h.rows =
+        MatrixView<float>(static_cast<float*>(x.mutable_data()), h.batch * h.seq_len, cols, cols);
+    return h;
+  }
   // The (H, D) of a token must be one contiguous row; (B, T) must collapse into one stride.
   const bool heads_contiguous = (h.head_dim <= 1 || x.strides(3) == item) &&
                                 (h.heads <= 1 || x.strides(2) == x.shape(3) * item);
@@ -59,7 +67,6 @@ Heads heads_of(py::array& x, const char* op, const char* name) {
                           "np.ascontiguousarray(" +
                           name + ")");
   }
-  const std::size_t cols = h.heads * h.head_dim;
   // The stride between consecutive tokens (any value serves a single token per row of B).
   std::size_t stride = cols;
   if (h.seq_len > 1) {

@@ -101,6 +101,14 @@ def test_rope_refuses_bad_input_and_writes_nothing(rng):
     ro.setflags(write=False)
     with pytest.raises(ValueError, match="read-only"):
         posemb.rope_forward(ro, "half")
+    # Empty arrays (numpy gives them zero strides) are refused for what they lack, not for
+    # their layout.
+    for f in (posemb.rope_forward, posemb.rope_backward):
+        for shape in ((0, T, H, D), (B, 0, H, D)):
+            with pytest.raises(ValueError, match="empty batch"):
+                f(np.zeros(shape, np.float32), "half")
+        with pytest.raises(ValueError, match="heads is 0"):
+            f(np.zeros((B, T, 0, D), np.float32), "half")
 
 
 @pytest.mark.parametrize("layout", ["interleaved", "concatenated"])
