@@ -47,6 +47,11 @@ Scores scores_of(py::array& a, const char* op, const char* name) {
   s.queries = static_cast<std::size_t>(a.shape(2));
   const auto keys = static_cast<std::size_t>(a.shape(3));
   const auto item = static_cast<py::ssize_t>(sizeof(float));
+  if (a.size() == 0) {  // numpy gives an empty array zero strides: the library checks the shape
+    s.rows = MatrixView<float>(static_cast<float*>(a.mutable_data()), s.batch * s.heads * s.queries,
+                               keys, keys);
+    return s;
+  }
   // Each row (Tk) contiguous, and (B, H, Tq) collapsing into one row stride.
   const py::ssize_t row = a.strides(2);
   const bool ok = (keys <= 1 || a.strides(3) == item) && row >= 0 && row % item == 0 &&

@@ -46,6 +46,18 @@ RowsLayout rows_layout(const py::array& a, int ndim, std::size_t itemsize, const
                           shape_text(a));
   }
   const auto item = static_cast<py::ssize_t>(itemsize);
+  if (a.size() == 0) {
+    // No element: numpy gives such arrays zero strides, and there is nothing to view. The shape
+    // goes on to the caller and the library, which say what is missing (an empty batch, ...).
+    RowsLayout l;
+    l.data = const_cast<void*>(a.data());
+    l.cols = static_cast<std::size_t>(a.shape(ndim - 1));
+    l.batch = static_cast<std::size_t>(a.shape(0));
+    l.seq_len = ndim == 2 ? 1 : static_cast<std::size_t>(a.shape(1));
+    l.rows = l.batch * l.seq_len;
+    l.stride = l.cols;
+    return l;
+  }
   for (int i = 0; i < ndim; ++i) {
     // A dimension of extent 1 may carry any stride: it is never stepped over.
     if (a.shape(i) > 1 && (a.strides(i) < 0 || a.strides(i) % item != 0)) {
