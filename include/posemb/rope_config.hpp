@@ -96,7 +96,9 @@ struct EditedRopeConfig {
 };
 
 // The config at `path` with rope_scaling replaced by the edit's block (null for none). Reads
-// and validates the input first; validates the result. Writes nothing.
+// and validates the input first (FileFormatError naming the file and key); validates the result
+// (std::invalid_argument naming the key, when the edit's values do not make a valid scaling with
+// the file's settings). Writes nothing.
 EditedRopeConfig set_rope_scaling(const std::string& path, const RopeScalingEdit& edit);
 
 }  // namespace posemb

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "posemb/errors.hpp"
 #include "posemb/rope_config.hpp"
 #include "rope_config_json.hpp"
 
@@ -107,7 +108,16 @@ EditedRopeConfig set_rope_scaling(const std::string& path, const RopeScalingEdit
   root[key] = block;
   EditedRopeConfig out;
   out.text = root.dump(2) + "\n";
-  out.config = parse_rope_config(out.text, path);
+  try {
+    out.config = parse_rope_config(out.text, path);
+  } catch (const FileFormatError& e) {
+    // The input was valid: what is wrong is the edit's values (with the file's own settings).
+    std::string problem = e.what();
+    const std::string prefix = quote_untrusted(path) + ": ";
+    if (problem.starts_with(prefix)) problem.erase(0, prefix.size());
+    throw std::invalid_argument("set_rope_scaling: the new " + std::string(key) + " does not fit " +
+                                quote_untrusted(path) + ": " + problem);
+  }
   return out;
 }
 

@@ -186,6 +186,12 @@ contains err "needs a factor" "the factor asked for"
 expect 2 "beta with llama3" -- rope "$tmp/llama2.json" --set llama3 --factor 8 --beta-fast 3 -o "$tmp/keep.json"
 contains err "beta_fast applies to 'yarn'" "the parameter named"
 expect 2 "factor below 1" -- rope "$tmp/llama2.json" --set linear --factor 0.5 -o "$tmp/keep.json"
+# Values that make no valid scaling are the flags' fault (a usage error), not the file's.
+expect 2 "llama3 with low above high" -- rope "$tmp/llama2.json" --set llama3 --factor 8 \
+  --low-freq-factor 4 --high-freq-factor 1 -o "$tmp/keep.json"
+one_line "llama3 with low above high"
+contains err "the new rope_scaling does not fit" "the edit, not the file, is blamed"
+contains err "rope_scaling.high_freq_factor" "the key named"
 expect 2 "--set with --json" -- rope "$tmp/llama2.json" --set linear --factor 2 --json -o "$tmp/keep.json"
 expect 2 "bad --seq-len" -- rope "$tmp/llama2.json" --seq-len -3
 expect 2 "no config" -- rope

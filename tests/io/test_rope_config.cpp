@@ -331,6 +331,17 @@ TEST(RopeConfig, SetRopeScalingKeepsEveryOtherKey) {
   const auto none = set_rope_scaling(dir.file("l3.json"), RopeScalingEdit{});
   EXPECT_TRUE(nlohmann::ordered_json::parse(none.text)["rope_scaling"].is_null());
   EXPECT_EQ(none.config.extended_length(), 131072u);
+  // An edit whose values make no valid scaling: std::invalid_argument naming the key (the file
+  // was valid), not a FileFormatError blaming the file.
+  e.low_freq_factor = 4;
+  e.high_freq_factor = 1;
+  try {
+    (void)set_rope_scaling(dir.file("config.json"), e);
+    ADD_FAILURE() << "no throw";
+  } catch (const std::invalid_argument& err) {
+    EXPECT_NE(std::string(err.what()).find("rope_scaling.high_freq_factor"), std::string::npos)
+        << err.what();
+  }
 }
 
 TEST(RopeConfig, EditsTakeOnlyTheirTypesParameters) {

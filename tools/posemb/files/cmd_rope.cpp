@@ -44,7 +44,12 @@ void run_set(const RopeCliOptions& o) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("rope --set: ") + e.what());
   }
-  const EditedRopeConfig r = set_rope_scaling(o.config, edit);
+  EditedRopeConfig r;
+  try {
+    r = set_rope_scaling(o.config, edit);
+  } catch (const std::invalid_argument& e) {  // the flags' values; a bad file stays a failure
+    throw UsageError(std::string("rope --set: ") + e.what());
+  }
   for (const std::string& w : r.config.warnings) warn(w);
   write_file_atomically(o.out, "posemb rope", r.text);
   const RopeConfig& c = r.config;
