@@ -1,5 +1,8 @@
 // The demo's plan: its presets, every run's settings and the checks made before any training.
+#include <fmt/core.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "lab/encoding.hpp"
@@ -49,6 +52,13 @@ bool rotary_encoding(const EncodingSpec& e) {
 }  // namespace
 
 DemoPlan plan_demo(const DemoOptions& o) {
+  if (o.seeds == 0) throw ConfigError({"demo.seeds"}, "demo: seeds is 0 (need at least 1)");
+  if (o.seed > UINT64_MAX - (o.seeds - 1)) {
+    throw ConfigError({"demo.seed", "demo.seeds"},
+                      fmt::format("demo: {} seeds from {} pass 2^64 - 1 (the largest seed); give a "
+                                  "smaller first seed",
+                                  o.seeds, o.seed));
+  }
   const Preset p = preset(o);
   DemoPlan plan;
   plan.options = o;

@@ -152,6 +152,20 @@ TEST(DemoPlan, EveryRegisteredEncodingTheExtendedOneAndTheOverrides) {
   DemoOptions bad = o;
   bad.eval_max = 100000;
   EXPECT_THROW(check_demo(plan_demo(bad)), ConfigError);
+  // Seeds: the last of `seeds` consecutive seeds must not pass 2^64 - 1 (they would wrap to 0).
+  DemoOptions last = o;
+  last.seeds = 2;
+  last.seed = UINT64_MAX - 1;
+  EXPECT_NO_THROW((void)plan_demo(last));
+  last.seed = UINT64_MAX;
+  try {
+    (void)plan_demo(last);
+    ADD_FAILURE() << "no throw";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.fields(), (std::vector<std::string>{"demo.seed", "demo.seeds"}));
+  }
+  last.seeds = 0;
+  EXPECT_THROW((void)plan_demo(last), ConfigError);
 }
 
 TEST(Results, OnePerLengthWriterForEveryFile) {

@@ -40,7 +40,10 @@ void run_demo(DemoFlags& f) {
     plan = lab::plan_demo(f.demo);
     lab::check_demo(plan);
   } catch (const lab::ConfigError& e) {
-    throw usage_error(e, {{"eval.max_len", "--eval-max"}, {"eval.samples", "--samples"}});
+    throw usage_error(e, {{"eval.max_len", "--eval-max"},
+                          {"eval.samples", "--samples"},
+                          {"demo.seed", "--seed"},
+                          {"demo.seeds", "--seeds"}});
   }
   const std::filesystem::path dir = prepare_output_dir(
       f.out,
