@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -96,6 +97,26 @@ std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& a,
                                   overflow ? std::string("too many") : std::to_string(total),
                                   product, kMaxSweepRuns));
   }
+  // A value twice on an axis would train the same runs twice under the same name.
+  auto once = [](const char* field, const char* name, const auto& values) {
+    auto sorted = values;
+    std::sort(sorted.begin(), sorted.end());
+    const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
+    if (twice != sorted.end()) {
+      throw ConfigError({field}, fmt::format("sweep: the grid's {} lists {} twice", name, *twice));
+    }
+  };
+  once("task.kind", "task", a.task);
+  once("task.alphabet", "alphabet", a.alphabet);
+  once("task.train_len", "train_len", a.train_len);
+  once("model.d_model", "d_model", a.d_model);
+  once("model.n_layers", "layers", a.layers);
+  once("model.n_heads", "heads", a.heads);
+  once("train.batch", "batch", a.batch);
+  once("train.steps", "steps", a.steps);
+  once("train.lr", "lr", a.lr);
+  once("model.pe", "pe", a.pe);
+  once("train.seed", "seed", seeds);
   std::vector<SweepPoint> grid;
   grid.reserve(total);
   Point v{};

@@ -36,8 +36,9 @@ inline constexpr std::size_t kMaxSweepRuns = 100000;
 // lr, pe, then seed innermost. Each run is complete_run(base with the point's values); an
 // encoding without a table ignores base.max_seq_len. A run's group names the axes (other than pe
 // and seed) with more than one value, its name adds pe and seed. Throws ConfigError naming the
-// fields of the first run that is not valid, or (field "sweep.runs") when there would be more
-// than kMaxSweepRuns runs or an axis is empty.
+// fields of the first run that is not valid, the field of an axis that lists a value twice (the
+// same runs twice), or (field "sweep.runs") when there would be more than kMaxSweepRuns runs or
+// an axis is empty.
 std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& axes,
                                   const std::vector<std::uint64_t>& seeds);
 

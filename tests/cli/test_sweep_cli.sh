@@ -70,6 +70,12 @@ expect 2 "heads that do not divide a width" -- sweep --d-model 16,10 --heads 4
 contains err "--d-model" "the config error names the flags"
 expect 2 "no runs at a time" -- sweep --parallel-runs 0
 expect 2 "a grid too large" -- sweep --seeds 1:99999 --pe learned,none
+expect 2 "a seed twice" -- sweep --seeds 1:3,2
+contains err "(flag --seeds)" "the seed list named"
+expect 2 "a length twice" -- sweep --train-len 4,8,4
+contains err "(flag --train-len)" "the length list named"
+one_line "a length twice"
+expect 2 "a seed past 2^64 - 1" -- sweep --seeds 18446744073709551616
 
 # A run that fails (the loss explodes) is written as such; the others still are; exit 1.
 expect 1 "a failing run" -- sweep --pe learned --seeds 1 --lr 0.001,1e30 --grad-clip 0 \

@@ -114,8 +114,10 @@ TEST(SweepGrid, TableRowsOnlyForEncodingsWithATable) {
 TEST(SweepGrid, RefusesTooManyRunsAnEmptyAxisAndAnInvalidPoint) {
   RunChoices base;
   SweepAxes a;
-  a.lr = std::vector<float>(1000, 1e-3f);
+  a.lr.clear();
+  for (int i = 1; i <= 1000; ++i) a.lr.push_back(1e-4f * static_cast<float>(i));
   std::vector<std::uint64_t> seeds(101);
+  for (std::size_t i = 0; i < seeds.size(); ++i) seeds[i] = i;
   EXPECT_EQ(fields_of([&] { make_grid(base, a, seeds); }), std::vector<std::string>{"sweep.runs"});
   seeds.resize(100);  // exactly kMaxSweepRuns runs is allowed
   EXPECT_NO_THROW(EXPECT_EQ(make_grid(base, a, seeds).size(), kMaxSweepRuns));
@@ -130,6 +132,19 @@ TEST(SweepGrid, RefusesTooManyRunsAnEmptyAxisAndAnInvalidPoint) {
   SweepAxes bad;
   bad.pe = {"learned", "nope"};
   EXPECT_EQ(fields_of([&] { make_grid(base, bad, {1}); }), std::vector<std::string>{"model.pe"});
+  // A value twice on an axis (the same runs twice under one name) names the axis's field.
+  SweepAxes twice;
+  twice.train_len = {4, 8, 4};
+  EXPECT_EQ(fields_of([&] { make_grid(base, twice, {1}); }),
+            std::vector<std::string>{"task.train_len"});
+  twice = SweepAxes{};
+  twice.pe = {"rope", "learned", "rope"};
+  EXPECT_EQ(fields_of([&] { make_grid(base, twice, {1}); }), std::vector<std::string>{"model.pe"});
+  EXPECT_EQ(fields_of([&] {
+              make_grid(base, SweepAxes{}, {3, 1, 3});
+            }),
+            std::vector<std::string>{"train.seed"});
+  EXPECT_NO_THROW((void)make_grid(base, SweepAxes{}, {UINT64_MAX - 1, UINT64_MAX}));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "sweep_grid.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,14 @@ std::vector<std::uint64_t> parse_seeds(const std::string& text) {
   const std::string bad =
       "--seeds '" + text + "' is not a comma-separated list of seeds and ranges A:B (e.g. 1:3,7)";
   auto num = [&](const std::string& s) -> std::uint64_t {
-    if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) {
-      throw UsageError(bad);
+    std::uint64_t v = 0;
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) throw UsageError(bad);
+    for (const char c : s) {
+      const auto d = static_cast<std::uint64_t>(c - '0');
+      if (v > (UINT64_MAX - d) / 10) throw UsageError(bad + ": a seed is at most 2^64 - 1");
+      v = v * 10 + d;
     }
-    return std::stoull(s);
+    return v;
   };
   std::vector<std::uint64_t> seeds;
   std::size_t at = 0;
@@ -30,7 +35,7 @@ std::vector<std::uint64_t> parse_seeds(const std::string& text) {
     } else {
       const std::uint64_t a = num(item.substr(0, colon)), b = num(item.substr(colon + 1));
       if (b < a || b - a >= 100000) throw UsageError(bad + ": a range A:B needs A <= B < A+100000");
-      for (std::uint64_t s = a; s <= b; ++s) seeds.push_back(s);
+      for (std::uint64_t k = 0; k <= b - a; ++k) seeds.push_back(a + k);  // b may be 2^64 - 1
     }
     at = comma + 1;
   }
@@ -44,7 +49,7 @@ std::vector<lab::SweepPoint> make_grid(const SweepOptions& o) {
   try {
     return lab::make_grid(o.lab, o, seeds);
   } catch (const lab::ConfigError& e) {
-    throw usage_error(e);
+    throw usage_error(e, {{"train.seed", "--seeds"}});  // sweep's list replaces train's --seed
   }
 }
 
