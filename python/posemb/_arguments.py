@@ -7,8 +7,10 @@ extension's functions and methods so that such a refusal becomes, for example,
 
     load_position_table: tensor_name must be a str or None, got int 5
 
-The call itself is unchanged (the wrapper only looks at the arguments after pybind11 refused
-them); an error it cannot attribute to one argument is raised as pybind11 gave it.
+An int of the right type that the C++ integer cannot hold (-1 or 2**64 for a count or an
+offset) becomes a ValueError: "alibi_slopes: n_heads must be >= 0, got -1". The call itself is
+unchanged (the wrapper only looks at the arguments after pybind11 refused them); an error it
+cannot attribute to one argument is raised as pybind11 gave it.
 """
 import functools
 import inspect
@@ -103,8 +105,13 @@ def _got(value):
     return f"{type(value).__name__} {text}{hint}"
 
 
+class _OutOfRange(str):
+    """A message about a value of the right type out of range: raised as ValueError."""
+
+
 def _mismatch(op, params, args, kwargs, setter):
-    """The message naming the first argument of a type the signature does not take, or None.
+    """The message naming the first argument of a type the signature does not take (else an
+    _OutOfRange naming an int the C++ integer cannot hold), or None.
     A property setter's signature is (arg0: the instance, arg1: the value): op names the value."""
     given = list(zip((p for p in params if not p[2]), args))
     by_name = {p[0]: p for p in params}
@@ -116,6 +123,19 @@ def _mismatch(op, params, args, kwargs, setter):
         if expected is not None and not expected[0](value):
             subject = op if setter else f"{op}: {name}"
             return f"{subject} must be {expected[1]}, got {_got(value)}"
+    # Every argument of the right type: an int pybind11 could not convert is out of range for the
+    # C++ integer (a count or an offset, unsigned: -1 or 2**64 would otherwise be "incompatible
+    # function arguments").
+    for i, ((name, type_text, _), value) in enumerate(given):
+        if name == "self" or (setter and i == 0) or "int" not in type_text.split("[")[-1]:
+            continue
+        if _is_int(value) and not isinstance(value, bool) and value is not None:
+            v = operator.index(value)
+            subject = op if setter else f"{op}: {name}"
+            if v < 0:
+                return _OutOfRange(f"{subject} must be >= 0, got {v}")
+            if v >= 2**64:
+                return _OutOfRange(f"{subject} must be below 2**64, got {v}")
     return None
 
 
@@ -134,6 +154,8 @@ def _wrap(fn, op, setter=False):
             message = _mismatch(op, params, args, kwargs, setter)
             if message is None:
                 raise
+            if isinstance(message, _OutOfRange):
+                raise ValueError(str(message)) from None
             raise TypeError(message) from None
 
     return call

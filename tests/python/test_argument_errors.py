@@ -188,6 +188,26 @@ def test_wrong_argument_types_are_named_in_one_line(case, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.safetensors"]
 
 
+OUT_OF_RANGE = [
+    # (call, message): an int the C++ integer (a count, an offset) cannot hold
+    (lambda: posemb.alibi_slopes(-1), "alibi_slopes: n_heads must be >= 0, got -1"),
+    (lambda: S.contiguous(-5), "PositionSource.contiguous: start must be >= 0, got -5"),
+    (lambda: S.contiguous(2**64), "PositionSource.contiguous: start must be below 2**64"),
+    (lambda: LPE(-1, 8), "LearnedPositionalEmbedding: max_seq_len must be >= 0, got -1"),
+    (lambda: posemb.learned_positional_embedding(2, f32(L, C), start=-1),
+     "learned_positional_embedding: start must be >= 0, got -1"),
+]
+
+
+@pytest.mark.parametrize("case", range(len(OUT_OF_RANGE)))
+def test_ints_out_of_range_are_value_errors_naming_the_argument(case):
+    call, expected = OUT_OF_RANGE[case]
+    with pytest.raises(ValueError) as e:
+        call()
+    msg = str(e.value)
+    assert expected in msg and "\n" not in msg, msg
+
+
 def test_every_extension_function_with_a_signature_is_wrapped():
     signature = re.compile(r"^\w*\(.*\) -> ")
     for name, doc in extension_signatures():

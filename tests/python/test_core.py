@@ -76,7 +76,7 @@ def test_lookup_refuses_what_it_cannot_view_without_a_copy():
         posemb.learned_positional_embedding(1, np.zeros(4, np.float32))
     with pytest.raises(ValueError, match="strides"):
         posemb.learned_positional_embedding(1, np.zeros((4, 3), np.float32)[::-1])
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="seq_len must be >= 0, got -1"):
         posemb.learned_positional_embedding(-1, np.zeros((4, 3), np.float32))
 
 
