@@ -3,8 +3,10 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -100,7 +102,14 @@ std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& a,
   // A value twice on an axis would train the same runs twice under the same name.
   auto once = [](const char* field, const char* name, const auto& values) {
     auto sorted = values;
-    std::sort(sorted.begin(), sorted.end());
+    // NaN (refused with its run below) sorts last, so that the order stays a strict weak one.
+    std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) {
+      if constexpr (std::is_floating_point_v<std::decay_t<decltype(x)>>) {
+        return !std::isnan(x) && (std::isnan(y) || x < y);
+      } else {
+        return x < y;
+      }
+    });
     const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
     if (twice != sorted.end()) {
       throw ConfigError({field}, fmt::format("sweep: the grid's {} lists {} twice", name, *twice));

@@ -127,9 +127,9 @@ def _mismatch(op, params, args, kwargs, setter):
     # C++ integer (a count or an offset, unsigned: -1 or 2**64 would otherwise be "incompatible
     # function arguments").
     for i, ((name, type_text, _), value) in enumerate(given):
-        if name == "self" or (setter and i == 0) or "int" not in type_text.split("[")[-1]:
+        if name == "self" or (setter and i == 0) or type_text not in ("int", "Optional[int]"):
             continue
-        if _is_int(value) and not isinstance(value, bool) and value is not None:
+        if _is_int(value) and not isinstance(value, bool):
             v = operator.index(value)
             subject = op if setter else f"{op}: {name}"
             if v < 0:

@@ -3,6 +3,8 @@
 // naming its field.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -145,6 +147,11 @@ TEST(SweepGrid, RefusesTooManyRunsAnEmptyAxisAndAnInvalidPoint) {
             }),
             std::vector<std::string>{"train.seed"});
   EXPECT_NO_THROW((void)make_grid(base, SweepAxes{}, {UINT64_MAX - 1, UINT64_MAX}));
+  // NaN among the learning rates: the run's own check refuses it (the duplicate check sorts
+  // them without tripping on it).
+  twice = SweepAxes{};
+  twice.lr = {1e-3f, std::nanf(""), 2e-3f, std::nanf("")};
+  EXPECT_EQ(fields_of([&] { make_grid(base, twice, {1}); }), std::vector<std::string>{"train.lr"});
 }
 
 }  // namespace
