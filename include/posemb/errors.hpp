@@ -59,9 +59,12 @@ class FileFormatError : public std::runtime_error {
   FileFormatError(std::string_view path, std::string_view problem);
   // The path as given (not quoted).
   const std::string& path() const noexcept { return path_; }
+  // What is wrong, as given (the message without the quoted path in front).
+  const std::string& problem() const noexcept { return problem_; }
 
  private:
   std::string path_;
+  std::string problem_;
 };
 
 // Bytes from outside (a tensor name, metadata, a file header, a path) made safe to put in a

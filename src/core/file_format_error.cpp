@@ -104,6 +104,7 @@ std::string quote_untrusted(std::string_view text, std::size_t max_bytes) {
 
 FileFormatError::FileFormatError(std::string_view path, std::string_view problem)
     : std::runtime_error(quote_untrusted(path, kMaxPathBytes) + ": " + std::string(problem)),
-      path_(path) {}
+      path_(path),
+      problem_(problem) {}
 
 }  // namespace posemb

@@ -112,11 +112,8 @@ EditedRopeConfig set_rope_scaling(const std::string& path, const RopeScalingEdit
     out.config = parse_rope_config(out.text, path);
   } catch (const FileFormatError& e) {
     // The input was valid: what is wrong is the edit's values (with the file's own settings).
-    std::string problem = e.what();
-    const std::string prefix = quote_untrusted(path) + ": ";
-    if (problem.starts_with(prefix)) problem.erase(0, prefix.size());
     throw std::invalid_argument("set_rope_scaling: the new " + std::string(key) + " does not fit " +
-                                quote_untrusted(path) + ": " + problem);
+                                quote_untrusted(path) + ": " + e.problem());
   }
   return out;
 }

@@ -192,6 +192,7 @@ void expect_refused(const std::string& text, const std::string& key, const std::
   } catch (const FileFormatError& e) {
     const std::string m = e.what();
     EXPECT_EQ(e.path(), "dir/config.json") << what;
+    EXPECT_EQ(m, "'dir/config.json': " + e.problem()) << what;
     EXPECT_NE(m.find("'dir/config.json'"), std::string::npos) << what << ": " << m;
     EXPECT_NE(m.find(key), std::string::npos) << what << ": " << key << " not in " << m;
     EXPECT_EQ(m.find('\n'), std::string::npos) << what << ": " << m;

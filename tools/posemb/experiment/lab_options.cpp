@@ -244,13 +244,13 @@ CLI::Validator checkpoint_path() {
         if (fs::is_directory(st)) {
           const fs::path inside = fs::path(in) / kCheckpointFile;
           if (!fs::is_regular_file(inside, ec)) {
-            return "'" + in + "' is a directory without " + kCheckpointFile +
+            return quote_untrusted(in) + " is a directory without " + kCheckpointFile +
                    " (give a `posemb train --out` directory or a checkpoint file)";
           }
           in = inside.string();
           return {};
         }
-        if (!fs::exists(st)) return "'" + in + "' does not exist";
+        if (!fs::exists(st)) return quote_untrusted(in) + " does not exist";
         return {};
       },
       "CHECKPOINT");
