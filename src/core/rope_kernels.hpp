@@ -17,14 +17,24 @@ struct RopeGeometry {
   bool interleaved;
 };
 
-// Rotates `rows` rows in place, row r at x + r * stride (heads * head_dim floats each), every
-// head of row r by the angles whose cosines and sines are c[r * cs_stride + i] and
+// A block of `rows` rows to rotate in place, row r at x + r * stride (heads * head_dim floats
+// each), every head of row r by the angles whose cosines and sines are c[r * cs_stride + i] and
 // s[r * cs_stride + i] (i < pairs): consecutive rows of consecutive positions (cs_stride: the
 // cache's row stride) or of one position (cs_stride 0).
+struct RopeRows {
+  float* x;
+  const float* c;
+  const float* s;
+  std::size_t rows;
+};
+
+// Rotates n blocks (x, stride and cs_stride shared), row r of every block before row r + 1 of
+// any: blocks far apart in memory are read as that many streams at once, which one core reads
+// faster from memory than one stream after another (docs/layer.md).
 //   forward  a' = a * c - b * s,  b' = a * s + b * c
 //   inverse  a' = a * c + b * s,  b' = b * c - a * s   (the transpose)
-using RotateRowsFn = void (*)(float* x, std::size_t stride, std::size_t rows, const float* c,
-                              const float* s, std::size_t cs_stride, const RopeGeometry& g);
+using RotateRowsFn = void (*)(const RopeRows* blocks, std::size_t n, std::size_t stride,
+                              std::size_t cs_stride, const RopeGeometry& g);
 RotateRowsFn rotate_rows(bool inverse);
 
 }  // namespace posemb::detail

@@ -5,6 +5,7 @@
 // Re-included once per target (not guarded).
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cstddef>
 
 #include "core/rope_kernels.hpp"
@@ -118,18 +119,25 @@ HWY_INLINE void RotateRowHeldT(float* HWY_RESTRICT row, const float* HWY_RESTRIC
   }
 }
 
-// Rows [0, rows) by RotateRowHeldT<Inverse, K>, or RotateRowT<Inverse> for K = 0.
+// The blocks' rows by RotateRowHeldT<Inverse, K>, or RotateRowT<Inverse> for K = 0, row r of
+// every block before row r + 1.
 template <bool Inverse, std::size_t K>
-void EachRow(float* x, std::size_t stride, std::size_t rows, const float* c, const float* s,
-             std::size_t cs_stride, const RopeGeometry& g) {
+void EachRow(const RopeRows* blocks, std::size_t n, std::size_t stride, std::size_t cs_stride,
+             const RopeGeometry& g) {
+  std::size_t rows = 0;
+  for (std::size_t k = 0; k < n; ++k) rows = std::max(rows, blocks[k].rows);
   for (std::size_t r = 0; r < rows; ++r) {
-    float* row = x + r * stride;
-    const float* cr = c + r * cs_stride;
-    const float* sr = s + r * cs_stride;
-    if constexpr (K == 0) {
-      RotateRowT<Inverse>(row, cr, sr, g);
-    } else {
-      RotateRowHeldT<Inverse, K>(row, cr, sr, g);
+    for (std::size_t k = 0; k < n; ++k) {
+      const RopeRows& b = blocks[k];
+      if (r >= b.rows) continue;
+      float* row = b.x + r * stride;
+      const float* cr = b.c + r * cs_stride;
+      const float* sr = b.s + r * cs_stride;
+      if constexpr (K == 0) {
+        RotateRowT<Inverse>(row, cr, sr, g);
+      } else {
+        RotateRowHeldT<Inverse, K>(row, cr, sr, g);
+      }
     }
   }
 }
@@ -138,32 +146,32 @@ void EachRow(float* x, std::size_t stride, std::size_t rows, const float* c, con
 // of 1, 2, 4 or kMaxHeld whole vectors (GPT-2's 32, Llama's 64 with 8 lanes) take the row kernel
 // that holds the angles in registers.
 template <bool Inverse>
-void RotateRowsT(float* x, std::size_t stride, std::size_t rows, const float* c, const float* s,
-                 std::size_t cs_stride, const RopeGeometry& g) {
+void RotateRowsT(const RopeRows* blocks, std::size_t n, std::size_t stride, std::size_t cs_stride,
+                 const RopeGeometry& g) {
   const std::size_t N = hn::Lanes(DF());
   const std::size_t held = g.pairs % N == 0 && g.pairs / N <= kMaxHeld ? g.pairs / N : 0;
   switch (held) {
     case 1:
-      return EachRow<Inverse, 1>(x, stride, rows, c, s, cs_stride, g);
+      return EachRow<Inverse, 1>(blocks, n, stride, cs_stride, g);
     case 2:
-      return EachRow<Inverse, 2>(x, stride, rows, c, s, cs_stride, g);
+      return EachRow<Inverse, 2>(blocks, n, stride, cs_stride, g);
     case 4:
-      return EachRow<Inverse, 4>(x, stride, rows, c, s, cs_stride, g);
+      return EachRow<Inverse, 4>(blocks, n, stride, cs_stride, g);
     case kMaxHeld:
-      return EachRow<Inverse, kMaxHeld>(x, stride, rows, c, s, cs_stride, g);
+      return EachRow<Inverse, kMaxHeld>(blocks, n, stride, cs_stride, g);
     default:
-      return EachRow<Inverse, 0>(x, stride, rows, c, s, cs_stride, g);
+      return EachRow<Inverse, 0>(blocks, n, stride, cs_stride, g);
   }
 }
 
-void RotateForward(float* x, std::size_t stride, std::size_t rows, const float* c, const float* s,
-                   std::size_t cs_stride, const RopeGeometry& g) {
-  RotateRowsT<false>(x, stride, rows, c, s, cs_stride, g);
+void RotateForward(const RopeRows* blocks, std::size_t n, std::size_t stride, std::size_t cs_stride,
+                   const RopeGeometry& g) {
+  RotateRowsT<false>(blocks, n, stride, cs_stride, g);
 }
 
-void RotateInverse(float* x, std::size_t stride, std::size_t rows, const float* c, const float* s,
-                   std::size_t cs_stride, const RopeGeometry& g) {
-  RotateRowsT<true>(x, stride, rows, c, s, cs_stride, g);
+void RotateInverse(const RopeRows* blocks, std::size_t n, std::size_t stride, std::size_t cs_stride,
+                   const RopeGeometry& g) {
+  RotateRowsT<true>(blocks, n, stride, cs_stride, g);
 }
 
 }  // namespace posemb::detail::HWY_NAMESPACE
