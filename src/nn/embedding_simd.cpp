@@ -326,15 +326,27 @@ void ForwardTasks(const ForwardJob& job, std::size_t begin, std::size_t end) {
 // positions): dwpe[start + t] += dout[b*T + t] for b = 0, 1, ... in order, as the serial loop
 // adds them, but batch row by batch row over the block, so that the block's gradient rows stay in
 // the cache while dout streams through once, in long runs (the serial loop goes through the whole
-// dwpe once per batch row).
+// dwpe once per batch row). With a second block [u0, u1), the two go together row by row: one
+// core reads two streams of dout far apart faster than one after the other (docs/layer.md); each
+// gradient element still takes its batch rows in order.
 HWY_INLINE void add_position_rows(const BackwardJob& j, std::size_t t0, std::size_t t1,
-                                  std::size_t c0, std::size_t c1) {
-  float* const pe0 = j.dwpe + (j.positions.start + t0) * j.dwpe_stride;
+                                  std::size_t c0, std::size_t c1, std::size_t u0 = 0,
+                                  std::size_t u1 = 0) {
+  const std::size_t na = t1 - t0, nb = u1 - u0, n = na > nb ? na : nb;
+  float* const pa0 = j.dwpe + (j.positions.start + t0) * j.dwpe_stride;
+  float* const pb0 = j.dwpe + (j.positions.start + u0) * j.dwpe_stride;
   for (std::size_t b = 0; b < j.B; ++b) {
-    const float* d = j.dout + (b * j.T + t0) * j.dout_stride;
-    float* pe = pe0;
-    for (std::size_t t = t0; t < t1; ++t, d += j.dout_stride, pe += j.dwpe_stride) {
-      add_into(pe, d, c0, c1);
+    const float* da = j.dout + (b * j.T + t0) * j.dout_stride;
+    const float* db = j.dout + (b * j.T + u0) * j.dout_stride;
+    float* pa = pa0;
+    float* pb = pb0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i < na) add_into(pa, da, c0, c1);
+      if (i < nb) add_into(pb, db, c0, c1);
+      da += j.dout_stride;
+      db += j.dout_stride;
+      pa += j.dwpe_stride;
+      pb += j.dwpe_stride;
     }
   }
 }
@@ -373,9 +385,13 @@ void backward_serial(const BackwardJob& j) {
   }
   const float* d = j.dout;
   if (dwte == nullptr && positions.contiguous) {  // the position-only backward
+    // Blocks in pairs: block k with block k + pairs, half the positions on.
     const std::size_t block = std::max<std::size_t>(1, kPositionBlockBytes / (C * sizeof(float)));
-    for (std::size_t t0 = 0; t0 < T; t0 += block) {
-      add_position_rows(j, t0, t0 + block < T ? t0 + block : T, 0, C);
+    const std::size_t blocks = (T + block - 1) / block, pairs = (blocks + 1) / 2;
+    for (std::size_t k = 0; k < pairs; ++k) {
+      const std::size_t t0 = k * block, u0 = (k + pairs) * block;
+      add_position_rows(j, t0, t0 + block < T ? t0 + block : T, 0, C, u0 < T ? u0 : 0,
+                        u0 < T ? (u0 + block < T ? u0 + block : T) : 0);
     }
     return;
   }

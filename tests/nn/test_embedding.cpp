@@ -26,10 +26,14 @@ struct Shape {
   std::size_t B, T, C, V, maxT;
 };
 // Awkward sizes: 1s, odd C, V smaller than B*T (many repeated ids), large enough to go parallel,
-// and a large V where most token rows are used once.
-constexpr Shape kShapes[] = {{1, 1, 1, 1, 1},         {2, 3, 5, 4, 3},          {3, 7, 17, 2, 9},
-                             {4, 16, 33, 50, 20},     {8, 64, 64, 64, 64},      {5, 31, 129, 7, 40},
-                             {16, 128, 96, 300, 128}, {8, 256, 160, 20000, 256}};
+// a large V where most token rows are used once, rows narrower than the forward's prefetch
+// distance in a table of more than 1 MiB (read in groups), and rows of 4 KiB over 300 positions
+// (the one-thread position-only backward's blocks of positions: 7, taken in pairs, one alone).
+constexpr Shape kShapes[] = {{1, 1, 1, 1, 1},          {2, 3, 5, 4, 3},
+                             {3, 7, 17, 2, 9},         {4, 16, 33, 50, 20},
+                             {8, 64, 64, 64, 64},      {5, 31, 129, 7, 40},
+                             {16, 128, 96, 300, 128},  {8, 256, 160, 20000, 256},
+                             {3, 345, 24, 12000, 400}, {2, 300, 1031, 50, 310}};
 
 TEST(EmbedForward, EqualsTheScalarReferenceBitForBit) {
   std::uint64_t seed = 1;
