@@ -200,6 +200,19 @@ HWY_INLINE void add_into_both(float* HWY_RESTRICT x, float* HWY_RESTRICT y,
 // thread, caches flushed): 1.00-1.03 ms against 1.24-1.69 ms for one row at a time with the next
 // rows prefetched; 8 rows at once was no faster than 16, 32 (and 32 for 16-bit tables) slower.
 constexpr std::size_t kGatherRows = 16;
+// While it writes a group, the forward asks for the token rows' lines this many bytes ahead of the
+// one it reads, and past the end of the rows for the first lines of the next group's rows: their
+// misses start while this group is written. On the GPT-2 shape at one thread, 1.10-1.21x (float
+// table) and about 1.07x (16-bit tables) in `posemb bench`, with and without it alternating; no
+// change at two threads (docs/layer.md). Asking only within the group's own rows gained 0-4%.
+constexpr std::size_t kAheadBytes = 512;
+
+template <class E>
+struct Ahead {
+  std::size_t elements = 0;        // kAheadBytes in elements of E
+  const E* const* rows = nullptr;  // the next group's token rows
+  std::size_t g = 0;               // how many (0: none)
+};
 
 enum class GroupPos { none, all, some };  // which rows of a group have a position row
 
@@ -209,7 +222,8 @@ enum class GroupPos { none, all, some };  // which rows of a group have a positi
 // every output row must be vector-aligned.
 template <std::size_t kG, bool kStream, GroupPos kPos, class E>
 HWY_INLINE void write_group(float* const* HWY_RESTRICT out, const E* const* HWY_RESTRICT a,
-                            const E* const* HWY_RESTRICT b, std::size_t g, std::size_t n) {
+                            const E* const* HWY_RESTRICT b, std::size_t g, std::size_t n,
+                            const Ahead<E>& ahead) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   const std::size_t rows = kG > 0 ? kG : g;
@@ -218,6 +232,12 @@ HWY_INLINE void write_group(float* const* HWY_RESTRICT out, const E* const* HWY_
   std::size_t c = 0;
   for (; c + N <= n; c += N) {
     for (std::size_t i = 0; i < rows; ++i) {
+      // The line kAheadBytes on, in this row or else in the next group's row i.
+      if (c + ahead.elements < n) {
+        hwy::Prefetch(a[i] + c + ahead.elements);
+      } else if (i < ahead.g && c + ahead.elements - n < n) {
+        hwy::Prefetch(ahead.rows[i] + (c + ahead.elements - n));
+      }
       auto v = load_widened_quick(d, a[i] + c);
       if constexpr (kPos == GroupPos::all) v = hn::Add(v, load_widened_quick(d, b[i] + c));
       if constexpr (kPos == GroupPos::some) {
@@ -243,18 +263,18 @@ HWY_INLINE void write_group(float* const* HWY_RESTRICT out, const E* const* HWY_
 
 template <std::size_t kG, bool kStream, class E>
 HWY_INLINE void write_group(float* const* out, const E* const* a, const E* const* b, std::size_t g,
-                            std::size_t n) {
+                            std::size_t n, const Ahead<E>& ahead) {
   std::size_t with_pos = 0;
   for (std::size_t i = 0; i < g; ++i) with_pos += b[i] != nullptr ? 1 : 0;
-  if (with_pos == g) return write_group<kG, kStream, GroupPos::all>(out, a, b, g, n);
-  if (with_pos == 0) return write_group<kG, kStream, GroupPos::none>(out, a, b, g, n);
-  write_group<kG, kStream, GroupPos::some>(out, a, b, g, n);  // padding in the group
+  if (with_pos == g) return write_group<kG, kStream, GroupPos::all>(out, a, b, g, n, ahead);
+  if (with_pos == 0) return write_group<kG, kStream, GroupPos::none>(out, a, b, g, n, ahead);
+  write_group<kG, kStream, GroupPos::some>(out, a, b, g, n, ahead);  // padding in the group
 }
 
 template <std::size_t kG, class E>
 HWY_INLINE void write_group(float* const* out, const E* const* a, const E* const* b, std::size_t g,
-                            std::size_t n, bool stream) {
-  if (!stream) return write_group<kG, false>(out, a, b, g, n);
+                            std::size_t n, bool stream, const Ahead<E>& ahead) {
+  if (!stream) return write_group<kG, false>(out, a, b, g, n, ahead);
   const std::size_t vector_bytes = hn::Lanes(DF()) * sizeof(float);
   for (std::size_t i = 0; i < g; ++i) {
     if (reinterpret_cast<std::uintptr_t>(out[i]) % vector_bytes != 0) {  // rows not aligned
@@ -262,22 +282,41 @@ HWY_INLINE void write_group(float* const* out, const E* const* a, const E* const
       return;
     }
   }
-  write_group<kG, true>(out, a, b, g, n);
+  write_group<kG, true>(out, a, b, g, n, ahead);
 }
 
+// A group of gathered rows being written, and the rows of the next group.
+template <class E>
+struct Group {
+  float* out[kGatherRows];
+  const E* tok[kGatherRows];
+  const E* pos[kGatherRows];
+};
+
+// The tasks [begin, end): gathered groups are written one group behind, so that the group being
+// written knows the next one's rows (to prefetch them); a group may take rows of two tasks.
 template <class E>
 void forward_tasks_typed(const ForwardJob& j, std::size_t begin, std::size_t end) {
   const E* wte = static_cast<const E*>(j.wte.data);
   const E* wpe = static_cast<const E*>(j.wpe.data);
-  float* out[kGatherRows];  // the group of rows being gathered (j.gather)
-  const E* tok_rows[kGatherRows];
-  const E* pos_rows[kGatherRows];
+  Group<E> groups[2];        // j.gather: the group filling (cur) and the full one before it
+  std::size_t cur = 0;       // which of the two is filling
+  std::size_t g = 0;         // rows in it
+  bool full_before = false;  // groups[1 - cur] is full and not yet written
+  Ahead<E> ahead;
+  ahead.elements = kAheadBytes / sizeof(E);
+  auto write_before = [&](std::size_t next_rows) {  // the full group, the filling one next
+    Group<E>& w = groups[1 - cur];
+    ahead.rows = groups[cur].tok;
+    ahead.g = next_rows;
+    write_group<kGatherRows>(w.out, w.tok, w.pos, kGatherRows, j.C, j.stream, ahead);
+    full_before = false;
+  };
   for (std::size_t k = begin; k < end; ++k) {
     const std::size_t t0 = (k / j.b_tasks) * j.t_per_task;
     const std::size_t t1 = t0 + j.t_per_task < j.T ? t0 + j.t_per_task : j.T;
     const std::size_t b0 = (k % j.b_tasks) * j.b_per_task;
     const std::size_t b1 = b0 + j.b_per_task < j.B ? b0 + j.b_per_task : j.B;
-    std::size_t g = 0;  // rows in the group
     for (std::size_t t = t0; t < t1; ++t) {
       for (std::size_t b = b0; b < b1; ++b) {
         const std::size_t n = b * j.T + t;
@@ -294,16 +333,23 @@ void forward_tasks_typed(const ForwardJob& j, std::size_t begin, std::size_t end
           write_row(o, row, p, j.C, j.stream);
           continue;
         }
-        out[g] = o;
-        tok_rows[g] = row;
-        pos_rows[g] = p;
+        Group<E>& f = groups[cur];
+        f.out[g] = o;
+        f.tok[g] = row;
+        f.pos[g] = p;
         if (++g == kGatherRows) {
-          write_group<kGatherRows>(out, tok_rows, pos_rows, g, j.C, j.stream);
+          if (full_before) write_before(kGatherRows);
+          full_before = true;
+          cur = 1 - cur;
           g = 0;
         }
       }
     }
-    if (g != 0) write_group<0>(out, tok_rows, pos_rows, g, j.C, j.stream);
+  }
+  if (full_before) write_before(g);
+  if (g != 0) {
+    Group<E>& f = groups[cur];
+    write_group<0>(f.out, f.tok, f.pos, g, j.C, j.stream, Ahead<E>{ahead.elements});
   }
   // Streaming stores are weakly ordered: make them visible before the task is reported done.
   if (j.stream) hwy::FlushStream();
