@@ -148,7 +148,11 @@ def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=No
     if separator is not None:
         tokens = idx.detach().clone(memory_format=torch.contiguous_format)  # int64: narrowed, checked
         return "packed", tokens, 0, int(separator), None
-    return "contiguous", None, int(start), 0, None
+    start = operator.index(start)
+    if start < 0:
+        raise ValueError(f"posemb.torch: start must be >= 0 (the position of the first token), "
+                         f"got {start}")
+    return "contiguous", None, start, 0, None
 
 
 def _source(kind, tensor, start, separator):
@@ -493,9 +497,14 @@ class RotaryEmbedding(nn.Module):
         batch, length = q.shape[0], q.shape[1]
         kind, tensor, start, _, _ = _plan(batch, length, position_ids, attention_mask, start, None)
         if seq_len is None:
-            pos = _ext.resolve_positions(_source(kind, tensor, start, 0), int(batch), int(length),
-                                         2**62)
-            seq_len = int(pos.max()) + 1 if pos.size else 0
+            # Below 2^63 - 1, the positions the rotation takes; past it, the rotation below
+            # refuses them with its own message (seq_len then does not matter).
+            try:
+                pos = _ext.resolve_positions(_source(kind, tensor, start, 0), int(batch),
+                                             int(length), 2**63 - 1)
+                seq_len = int(pos.max()) + 1 if pos.size else 0
+            except _ext.SequenceTooLong:
+                seq_len = 0
             if tracing:
                 warnings.warn(f"RotaryEmbedding: under torch.jit.trace, seq_len=None is fixed at "
                               f"the traced inputs' largest position + 1 ({seq_len}); pass seq_len "

@@ -367,3 +367,28 @@ def test_torch_rotary_module_matches_transformers_and_its_gradient(rng, name):
     (want * w).sum().backward()
     torch.testing.assert_close(q.grad.double(), q64.grad, rtol=0,
                                atol=4e-7 * af * 2 * float(w.abs().max()))
+
+
+def test_torch_rotary_module_takes_the_positions_the_rotation_takes(rng):
+    """Positions up to 2^63 - 2 (the rotation's own limit), given as ids or as start, rotate as
+    posemb.rope_forward rotates them; start must be a non-negative integer."""
+    from posemb.torch import RotaryEmbedding
+    cfg = {"rope_theta": 10000.0, "hidden_size": 64, "num_attention_heads": 2,
+           "max_position_embeddings": 128}
+    rope = RotaryEmbedding(cfg)
+    q = torch.tensor(rng.normal(size=(1, 3, 2, 32)), dtype=torch.float32)
+    ids = torch.tensor([[2**62, 7, 2**63 - 2]])
+    want = q.numpy().copy()
+    posemb.rope_forward(want, "half", posemb.PositionSource.explicit_ids(ids.numpy()), config=cfg)
+    qr, _ = rope(q, q, position_ids=ids)
+    assert np.array_equal(qr.numpy(), want)
+    start = 2**62 + 5
+    want = q.numpy().copy()
+    posemb.rope_forward(want, "half", posemb.PositionSource.contiguous(start), config=cfg)
+    assert np.array_equal(rope(q, q, start=start)[0].numpy(), want)
+    with pytest.raises(posemb.SequenceTooLong, match="rope_forward.*below 2\\^63 - 1"):
+        rope(q, q, start=2**63 - 3)  # the last position would be 2^63 - 1
+    with pytest.raises(ValueError, match=r"posemb\.torch: start must be >= 0.*got -1"):
+        rope(q, q, start=-1)
+    with pytest.raises(TypeError):
+        rope(q, q, start=1.5)
