@@ -113,6 +113,16 @@ def _integer_copy(op, name, t):
     return t.to(torch.int64).contiguous()
 
 
+def _start(op, start):
+    """start (the position of the first token of contiguous positions) as a non-negative int."""
+    start = operator.index(start)  # a float is a TypeError, not truncated
+    if start < 0:
+        raise ValueError(f"{op}: start must be >= 0 (the position of the first token), got {start}")
+    if start >= 2**63:  # torch's int is int64; no table or rotation has positions this far
+        raise ValueError(f"{op}: start = {start} is past every position (below 2^63 - 1)")
+    return start
+
+
 def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=None):
     """Where a (batch, seq_len) batch's positions come from, as tensors and plain values (what
     torch.jit.trace records): (kind, the tensor posemb reads (this call's copy, or None), start,
@@ -148,11 +158,7 @@ def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=No
     if separator is not None:
         tokens = idx.detach().clone(memory_format=torch.contiguous_format)  # int64: narrowed, checked
         return "packed", tokens, 0, int(separator), None
-    start = operator.index(start)
-    if start < 0:
-        raise ValueError(f"posemb.torch: start must be >= 0 (the position of the first token), "
-                         f"got {start}")
-    return "contiguous", None, start, 0, None
+    return "contiguous", None, _start("posemb.torch", start), 0, None
 
 
 def _source(kind, tensor, start, separator):
@@ -340,6 +346,7 @@ def position_embedding(weight, positions, start=0):
     _cpu(weight)
     op = "position_embedding"
     _table_dtype(op, weight=weight)
+    start = _start(op, start)
     if torch.jit.is_tracing() and not (isinstance(positions, torch.Tensor) and positions.dim()):
         # A seq_len under torch.jit.trace (x.shape[1] is a 0-d tensor there): the ids start ..
         # start + seq_len - 1 through the gather operator, so that the trace follows the length
@@ -348,10 +355,10 @@ def position_embedding(weight, positions, start=0):
             _seq_len(op, positions)  # the type check
         elif positions.dtype not in _INT_DTYPES:
             _seq_len(op, positions)  # raises, naming the dtype
-        positions, start = torch.arange(positions) + int(start), 0
+        positions, start = torch.arange(positions) + start, 0
     seq_len = _seq_len(op, positions)
     if seq_len is not None:
-        return _Rows.apply(weight, seq_len, int(start))
+        return _Rows.apply(weight, seq_len, start)
     if start != 0:
         raise ValueError(f"{op}: start applies to a seq_len; position_ids give every position")
     if positions.dim() not in (1, 2):

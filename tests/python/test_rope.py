@@ -392,3 +392,22 @@ def test_torch_rotary_module_takes_the_positions_the_rotation_takes(rng):
         rope(q, q, start=-1)
     with pytest.raises(TypeError):
         rope(q, q, start=1.5)
+    with pytest.raises(ValueError, match="past every position"):
+        rope(q, q, start=2**64)
+
+
+def test_torch_learned_modules_take_a_non_negative_integer_start():
+    from posemb.torch import LearnedPositionalEmbedding, TokenPositionEmbedding
+    wpe = LearnedPositionalEmbedding(16, 8)
+    both = TokenPositionEmbedding(10, 16, 8)
+    idx = torch.zeros(1, 4, dtype=torch.long)
+    assert torch.equal(wpe(4, start=3), wpe.weight[3:7])
+    assert torch.equal(wpe(4, start=torch.tensor(3)), wpe.weight[3:7])
+    for call, op in ((lambda s: wpe(4, start=s), "position_embedding"),
+                     (lambda s: both(idx, start=s), "posemb.torch")):
+        with pytest.raises(ValueError, match=op + ": start must be >= 0"):
+            call(-1)
+        with pytest.raises(TypeError):
+            call(1.5)
+        with pytest.raises(ValueError, match=op + ": start = 18446744073709551616 is past"):
+            call(2**64)
