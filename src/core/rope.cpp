@@ -72,6 +72,8 @@ struct RopePlan {
   std::size_t t_per_task = 0, b_per_task = 0, t_tasks = 0;  // contiguous
   std::size_t rows_per_task = 0;                            // other sources
   std::size_t tasks = 0;
+  // Tasks go in pairs, task j with task j + pairs() (run_plan).
+  std::size_t pairs() const { return ceil_div(tasks, 2); }
 };
 
 // Validates x against (heads, batch, seq_len) and the rope, then the positions (resolved into an
@@ -138,7 +140,7 @@ template <class Angles>
 void run_plan(const RopePlan& plan, MatrixView<float> x, detail::RotateRowsFn rotate,
               const detail::RopeGeometry& g, Angles& angles, std::size_t grain, std::size_t work) {
   const std::size_t stride = x.row_stride();
-  const std::size_t pairs = ceil_div(plan.tasks, 2);
+  const std::size_t pairs = plan.pairs();
   parallel_for(pairs, grain, work, [&](std::size_t begin, std::size_t end) {
     const std::size_t chunk = begin / grain;
     for (std::size_t j = begin; j < end; ++j) {
@@ -248,11 +250,10 @@ void rotate_direct(const char* op, MatrixView<float> x, std::size_t heads, std::
   // of its first chunk), allocated before any task runs: a task must not throw, and x is
   // untouched if the allocation fails. At most kMaxChunks chunks, so the scratch stays small
   // beside x.
-  const std::size_t grain = std::max<std::size_t>(1, ceil_div(ceil_div(plan.tasks, 2), kMaxChunks));
+  const std::size_t grain = std::max<std::size_t>(1, ceil_div(plan.pairs(), kMaxChunks));
   const std::size_t per_task = plan.contiguous ? plan.t_per_task : 1;
   ComputedAngles angles{rope, g.pairs, per_task, {}};
-  angles.scratch.resize(
-      ComputedAngles::floats(ceil_div(ceil_div(plan.tasks, 2), grain), per_task, g.pairs));
+  angles.scratch.resize(ComputedAngles::floats(ceil_div(plan.pairs(), grain), per_task, g.pairs));
   // x read and written, and the angles computed (once per block of batch rows).
   const std::size_t angle_pairs =
       (plan.contiguous ? ceil_div(batch, plan.b_per_task) * seq_len : x.rows()) * g.pairs;

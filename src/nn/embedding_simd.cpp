@@ -209,7 +209,7 @@ constexpr std::size_t kAheadBytes = 512;
 
 template <class E>
 struct Ahead {
-  std::size_t elements = 0;        // kAheadBytes in elements of E
+  static constexpr std::size_t elements = kAheadBytes / sizeof(E);
   const E* const* rows = nullptr;  // the next group's token rows
   std::size_t g = 0;               // how many (0: none)
 };
@@ -304,7 +304,6 @@ void forward_tasks_typed(const ForwardJob& j, std::size_t begin, std::size_t end
   std::size_t g = 0;         // rows in it
   bool full_before = false;  // groups[1 - cur] is full and not yet written
   Ahead<E> ahead;
-  ahead.elements = kAheadBytes / sizeof(E);
   auto write_before = [&](std::size_t next_rows) {  // the full group, the filling one next
     Group<E>& w = groups[1 - cur];
     ahead.rows = groups[cur].tok;
@@ -349,7 +348,7 @@ void forward_tasks_typed(const ForwardJob& j, std::size_t begin, std::size_t end
   if (full_before) write_before(g);
   if (g != 0) {
     Group<E>& f = groups[cur];
-    write_group<0>(f.out, f.tok, f.pos, g, j.C, j.stream, Ahead<E>{ahead.elements});
+    write_group<0>(f.out, f.tok, f.pos, g, j.C, j.stream, Ahead<E>{});
   }
   // Streaming stores are weakly ordered: make them visible before the task is reported done.
   if (j.stream) hwy::FlushStream();
