@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 
 #include "posemb/memory.hpp"
 #include "posemb/parallel.hpp"
@@ -181,8 +182,7 @@ double Trainer::exchanged_loss(std::span<const double> mine) {
   if (!std::isfinite(loss)) {
     const std::string msg = "train: the loss is " + std::to_string(loss) + " at step " +
                             std::to_string(step_ + 1) +
-                            "; training stopped before updating the parameters (the last "
-                            "checkpoint written is intact; try a lower lr)";
+                            "; training stopped before updating the parameters (try a lower lr)";
     // Every rank computed the same loss, so every rank throws here.
     if (comm_->size() > 1) throw JobFailure(msg);
     throw std::runtime_error(msg);
@@ -234,6 +234,7 @@ void Trainer::apply_gradients() {
   const auto refs = model_.param_refs();
   const auto range = exchange_.range();
   opt_.step(refs, range.begin, range.end);
+  check_update();
   if (comm_->size() > 1) {
     moments_shared_ = false;
     share_trained_rows(grads);
@@ -241,6 +242,55 @@ void Trainer::apply_gradients() {
   exchange_.share(values);
   // The learned table records the rows this step trained.
   model_.encoding().zero_grad();
+}
+
+namespace {
+
+// Whether every element is finite: x * 0 is 0 for a finite x and NaN for inf and NaN, so the sum
+// stays 0 exactly when all are (a loop the compiler vectorizes).
+bool all_finite(std::span<const float> x) {
+  float acc = 0.0f;
+  for (const float v : x) acc += v * 0.0f;
+  return acc == 0.0f;
+}
+
+}  // namespace
+
+void Trainer::check_update() {
+  // A finite loss does not make a finite update: lr times the weight decay, or a step of a huge
+  // gradient, can overflow float and leave infinite or NaN parameters (or moments). Each rank
+  // checks its range (what it just updated); every rank then stops together, before the next
+  // forward, the parameters' exchange or any checkpoint can spread them.
+  std::exception_ptr bad;
+  const auto tensors = model_.tensors();
+  std::vector<std::span<float>> values, first, second;
+  for (const auto& t : tensors) values.push_back(flat(t.value));
+  for (auto& m : opt_.first_moments()) first.push_back(m.flat());
+  for (auto& m : opt_.second_moments()) second.push_back(m.flat());
+  const std::pair<const char*, std::vector<std::span<float>>*> kinds[] = {
+      {"parameter", &values},
+      {"AdamW first moment of", &first},
+      {"AdamW second moment of", &second}};
+  for (const auto& [what, segs] : kinds) {
+    if (bad) break;
+    for (const auto& piece : exchange_.pieces(*segs)) {
+      if (all_finite(piece.data)) continue;
+      std::ostringstream msg;
+      msg << "train: the update of step " << step_ + 1 << " made the " << what << " '"
+          << tensors.at(piece.segment).name << "' infinite or NaN, although the step's loss was "
+          << "finite (lr " << opt_.config().lr << " at this step, weight_decay "
+          << opt_.config().weight_decay << "): float overflowed; training stopped, and these "
+          << "parameters are not saved (try a lower lr or weight decay)";
+      bad = std::make_exception_ptr(std::runtime_error(msg.str()));
+      break;
+    }
+  }
+  try {
+    comm_->check(bad, "train: step " + std::to_string(step_ + 1));
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
 }
 
 void Trainer::share_trained_rows(std::span<const std::span<float>> grads) {
@@ -281,6 +331,10 @@ void Trainer::share_moments() {
 }
 
 double Trainer::train_step() {
+  if (failed_) {
+    throw std::logic_error("Trainer::train_step: step " + std::to_string(step_ + 1) +
+                           " left infinite or NaN parameters; this trainer cannot go on");
+  }
   const std::size_t n = exchange_.mine().size();
   // errors[k]: micro-batch k's; errors[n]: the batch's. Nothing may leave a parallel task.
   std::vector<std::exception_ptr> errors(n + 1);
@@ -340,6 +394,11 @@ void Trainer::verify_same_state(const char* what) {
 }
 
 void Trainer::save(const std::string& path) {
+  if (failed_) {
+    throw std::logic_error("Trainer::save: step " + std::to_string(step_ + 1) +
+                           " left infinite or NaN parameters; they are not saved (" + path +
+                           " is left as it was)");
+  }
   share_moments();
   comm_->all_or_none("train: writing the checkpoint", [&] {
     if (comm_->rank() == 0) write_checkpoint(path, model_, opt_, cfg_, step_, lineage_);

@@ -99,8 +99,10 @@ class Trainer {
   std::size_t micro_batches() const { return exchange_.micro_batches(); }
 
   // One optimizer step on the batch of step(); returns its loss. Throws std::runtime_error,
-  // before any parameter changes, when the loss is NaN or infinite (JobFailure with several
-  // ranks, on every rank). Collective.
+  // before any parameter changes, when the loss is NaN or infinite, and after the update when
+  // it left a parameter or AdamW moment infinite or NaN (with several ranks JobFailure, on every
+  // rank). After the latter the trainer refuses further steps and save() (std::logic_error), so
+  // no checkpoint holds the broken parameters. Collective.
   double train_step();
   // Writes parameters, optimizer state, settings and step atomically (lab::write_checkpoint).
   // Collective: rank 0 writes; every rank throws JobFailure when the write fails.
@@ -129,6 +131,9 @@ class Trainer {
   // gradient, of which each rank holds its range) found on any rank, made visible to
   // Encoding::zero_grad() on every rank. Collective.
   void share_trained_rows(std::span<const std::span<float>> grads);
+  // After the optimizer's update of this rank's range: a non-finite parameter or moment there
+  // (an overflowing update) sets failed_ and throws on every rank. Collective.
+  void check_update();
   // Every rank's range of AdamW's moments to every rank (each step updates only this rank's),
   // before the moments are written or compared; nothing when they are whole. Collective.
   void share_moments();
@@ -141,6 +146,7 @@ class Trainer {
   std::vector<Gradients> grads_;   // one per micro-batch of this rank
   std::vector<double> losses_;     // (micro_batches) every micro-batch's, after a step
   AdamW opt_;
+  bool failed_ = false;             // a step left non-finite parameters: no more steps, no save
   bool moments_shared_ = true;      // false: each rank's moments are current in its range only
   Batch batch_;                     // the step's batch (every rank makes all of it)
   std::vector<std::size_t> order_;  // its rows in micro-batch order (sorted by length or not)

@@ -42,6 +42,12 @@ expect 2 "resume with a model flag" -- train --resume "$tmp/b/checkpoint.safeten
 expect 0 "resumed run" -- train --resume "$tmp/b/checkpoint.safetensors" --out "$tmp/b" --quiet
 cmp -s "$tmp/a/checkpoint.safetensors" "$tmp/b/checkpoint.safetensors" ||
   fail "resumed checkpoint differs from the uninterrupted one"
+# Without --out, a resumed run goes on in the resumed checkpoint's folder (not ./train-out).
+expect 0 "interrupted run (2)" -- train "${tiny[@]}" --steps 12 --stop-after 5 --out "$tmp/c"
+(cd "$tmp" && "$bin" train --resume c --quiet) || fail "resume without --out failed"
+cmp -s "$tmp/a/checkpoint.safetensors" "$tmp/c/checkpoint.safetensors" ||
+  fail "a resume without --out did not continue in the resumed folder"
+[ ! -e "$tmp/train-out" ] || fail "a resume without --out wrote ./train-out"
 
 # Threads: 1 and 2 threads, same bits (every encoding).
 for pe in learned learned-randomized sinusoidal rope none; do
@@ -56,7 +62,7 @@ expect 1 "exploding lr" -- train "${tiny[@]}" --lr 1e30 --grad-clip 0 --steps 10
   --checkpoint-every 1 --out "$tmp/nan"
 one_line "exploding lr"
 contains err "loss is" "the error says the loss is not finite"
-contains err "last checkpoint" "the error points at the checkpoint"
+contains err "the checkpoint of step 1 (" "the error points at the checkpoint"
 "$py" - "$tmp/nan/checkpoint.safetensors" <<'PY' || fail "the last good checkpoint is unreadable or not finite"
 import json, struct, sys, math
 raw = open(sys.argv[1], "rb").read()

@@ -174,7 +174,8 @@ def flag_cases(p):
             "--alphabet": BAD_INT + ["1", "1001"], "--max-seq-len": BAD_INT + ["1048577", "2"],
             "--warmup": BAD_INT + ["100000001"], "--lr": BAD_FLOAT + ["0"], "--min-lr-ratio": BAD_FLOAT + ["1.5"],
             "--weight-decay": BAD_FLOAT, "--beta1": BAD_FLOAT + ["1"], "--beta2": BAD_FLOAT + ["1"],
-            "--grad-clip": BAD_FLOAT, "--init-std": BAD_FLOAT + ["0"], "--embed-init-std": BAD_FLOAT + ["0"],
+            "--grad-clip": BAD_FLOAT, "--init-std": BAD_FLOAT + ["0", "1001", "1e39"],
+            "--embed-init-std": BAD_FLOAT + ["0", "1001", "1e39"],
             "--rope-base": BAD_FLOAT + ["0"], "--threads": BAD_INT + ["0", "1025"], "--stop-after": BAD_INT + ["0"],
             "--eval-max": BAD_INT + ["100001"], "--eval-samples": BAD_INT + ["0", "100001"],
             "--checkpoint-every": BAD_INT, "--seed": ["abc", "", "-1", "1.5", "99999999999999999999999"],
@@ -241,5 +242,28 @@ def stdout_cases(p):
     return out
 
 
+def overflow_update_cases(p):
+    """A finite loss with an update that overflows float (lr x weight decay): the run stops at that
+    step, before a checkpoint holds the broken parameters; an older checkpoint stays as it was."""
+    small = ["train", "--pe", "learned", "--train-len", "4", "--d-model", "8", "--layers", "1", "--heads", "2",
+             "--batch", "4", "--threads", "1", "--warmup", "0", "--quiet"]
+    run = small + ["--lr", "1e38", "--weight-decay", "100"]
+    return [
+        Case("update-overflow-first-step", "nan", run + ["--steps", "1", "--out", "{dir}/t"], (1,),
+             ("made the parameter", "infinite or NaN", "no checkpoint was written"), check=_no_checkpoint),
+        Case("update-overflow-every-step", "nan", run + ["--steps", "30", "--checkpoint-every", "1", "--out", "{dir}/t"],
+             (1,), ("step 1", "infinite or NaN"), check=_no_checkpoint),
+        Case("update-overflow-keeps-old", "nan", run + ["--steps", "3", "--checkpoint-every", "1", "--out", "{dir}/t"],
+             (1,), ("infinite or NaN",), setup=old_file("t/checkpoint.safetensors"),
+             keep=("t/checkpoint.safetensors",)),
+        # An output folder that takes no files (read-only, for root too) fails before training
+        # (100000 steps would pass the case's timeout).
+        Case("train-out-read-only", "nan", small + ["--steps", "100000", "--out", "{dir}/ro"], (1,),
+             ("cannot create files in the output directory",), root=True,
+             ns_setup="mkdir -p {dir}/ro && mount -t tmpfs -o ro tmpfs {dir}/ro"),
+    ]
+
+
 def lab_cases(p):
-    return class9_checkpoints(p) + class10_memory(p) + flag_cases(p) + stdout_cases(p)
+    return (class9_checkpoints(p) + class10_memory(p) + flag_cases(p) + stdout_cases(p) +
+            overflow_update_cases(p))
