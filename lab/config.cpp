@@ -126,8 +126,8 @@ void ModelConfig::validate() const {
   }
   check("model", "rope_base", rope_base, limits::positive);
   check("model", "sinusoidal_base", sinusoidal_base, limits::positive);
-  check("model", "init_std", init_std, limits::positive);
-  check("model", "embed_init_std", embed_init_std, limits::positive);
+  check("model", "init_std", init_std, limits::init_std);
+  check("model", "embed_init_std", embed_init_std, limits::init_std);
   validate_rope_scaling(*this, spec);
   if (spec.validate != nullptr) spec.validate(*this);
 }

@@ -48,8 +48,11 @@ inline constexpr Limit<std::size_t> n_layers{1, 64};
 inline constexpr Limit<std::size_t> n_heads{1, 64};
 inline constexpr Limit<std::size_t> d_ff{1, 65536};
 inline constexpr Limit<std::size_t> max_seq_len{1, std::size_t{1} << 20};  // table rows
-inline constexpr Limit<double> positive{0.0, kInf, true, true};            // bases and init stds
-inline constexpr Limit<double> rope_factor{1.0, kInf, false, true};        // RoPE scaling factor
+inline constexpr Limit<double> positive{0.0, kInf, true, true};            // bases
+// Stds of the weights' N(0, std) initialization: far larger ones overflow float in the first
+// products of the forward (1e30 gave a NaN loss at the second step), whatever the lr.
+inline constexpr Limit<double> init_std{0.0, 1000.0, true, false};
+inline constexpr Limit<double> rope_factor{1.0, kInf, false, true};  // RoPE scaling factor
 // Task.
 inline constexpr Limit<std::size_t> alphabet{2, 1000};
 inline constexpr Limit<std::size_t> train_len{1, 1024};

@@ -29,6 +29,10 @@ namespace {
 
 void train(TrainOptions& o, lab::Communicator& comm) {
   set_threads(o.lab.threads);
+  if (!o.resume.empty() && o.out_flag->count() == 0) {  // the run goes on where it was
+    const auto dir = std::filesystem::path(o.resume).parent_path();
+    o.out = dir.empty() ? "." : dir.string();
+  }
   auto tr = make_trainer(o, comm);
   const bool root = comm.rank() == 0;
   const bool quiet = o.quiet || !root;
@@ -92,7 +96,10 @@ void register_train_command(CLI::App& app) {
       o->run_flags.push_back(opt);
     }
   }
-  cmd->add_option("--out", o->out, "Directory for checkpoint.safetensors")->capture_default_str();
+  o->out_flag = cmd->add_option("--out", o->out,
+                                "Directory for checkpoint.safetensors (with --resume: default "
+                                "the resumed checkpoint's directory)")
+                    ->capture_default_str();
   cmd->add_option("--resume", o->resume,
                   "Continue from this checkpoint (bit for bit as if never interrupted; a file, "
                   "or a --out directory holding checkpoint.safetensors)")

@@ -1,6 +1,11 @@
 #include "lab_options.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -121,12 +126,12 @@ void add_lab_flags(CLI::App* cmd, LabFlags& f) {
       ->check(within(lim::positive))
       ->capture_default_str();
   cmd->add_option("--init-std", r.model.init_std, "Std of the N(0, std) weight initialization")
-      ->check(within(lim::positive))
+      ->check(within(lim::init_std))
       ->capture_default_str();
   cmd->add_option("--embed-init-std", r.model.embed_init_std,
                   "Std of the token embedding's N(0, std) initialization (default: 1 for "
                   "sinusoidal, whose encoding has unit-size entries; 0.02 otherwise, GPT-2's)")
-      ->check(within(lim::positive));
+      ->check(within(lim::init_std));
   cmd->add_option("--batch", r.train.batch, "Sequences per step")
       ->check(within(lim::batch))
       ->capture_default_str();
@@ -185,6 +190,18 @@ std::filesystem::path prepare_output_dir(const std::string& dir,
                              quote_untrusted(dir) + ": " +
                              (ec ? ec.message() : std::string("it is not a directory")));
   }
+  // The folder takes new files (a temporary made and removed at once, as the atomic writes will
+  // make theirs): a run that could not write its results fails here, before it works, also when
+  // a permission check (access(2)) would pass, as for root on a read-only file system.
+  std::string probe = (path / ".posemb-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    throw std::runtime_error(
+        std::string(command) + ": cannot create files in the output directory " +
+        quote_untrusted(dir) + ": " + std::strerror(errno) + "; nothing was done");
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
   for (const char* name : files) {
     const auto st = std::filesystem::symlink_status(path / name, ec);
     if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {

@@ -29,6 +29,7 @@ struct TrainOptions {
   RopeScalingFlags rope;                // --rope-scaling, --rope-factor (with --init-from)
   std::vector<CLI::Option*> run_flags;  // settings a resumed run takes from its checkpoint
   CLI::Option* steps_flag = nullptr;
+  CLI::Option* out_flag = nullptr;  // not given with --resume: the resumed checkpoint's folder
 };
 
 // The trainer the flags ask for; UsageError for flags that contradict each other or the
