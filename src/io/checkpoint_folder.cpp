@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "hf_config.hpp"
+#include "json_depth.hpp"
 #include "mapped_file.hpp"
 #include "posemb/atomic_file.hpp"
 #include "posemb/errors.hpp"
@@ -72,6 +73,7 @@ bool has(const std::vector<std::string>& files, std::string_view name) {
 // The shards of an index, in order of first appearance, each checked to be a plain file name.
 std::vector<std::string> index_shards(const std::string& text, const std::string& source,
                                       std::map<std::string, std::string>& weight_map) {
+  detail::check_json_depth(text, source);
   const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) throw FileFormatError(source, "is not a JSON object");
   const auto wm = j.find("weight_map");

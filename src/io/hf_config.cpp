@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "json_depth.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb {
@@ -26,6 +27,7 @@ struct Family {
 };
 
 Json parse_config(const std::string& text, const std::string& source) {
+  detail::check_json_depth(text, source);
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw FileFormatError(source, "is not valid JSON");
   if (!j.is_object()) throw FileFormatError(source, "is JSON but not an object");

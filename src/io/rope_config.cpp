@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "json_depth.hpp"
 #include "mapped_file.hpp"
 #include "posemb/errors.hpp"
 #include "rope_config_json.hpp"
@@ -43,6 +44,7 @@ ConfigJson parse_config_json(std::string_view text, std::string_view source) {
     }
     return true;
   };
+  detail::check_json_depth(text, source);
   ConfigJson j;
   try {
     j = ConfigJson::parse(text.begin(), text.end(), no_duplicates);

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "json_depth.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb {
@@ -23,30 +24,6 @@ std::string fmt_double(double v) {
 }
 
 // ---- posemb.resizes (JSON) ----
-
-// The deepest nesting of arrays and objects in text (strings skipped).
-std::size_t nesting_depth(std::string_view text) {
-  std::size_t depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
-}
 
 // Reads one object of the array; `bad` throws naming the field.
 class ResizeReader {
@@ -117,7 +94,8 @@ std::vector<TableResize> parse_resizes_json(const std::string& text, const std::
                                     std::to_string(kMaxResizesJsonBytes) + " posemb reads");
   }
   // An array of objects (whose fields may be arrays): deeper nesting is refused unparsed.
-  const json doc = nesting_depth(text) <= 3 ? json::parse(text, nullptr, false) : json();
+  const json doc =
+      detail::json_nesting_depth(text) <= 3 ? json::parse(text, nullptr, false) : json();
   if (!doc.is_array()) {
     throw FileFormatError(path, "metadata " + key + " = " + quote_untrusted(text, 60) +
                                     " is not a JSON array of resizes");

@@ -52,6 +52,9 @@ put("short_list.json", {"hidden_size": 3072, "num_attention_heads": 32,
     "long_factor": [1.0] * 47}})
 put("xpos.json", dict(llama2, rope_scaling={"rope_type": "xpos", "factor": 2.0}))
 put("not_json.json", None, '{"rope_theta": 10000,')
+# 100,000 levels of arrays crashed the tool (the parser's recursion ran out of stack).
+put("deep.json", None, '{"x": ' + "[" * 100000 + "]" * 100000 + ', "hidden_size": 4096, '
+    '"num_attention_heads": 32, "max_position_embeddings": 4096}')
 PY
 
 # What the config gives, pair by pair.
@@ -170,6 +173,7 @@ bad_config no_length.json "max_position_embeddings"
 bad_config short_list.json "rope_scaling.long_factor"
 bad_config xpos.json "rope_scaling.rope_type"
 bad_config not_json.json "not valid JSON"
+bad_config deep.json "at most 64 deep"
 expect 1 "missing file" -- rope "$tmp/nothing.json"
 one_line "missing file"
 

@@ -90,6 +90,15 @@ def spoiled_folders():
     def index_not_json(d):
         write(os.path.join(gpt2_folder(d), "model.safetensors.index.json"), "{\"weight_map\": ")
 
+    def deep_index(d):  # 200,000 levels crashed the tool (stack overflow)
+        m = gpt2_folder(d)
+        path = os.path.join(m, "model.safetensors.index.json")
+        with open(path) as f:
+            index = json.load(f)
+        deep = 200000
+        text = json.dumps(index)[:-1] + ', "x": ' + "[" * deep + "]" * deep + "}"
+        write(path, text)
+
     def fifo_in_folder(d):
         os.mkfifo(os.path.join(gpt2_folder(d), "vocab.txt"))
 
@@ -105,6 +114,9 @@ def spoiled_folders():
         ("config-array", config("[16]"), "not an object"),
         ("config-missing", no_config, "no config.json"),
         ("index-not-json", index_not_json, "not a JSON object"),
+        ("index-deep", deep_index, "deep; posemb reads JSON at most 64 deep"),
+        ("config-deep", config('{"model_type": "gpt2", "n_positions": 16, "x": ' + "[" * 8000 + "]" * 8000 + "}"),
+         "8001 deep"),
         ("fifo-in-folder", fifo_in_folder, "not a regular file"),
     ]
 
