@@ -159,6 +159,15 @@ def folder_cases(p):
              ("input folder",), setup=lambda d: gpt2_folder(d)),
         Case("folder-out-holds-input", "folders", resize + ["{dir}", "--force"], (1,), ("input folder",),
              setup=lambda d: gpt2_folder(d)),
+        # A folder is written as a folder: -o NAME.npy wrote a folder named NAME.npy whose weights
+        # had lost every tensor, then failed.
+        Case("folder-out-npy", "folders", resize + ["{dir}/t.npy"], (2,), ("checkpoint folder",),
+             setup=lambda d: gpt2_folder(d),
+             check=lambda d, r: ["a refused resize wrote t.npy"] if os.path.exists(os.path.join(d, "t.npy")) else []),
+        Case("folder-table-only", "folders", resize + ["{dir}/t.safetensors", "--table-only"], (2,), ("--table-only",),
+             setup=lambda d: gpt2_folder(d),
+             check=lambda d, r: ["a refused resize wrote t.safetensors"]
+             if os.path.exists(os.path.join(d, "t.safetensors")) else []),
         Case("folder-grid-on-gpt2", "folders",
              ["resize", "{dir}/m", "--grid", "4x4", "-o", "{dir}/out"], (2,), ("1-D",),
              setup=lambda d: gpt2_folder(d)),

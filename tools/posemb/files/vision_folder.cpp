@@ -206,6 +206,16 @@ bool resize_grid_or_folder(const GridResizeRequest& q) {
   TensorFile file;
   PositionTable t;
   if (folder) {
+    // Before reading anything: a folder is written as a folder (its table alone would be
+    // --table-only, which a folder does not take either).
+    if (q.table_only) throw UsageError("resize: --table-only writes a file, not a folder");
+    if (ends_with_npy(q.out)) {
+      throw UsageError("resize: " + quote_untrusted(q.path) +
+                       " is a checkpoint folder, written as a folder (-o OUTDIR), not as " +
+                       quote_untrusted(q.out) +
+                       "; for the table alone, resize the folder's "
+                       "weights file: posemb resize DIR/model.safetensors ... -o TABLE.npy");
+    }
     ft = load_folder_table(q.path, q.tensor);
     file = ft->folder.table_file;
     t = ft->table;
