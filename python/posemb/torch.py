@@ -46,18 +46,12 @@ import torch
 from torch import nn
 
 from posemb import _posemb as _ext
+from posemb import _torch_checks as _checks
 from posemb._torch_dtypes import TABLE_DTYPES as _TABLE_DTYPES
 from posemb._torch_dtypes import in_table_dtype as _in_table_dtype
-from posemb._torch_dtypes import table_dtype as _table_dtype
 
 __all__ = ["LearnedPositionalEmbedding", "RotaryEmbedding", "TokenPositionEmbedding",
            "position_embedding", "token_position_embedding"]
-
-
-def _cpu(*tensors):
-    for t in tensors:
-        if t is not None and t.device.type != "cpu":
-            raise ValueError(f"posemb.torch: tensors must be on the CPU, got one on {t.device}")
 
 
 def _np(t):
@@ -113,16 +107,6 @@ def _integer_copy(op, name, t):
     return t.to(torch.int64).contiguous()
 
 
-def _start(op, start):
-    """start (the position of the first token of contiguous positions) as a non-negative int."""
-    start = operator.index(start)  # a float is a TypeError, not truncated
-    if start < 0:
-        raise ValueError(f"{op}: start must be >= 0 (the position of the first token), got {start}")
-    if start >= 2**63:  # torch's int is int64; no table or rotation has positions this far
-        raise ValueError(f"{op}: start = {start} is past every position (below 2^63 - 1)")
-    return start
-
-
 def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=None):
     """Where a (batch, seq_len) batch's positions come from, as tensors and plain values (what
     torch.jit.trace records): (kind, the tensor posemb reads (this call's copy, or None), start,
@@ -138,7 +122,7 @@ def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=No
         raise ValueError(f"posemb.torch: start applies to contiguous positions; with {given[0]}, "
                          "positions come from it")
     if position_ids is not None:
-        _cpu(position_ids)
+        _checks.tensors("posemb.torch", position_ids=position_ids)
         ids = position_ids.detach()
         if ids.dim() == 1:  # (T,): broadcast over the batch
             ids = ids.unsqueeze(0).expand(batch, -1)
@@ -148,7 +132,7 @@ def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=No
         ids = _integer_copy("posemb.torch", "position_ids", ids)  # the forward's own copy
         return "explicit", ids, 0, 0, position_ids.detach()
     if attention_mask is not None:
-        _cpu(attention_mask)
+        _checks.tensors("posemb.torch", attention_mask=attention_mask)
         mask = attention_mask.detach()
         if mask.dtype != torch.bool:
             mask = _integer_copy("posemb.torch", "attention_mask", mask)
@@ -158,7 +142,7 @@ def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=No
     if separator is not None:
         tokens = idx.detach().clone(memory_format=torch.contiguous_format)  # int64: narrowed, checked
         return "packed", tokens, 0, int(separator), None
-    return "contiguous", None, _start("posemb.torch", start), 0, None
+    return "contiguous", None, _checks.start("posemb.torch", start), 0, None
 
 
 def _source(kind, tensor, start, separator):
@@ -300,12 +284,12 @@ def token_position_embedding(idx, wte, wpe, position_ids=None, attention_mask=No
     """wte[idx] + wpe[positions], (B, T, C), through posemb's fused kernels (the functional form
     of TokenPositionEmbedding; positions as its forward takes them). The result has the tables'
     dtype (float32, float16, bfloat16 or float64; see posemb._torch_dtypes)."""
-    _cpu(idx, wte, wpe)
     op = "token_position_embedding"
-    _table_dtype(op, wte=wte, wpe=wpe)
-    if not isinstance(idx, torch.Tensor) or idx.dim() != 2:
-        got = f"shape {tuple(idx.shape)}" if isinstance(idx, torch.Tensor) else type(idx).__name__
-        raise ValueError(f"{op}: idx must be a (B, T) tensor of token ids, got {got}")
+    _checks.tensors(op, idx=idx, wte=wte, wpe=wpe)
+    _checks.tables(op, wte=wte, wpe=wpe)
+    if idx.dim() != 2:
+        raise ValueError(f"{op}: idx must be a (B, T) tensor of token ids, got shape "
+                         f"{tuple(idx.shape)}")
     if idx.dtype not in (torch.int32, torch.int64):
         raise TypeError(f"{op}: idx must be an int64 or int32 tensor of token ids (as "
                         f"nn.Embedding takes them), got {idx.dtype}")
@@ -343,10 +327,9 @@ def position_embedding(weight, positions, start=0):
     an int seq_len gives rows [start, start + seq_len), a view of weight; position_ids
     (T,) or (B, T), of any integer dtype, give weight[position_ids], (T, C) or (B, T, C). The
     result has weight's dtype (float32, float16, bfloat16 or float64)."""
-    _cpu(weight)
     op = "position_embedding"
-    _table_dtype(op, weight=weight)
-    start = _start(op, start)
+    _checks.tables(op, weight=weight)
+    start = _checks.start(op, start)
     if torch.jit.is_tracing() and not (isinstance(positions, torch.Tensor) and positions.dim()):
         # A seq_len under torch.jit.trace (x.shape[1] is a 0-d tensor there): the ids start ..
         # start + seq_len - 1 through the gather operator, so that the trace follows the length
@@ -487,7 +470,7 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("inv_freq", torch.from_numpy(inv_freq), persistent=False)
 
     def forward(self, q, k, position_ids=None, attention_mask=None, *, start=0, seq_len=None):
-        _cpu(q, k)
+        _checks.tensors("RotaryEmbedding", q=q, k=k)
         for name, t in (("q", q), ("k", k)):
             if t.dim() != 4:
                 raise ValueError(f"RotaryEmbedding: {name} must be a (B, T, H, D) tensor, got "

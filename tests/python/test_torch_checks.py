@@ -1,0 +1,62 @@
+"""posemb.torch's argument errors: a TypeError or ValueError of one line naming the operation, the
+argument and the value, never pybind11's "incompatible function arguments" listing, torch's
+dispatcher's RuntimeError or an AttributeError from inside the package."""
+import numpy as np
+import pytest
+import torch
+
+import posemb.torch as pt
+
+V, MAXT, C = 7, 8, 4
+DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+
+
+def one_line(info):
+    msg = str(info.value)
+    assert "\n" not in msg and "incompatible function arguments" not in msg, msg
+    return msg
+
+
+def test_tensor_arguments_of_another_type_are_type_errors_naming_them():
+    emb = pt.TokenPositionEmbedding(V, MAXT, C)
+    idx = torch.zeros(1, 3, dtype=torch.long)
+    for bad in ([[1, 2]], np.zeros((1, 3), np.int64), (1, 2)):
+        with pytest.raises(TypeError, match="token_position_embedding: idx must be a "
+                                            f"torch.Tensor, got {type(bad).__name__}") as info:
+            emb(bad)
+        one_line(info)
+    for name in ("position_ids", "attention_mask"):
+        with pytest.raises(TypeError, match=f"posemb.torch: {name} must be a torch.Tensor, "
+                                            "got list"):
+            emb(idx, **{name: [[0, 1, 2]]})
+    with pytest.raises(TypeError, match="token_position_embedding: wpe must be a torch.Tensor, "
+                                        "got ndarray"):
+        pt.token_position_embedding(idx, emb.wte.weight, emb.wpe.weight.detach().numpy())
+    with pytest.raises(TypeError, match="position_embedding: weight must be a torch.Tensor, "
+                                        "got list"):
+        pt.position_embedding([[1.0, 2.0]], 1)
+    rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
+                               "num_attention_heads": 2, "max_position_embeddings": 16})
+    q = torch.zeros(1, 3, 2, 4)
+    with pytest.raises(TypeError, match="RotaryEmbedding: k must be a torch.Tensor, got ndarray"):
+        rope(q, q.numpy())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tables_must_have_two_dimensions_in_every_dtype(dtype):
+    idx = torch.zeros(1, 3, dtype=torch.long)
+    flat = torch.randn(6).to(dtype)
+    table = torch.randn(6, C).to(dtype)
+    for positions in (2, torch.tensor([1]), torch.tensor([[0, 1]])):
+        with pytest.raises(ValueError, match=r"position_embedding: weight must have 2 dimensions "
+                                             r"\(rows, cols\), got shape \(6,\)"):
+            pt.position_embedding(flat, positions)
+        with pytest.raises(ValueError, match=r"got shape \(2, 3, 4\)"):
+            pt.position_embedding(torch.zeros(2, 3, 4, dtype=dtype), positions)
+    for wte, wpe, name in ((flat, table, "wte"), (table, flat, "wpe"), (flat, flat, "wte")):
+        with pytest.raises(ValueError, match=f"token_position_embedding: {name} must have 2 "
+                                             r"dimensions \(rows, cols\), got shape \(6,\)"):
+            pt.token_position_embedding(idx, wte, wpe)
+    with pytest.raises(ValueError, match=r"one number of columns \(embed_dim\), got wte "
+                                         r"\(6, 4\), wpe \(6, 5\)"):
+        pt.token_position_embedding(idx, table, torch.randn(6, 5).to(dtype))
