@@ -354,6 +354,18 @@ def position_embedding(weight, positions, start=0):
     return out[0] if positions.dim() == 1 else out
 
 
+def _initialize(weight, init, stddev, seed):
+    """weight written over by posemb's seeded initializer, which fills float32 tables: another
+    dtype (after .half(), .double()) gets the float32 values rounded or widened to it."""
+    if weight.dtype == torch.float32 and weight.device.type == "cpu":
+        _ext.initialize_table(_np(weight), init, stddev, seed)
+        return
+    table = torch.empty(tuple(weight.shape))
+    _ext.initialize_table(_np(table), init, stddev, seed)
+    with torch.no_grad():
+        weight.copy_(table)
+
+
 class LearnedPositionalEmbedding(nn.Module):
     """A learned position table, `weight` (max_seq_len, embed_dim), on posemb's kernels.
 
@@ -364,18 +376,23 @@ class LearnedPositionalEmbedding(nn.Module):
     module's docstring). Past the table: posemb.SequenceTooLong (an IndexError) naming the rows
     the call needs.
     The table is initialized by posemb's seeded initializers (init: "normal" N(0, stddev),
-    "scaled-normal", "glorot-uniform", "zeros", "sinusoidal"), the same on every machine.
+    "scaled-normal", "glorot-uniform", "zeros", "sinusoidal"), the same on every machine, in
+    float32 (reset_parameters after .half() or .double(): those values rounded or widened).
+    max_seq_len and embed_dim are ints >= 0, seed an int in [0, 2^64), init a str.
     """
 
     def __init__(self, max_seq_len, embed_dim, init="normal", stddev=0.02, seed=0):
         super().__init__()
-        self.max_seq_len, self.embed_dim = int(max_seq_len), int(embed_dim)
-        self.init, self.stddev, self.seed = init, float(stddev), int(seed)
+        op = type(self).__name__
+        self.max_seq_len = _checks.size(op, "max_seq_len", max_seq_len)
+        self.embed_dim = _checks.size(op, "embed_dim", embed_dim)
+        self.init, self.stddev = _checks.init(op, init), float(stddev)
+        self.seed = _checks.seed(op, seed)
         self.weight = nn.Parameter(torch.empty(self.max_seq_len, self.embed_dim))
         self.reset_parameters()
 
     def reset_parameters(self):
-        _ext.initialize_table(_np(self.weight), self.init, self.stddev, self.seed)
+        _initialize(self.weight, self.init, self.stddev, self.seed)
 
     def forward(self, positions, start=0):
         return position_embedding(self.weight, positions, start)
@@ -396,16 +413,23 @@ class TokenPositionEmbedding(nn.Module):
       position gradient; separator: packed documents, positions restarting after each
       separator token. One of the three at most.
 
-    wte is initialized N(0, stddev) from `seed`, wpe by `init` from seed + 1 (posemb's seeded
-    initializers); state dicts use GPT-2's names, wte.weight and wpe.weight.
+    wte is initialized N(0, stddev) from `seed`, wpe by `init` from (seed + 1) mod 2^64 (posemb's
+    seeded initializers; seed an int in [0, 2^64)); state dicts use GPT-2's names, wte.weight and
+    wpe.weight.
     """
 
     def __init__(self, vocab_size, max_seq_len, embed_dim, *, init="normal", stddev=0.02, seed=0):
         super().__init__()
+        op = type(self).__name__
+        vocab_size = _checks.size(op, "vocab_size", vocab_size)
+        max_seq_len = _checks.size(op, "max_seq_len", max_seq_len)
+        embed_dim = _checks.size(op, "embed_dim", embed_dim)
+        init, self.seed = _checks.init(op, init), _checks.seed(op, seed)
+        self.stddev = float(stddev)
         self.wte = nn.Embedding(vocab_size, embed_dim, _weight=torch.empty(vocab_size, embed_dim))
-        self.wpe = LearnedPositionalEmbedding(max_seq_len, embed_dim, init, stddev, seed + 1)
-        self.stddev, self.seed = float(stddev), int(seed)
-        _ext.initialize_table(_np(self.wte.weight), "normal", self.stddev, self.seed)
+        self.wpe = LearnedPositionalEmbedding(max_seq_len, embed_dim, init, stddev,
+                                              (self.seed + 1) % 2**64)
+        _initialize(self.wte.weight, "normal", self.stddev, self.seed)
 
     def forward(self, idx, position_ids=None, attention_mask=None, *, start=0, separator=None):
         return token_position_embedding(idx, self.wte.weight, self.wpe.weight, position_ids,

@@ -60,3 +60,43 @@ def test_tables_must_have_two_dimensions_in_every_dtype(dtype):
     with pytest.raises(ValueError, match=r"one number of columns \(embed_dim\), got wte "
                                          r"\(6, 4\), wpe \(6, 5\)"):
         pt.token_position_embedding(idx, table, torch.randn(6, 5).to(dtype))
+
+
+def test_seeds_sizes_and_init_of_the_modules():
+    # wpe's seed is (seed + 1) mod 2^64: the largest seed works and seeds wpe with 0
+    emb = pt.TokenPositionEmbedding(V, MAXT, C, seed=2**64 - 1)
+    assert emb.seed == 2**64 - 1 and emb.wpe.seed == 0
+    assert torch.equal(emb.wpe.weight, pt.LearnedPositionalEmbedding(MAXT, C, seed=0).weight)
+    assert torch.equal(pt.TokenPositionEmbedding(V, MAXT, C, seed=4).wpe.weight,
+                       pt.LearnedPositionalEmbedding(MAXT, C, seed=5).weight)
+    assert pt.LearnedPositionalEmbedding(MAXT, C, seed=2**64 - 1).seed == 2**64 - 1
+    assert pt.LearnedPositionalEmbedding(0, C).weight.shape == (0, C)
+    assert pt.TokenPositionEmbedding(0, MAXT, 0).wte.weight.shape == (0, 0)
+    makers = (("LearnedPositionalEmbedding", lambda **kw: pt.LearnedPositionalEmbedding(
+                  kw.pop("max_seq_len", MAXT), kw.pop("embed_dim", C), **kw)),
+              ("TokenPositionEmbedding", lambda **kw: pt.TokenPositionEmbedding(
+                  kw.pop("vocab_size", V), kw.pop("max_seq_len", MAXT), kw.pop("embed_dim", C),
+                  **kw)))
+    for op, make in makers:
+        for seed in (-1, 2**64, 2**70):
+            with pytest.raises(ValueError, match=rf"{op}: seed must be in \[0, 2\^64\).*got "
+                                                 f"{seed}$") as info:
+                make(seed=seed)
+            one_line(info)
+        for seed in (1.5, "3", None):
+            with pytest.raises(TypeError, match=f"{op}: seed must be an int, got "
+                                                f"{type(seed).__name__}"):
+                make(seed=seed)
+        for init in (None, 3, b"normal"):
+            with pytest.raises(TypeError, match=f"{op}: init must be a str"):
+                make(init=init)
+        with pytest.raises(ValueError, match="unknown initializer 'bogus'"):
+            make(init="bogus")
+        sizes = ("max_seq_len", "embed_dim") + (("vocab_size",) if "Token" in op else ())
+        for name in sizes:
+            with pytest.raises(ValueError, match=f"{op}: {name} must be >= 0, got -1$"):
+                make(**{name: -1})
+            with pytest.raises(ValueError, match=f"{op}: {name} must be below 2\\^63"):
+                make(**{name: 2**64})
+            with pytest.raises(TypeError, match=f"{op}: {name} must be an int, got float 4.0"):
+                make(**{name: 4.0})

@@ -426,3 +426,18 @@ def test_float64_values_beyond_float32_are_refused_with_an_infinity_in_the_table
             pt.token_position_embedding(torch.tensor([[0, 1]]), table, torch.zeros_like(table))
     fine = torch.tensor([[3.4028235e38], [-3.4028235e38]], dtype=torch.float64)  # float32's max
     assert torch.equal(pt.position_embedding(fine, torch.tensor([0, 1])), fine)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reset_parameters_in_every_dtype(dtype):
+    # posemb's initializers fill float32: another dtype gets those values rounded (float16,
+    # bfloat16) or widened exactly (float64), the weight staying the same Parameter.
+    for init in ("normal", "sinusoidal"):
+        want = pt.LearnedPositionalEmbedding(MAXT, C, init=init, seed=9).weight.detach()
+        lpe = pt.LearnedPositionalEmbedding(MAXT, C, init=init, seed=9).to(dtype)
+        weight = lpe.weight
+        with torch.no_grad():
+            weight.zero_()
+        lpe.reset_parameters()
+        assert lpe.weight is weight and weight.dtype == dtype and weight.requires_grad
+        assert torch.equal(weight, want.to(dtype))  # float64: the float32 values widened
