@@ -141,7 +141,7 @@ def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=No
         return "mask", mask, 0, 0, attention_mask.detach()
     if separator is not None:
         tokens = idx.detach().clone(memory_format=torch.contiguous_format)  # int64: narrowed, checked
-        return "packed", tokens, 0, int(separator), None
+        return "packed", tokens, 0, _checks.separator("posemb.torch", separator), None
     return "contiguous", None, _checks.start("posemb.torch", start), 0, None
 
 
@@ -307,19 +307,21 @@ def token_position_embedding(idx, wte, wpe, position_ids=None, attention_mask=No
 
 def _seq_len(op, positions):
     """positions as a seq_len when it is one (an int, or an integer tensor of no dimensions, which
-    torch.jit.trace makes of x.shape[1]); None for a tensor of position ids."""
+    torch.jit.trace makes of x.shape[1]), in [0, 2^64) (the library's size_t); None for a tensor
+    of position ids."""
     if isinstance(positions, torch.Tensor):
         if positions.dim() != 0:
             return None
         if positions.dtype not in _INT_DTYPES:
             raise TypeError(f"{op}: positions must be an int (seq_len) or an integer tensor of "
                             f"position ids (T,) or (B, T), got a {positions.dtype} scalar tensor")
-        return int(positions)
+        return _checks.count(op, "seq_len", int(positions), 2**64)
     try:
-        return operator.index(positions)
+        seq_len = operator.index(positions)
     except TypeError:
         raise TypeError(f"{op}: positions must be an int (seq_len) or an integer tensor of "
                         f"position ids (T,) or (B, T), got {type(positions).__name__}") from None
+    return _checks.count(op, "seq_len", seq_len, 2**64)
 
 
 def position_embedding(weight, positions, start=0):
@@ -479,8 +481,8 @@ class RotaryEmbedding(nn.Module):
       q.transpose(1, 2)), float32, float16, bfloat16 or float64 (rotated in float32, returned
       in their own dtype), returned rotated (new tensors; gradients flow through posemb's
       rope_backward). Positions as in TokenPositionEmbedding. seq_len: the length the
-      frequencies are for (dynamic, longrope); None does what transformers'
-      dynamic_rope_update does, the largest position + 1.
+      frequencies are for (dynamic, longrope), an int in [0, 2^63); None does what
+      transformers' dynamic_rope_update does, the largest position + 1.
 
     Attributes: inv_freq (R/2,) float64 and attention_scaling, the frequencies and attention
     factor at the trained length (transformers' names).
@@ -489,7 +491,7 @@ class RotaryEmbedding(nn.Module):
     def __init__(self, config, layout="half"):
         super().__init__()
         self.config = config if isinstance(config, str) else json.dumps(config)
-        self.layout = layout
+        self.layout = _checks.layout("RotaryEmbedding", layout)
         inv_freq, self.attention_scaling = _ext.rope_frequencies(self.config)
         self.register_buffer("inv_freq", torch.from_numpy(inv_freq), persistent=False)
 
@@ -510,7 +512,9 @@ class RotaryEmbedding(nn.Module):
                              "in (B, T)")
         batch, length = q.shape[0], q.shape[1]
         kind, tensor, start, _, _ = _plan(batch, length, position_ids, attention_mask, start, None)
-        if seq_len is None:
+        if seq_len is not None:  # an int64 of torch's dispatcher
+            seq_len = _checks.count("RotaryEmbedding", "seq_len", seq_len, 2**63)
+        else:
             # Below 2^63 - 1, the positions the rotation takes; past it, the rotation below
             # refuses them with its own message (seq_len then does not matter).
             try:

@@ -100,3 +100,57 @@ def test_seeds_sizes_and_init_of_the_modules():
                 make(**{name: 2**64})
             with pytest.raises(TypeError, match=f"{op}: {name} must be an int, got float 4.0"):
                 make(**{name: 4.0})
+
+
+def test_ints_the_library_or_torch_cannot_hold_are_value_errors_naming_them():
+    lpe = pt.LearnedPositionalEmbedding(MAXT, C)
+    for bad in (-1, torch.tensor(-1), torch.tensor(-5, dtype=torch.int8)):
+        with pytest.raises(ValueError, match="position_embedding: seq_len must be >= 0, got "
+                                             r"-\d$") as info:
+            lpe(bad)
+        one_line(info)
+    with pytest.raises(ValueError, match=r"position_embedding: seq_len must be below 2\^64, got "
+                                         f"{2**64}$"):
+        lpe(2**64)
+    assert lpe(0).shape == (0, C)
+    emb = pt.TokenPositionEmbedding(V, MAXT, C)
+    idx = torch.zeros(1, 3, dtype=torch.long)
+    for bad in (2**31, 2**40, -1):
+        with pytest.raises(ValueError, match=r"posemb.torch: separator must be a token id, 0 <= "
+                                             rf"separator < 2\^31 .*got {bad}$") as info:
+            emb(idx, separator=bad)
+        one_line(info)
+    assert torch.equal(emb(idx, separator=2**31 - 1), emb(idx))  # no separator in idx
+    rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
+                               "num_attention_heads": 2, "max_position_embeddings": 16})
+    q = torch.randn(1, 3, 2, 4)
+    for bad, kind, msg in ((-1, ValueError, "must be >= 0, got -1"),
+                           (2**63, ValueError, rf"must be below 2\^63, got {2**63}"),
+                           (2**64, ValueError, rf"must be below 2\^63, got {2**64}"),
+                           (1.5, TypeError, "must be an int, got float 1.5"),
+                           ("4", TypeError, "must be an int, got str '4'")):
+        with pytest.raises(kind, match=f"RotaryEmbedding: seq_len {msg}$") as info:
+            rope(q, q, seq_len=bad)
+        one_line(info)
+    assert all(torch.equal(a, b) for a, b in zip(rope(q, q, seq_len=16), rope(q, q)))
+    cfg = rope.config
+    with pytest.raises(TypeError, match="RotaryEmbedding: layout must be 'half' or 'interleaved', "
+                                        "got NoneType None"):
+        pt.RotaryEmbedding(cfg, layout=None)
+    with pytest.raises(ValueError, match=r"RotaryEmbedding: layout must be 'half' .* or "
+                                         r"'interleaved' .*got 'bogus'$"):
+        pt.RotaryEmbedding(cfg, layout="bogus")
+    assert pt.RotaryEmbedding(cfg, layout="interleaved").layout == "interleaved"
+
+
+def test_separator_is_an_integer_never_truncated():
+    emb = pt.TokenPositionEmbedding(V, MAXT, C)
+    idx = torch.tensor([[1, 0, 1, 1]])
+    for bad in (1.5, 0.0, "0", [0]):
+        with pytest.raises(TypeError, match="posemb.torch: separator must be an int \\(a token "
+                                            "id\\), got"):
+            emb(idx, separator=bad)
+    packed = emb(idx, separator=0)
+    assert torch.equal(emb(idx, separator=np.int64(0)), packed)
+    assert torch.equal(emb(idx, separator=torch.tensor(0)), packed)
+    assert torch.equal(packed, emb(idx, position_ids=torch.tensor([[0, 1, 0, 1]])))
