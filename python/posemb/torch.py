@@ -111,8 +111,9 @@ def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=No
     """Where a (batch, seq_len) batch's positions come from, as tensors and plain values (what
     torch.jit.trace records): (kind, the tensor posemb reads (this call's copy, or None), start,
     separator, the caller's tensor it was copied from (kept for autograd's in-place check, never
-    read)); idx (this call's copy of the token ids) for packed positions. (T,) position ids are
-    broadcast to batch rows, and (1, T) ones too; batch None leaves (B, T) ids as they are."""
+    read)); idx (this call's copy of the token ids) for packed positions. (T,) position ids and
+    masks are broadcast to batch rows, and (1, T) ones too; batch None leaves (B, T) ids as they
+    are. With seq_len, the result must have the batch's shape (B, T)."""
     given = [n for n, v in (("position_ids", position_ids), ("attention_mask", attention_mask),
                             ("separator", separator)) if v is not None]
     if len(given) > 1:
@@ -122,18 +123,11 @@ def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=No
         raise ValueError(f"posemb.torch: start applies to contiguous positions; with {given[0]}, "
                          "positions come from it")
     if position_ids is not None:
-        _checks.tensors("posemb.torch", position_ids=position_ids)
-        ids = position_ids.detach()
-        if ids.dim() == 1:  # (T,): broadcast over the batch
-            ids = ids.unsqueeze(0).expand(batch, -1)
-        elif ids.dim() == 2 and batch is not None and (torch.jit.is_tracing() or
-                                                      (batch != 1 and ids.shape[0] == 1)):
-            ids = ids.expand(batch, -1)  # traced: recorded, so that it follows the batch
+        ids = _broadcast("position_ids", position_ids, batch, seq_len)
         ids = _integer_copy("posemb.torch", "position_ids", ids)  # the forward's own copy
         return "explicit", ids, 0, 0, position_ids.detach()
     if attention_mask is not None:
-        _checks.tensors("posemb.torch", attention_mask=attention_mask)
-        mask = attention_mask.detach()
+        mask = _broadcast("attention_mask", attention_mask, batch, seq_len)
         if mask.dtype != torch.bool:
             mask = _integer_copy("posemb.torch", "attention_mask", mask)
         else:
@@ -143,6 +137,24 @@ def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=No
         tokens = idx.detach().clone(memory_format=torch.contiguous_format)  # int64: narrowed, checked
         return "packed", tokens, 0, _checks.separator("posemb.torch", separator), None
     return "contiguous", None, _checks.start("posemb.torch", start), 0, None
+
+
+def _broadcast(name, given, batch, seq_len):
+    """The caller's position ids or mask (detached) for a (batch, seq_len) batch: (T,) and (1, T)
+    broadcast over the batch (and under torch.jit.trace every (B, T), recorded so that the trace
+    follows the batch), checked to be (batch, seq_len) when seq_len is given (the kernels check
+    too; an empty batch reaches no kernel)."""
+    _checks.tensors("posemb.torch", **{name: given})
+    t = given.detach()
+    if t.dim() == 1:  # (T,): broadcast over the batch
+        t = t.unsqueeze(0).expand(batch, -1)
+    elif t.dim() == 2 and batch is not None and (torch.jit.is_tracing() or
+                                                (batch != 1 and t.shape[0] == 1)):
+        t = t.expand(batch, -1)
+    if seq_len is not None and not torch.jit.is_tracing() and tuple(t.shape) != (batch, seq_len):
+        raise ValueError(f"posemb.torch: {name} has shape {tuple(given.shape)} but the batch is "
+                         f"({batch}, {seq_len}) (B, T)")
+    return t
 
 
 def _source(kind, tensor, start, separator):
@@ -409,11 +421,12 @@ class TokenPositionEmbedding(nn.Module):
     embed_dim)).
 
     forward(idx, position_ids=None, attention_mask=None, *, start=0, separator=None) -> (B, T, C)
-      positions: contiguous from `start` by default (cached decoding); position_ids (B, T) or
-      (T,) (broadcast over the batch); attention_mask (B, T), 1 real / 0 pad: a real token's
-      position is the number of real tokens before it, pads get the token row only and no
-      position gradient; separator: packed documents, positions restarting after each
-      separator token. One of the three at most.
+      positions: contiguous from `start` by default (cached decoding); position_ids (B, T), or
+      (T,) or (1, T) (broadcast over the batch); attention_mask (B, T) (or (T,), (1, T) as
+      position_ids), 1 real / 0 pad: a real token's position is the number of real tokens
+      before it, pads get the token row only and no position gradient; separator: packed
+      documents, positions restarting after each separator token (a token id, an int in
+      [0, 2^31)). One of the three at most.
 
     wte is initialized N(0, stddev) from `seed`, wpe by `init` from (seed + 1) mod 2^64 (posemb's
     seeded initializers; seed an int in [0, 2^64)); state dicts use GPT-2's names, wte.weight and

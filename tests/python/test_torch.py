@@ -324,3 +324,24 @@ def test_large_gradients_ask_for_huge_pages(gen):
         assert torch.equal(grad, want)  # untouched rows read as zeros
         if module is big and _thp_available():
             assert "hg" in _vm_flags(grad.data_ptr())
+
+
+def test_masks_broadcast_over_the_batch_as_position_ids_do(gen):
+    emb = pt.TokenPositionEmbedding(V, MAXT, C)
+    rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
+                               "num_attention_heads": 2, "max_position_embeddings": 16})
+    idx = torch.randint(0, V, (B, T), generator=gen)
+    q = torch.randn(B, T, 2, 4, generator=gen)
+    row = torch.tensor([0, 1, 1, 1, 0, 1])
+    for mask in (row, row.bool()):
+        full = mask.expand(B, T)
+        for given in (mask, mask[None]):  # (T,) and (1, T), as position_ids
+            assert torch.equal(emb(idx, attention_mask=given), emb(idx, attention_mask=full))
+            assert all(torch.equal(a, b) for a, b in zip(rope(q, q, attention_mask=given),
+                                                         rope(q, q, attention_mask=full)))
+    for name, t in (("attention_mask", row), ("position_ids", torch.arange(T))):
+        for bad in (t[:-1], t[None, :-1], t.expand(2, T), t.expand(B, 1, T)):
+            with pytest.raises(ValueError, match=f"posemb.torch: {name} has shape "
+                                                 rf"\({', '.join(map(str, bad.shape))},?\) but the "
+                                                 rf"batch is \({B}, {T}\) \(B, T\)"):
+                emb(idx, **{name: bad})
