@@ -182,7 +182,9 @@ class _TokenPosition(torch.autograd.Function):
         out = torch.empty((idx.shape[0], idx.shape[1], wte.shape[1]), dtype=torch.float32)
         bits = wte.dtype == torch.bfloat16
         table = (lambda t: _np(t.view(torch.int16))) if bits else _np
-        _ext.embed_forward(_np(idx), table(wte), table(wpe), source, out=_np(out), bfloat16=bits)
+        if idx.numel():  # an empty batch (B or T 0): an empty output, as nn.Embedding gives
+            _ext.embed_forward(_np(idx), table(wte), table(wpe), source, out=_np(out),
+                               bfloat16=bits)
         # idx and source_tensor are this call's own copies (token_position_embedding): the
         # backward reads what the forward read. The caller's tensors are saved only so that
         # autograd refuses a backward after they changed in place, as it does for nn.Embedding.
@@ -197,6 +199,8 @@ class _TokenPosition(torch.autograd.Function):
         need_wte, need_wpe = ctx.needs_input_grad[:2]
         dwte = _zeros(ctx.shapes[0]) if need_wte else None
         dwpe = _zeros(ctx.shapes[1]) if need_wpe else None
+        if idx.numel() == 0:  # an empty batch: zero gradients
+            return dwte, dwpe, None, None, None, None, None, None, None
         dout = dout.contiguous()  # itself when contiguous, as autograd usually passes it
         tokens = _np(idx)
         # The kernels add into the gradients: in mapped memory (_zeros), a first read of an
@@ -249,7 +253,8 @@ class _Gather(torch.autograd.Function):
     def forward(ctx, weight, source_tensor, given_positions):
         source = _source("explicit", source_tensor, 0, 0)
         out = torch.zeros((*source_tensor.shape, weight.shape[1]), dtype=weight.dtype)
-        _ext.add_positions_forward(_np(out), _np(weight), source)
+        if source_tensor.numel():  # an empty batch: an empty output
+            _ext.add_positions_forward(_np(out), _np(weight), source)
         ctx.save_for_backward(source_tensor, given_positions)  # the copy; the caller's (see above)
         ctx.source = source
         ctx.shape = weight.shape
@@ -257,9 +262,10 @@ class _Gather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dout):
-        ctx.saved_tensors  # refuses a backward after the caller's positions changed in place
-        dweight = _zeros(ctx.shape)
-        _ext.add_positions_backward(_np(dweight), _np(dout.contiguous()), ctx.source)
+        source_tensor = ctx.saved_tensors[0]  # refuses a backward after the caller's positions
+        dweight = _zeros(ctx.shape)           # changed in place
+        if source_tensor.numel():
+            _ext.add_positions_backward(_np(dweight), _np(dout.contiguous()), ctx.source)
         return dweight, None, None
 
 
@@ -458,9 +464,13 @@ class _Rotate(torch.autograd.Function):
     def forward(ctx, x, layout, kind, source_tensor, start, config, seq_len):
         source = _source(kind, source_tensor, start, 0)
         out = x.detach().clone(memory_format=torch.contiguous_format)
+        rotated, positions = out, source
+        if x.shape[0] * x.shape[1] == 0:  # an empty batch (B or T 0): returned empty, the
+            rotated = torch.zeros((1, 1, *x.shape[2:]))  # heads' shape checked on one token
+            positions = _ext.PositionSource.contiguous(0)
         with warnings.catch_warnings():  # the config's warnings were given once, by __init__
             warnings.simplefilter("ignore")
-            _ext.rope_forward(_np(out), layout, source, config=config, seq_len=seq_len)
+            _ext.rope_forward(_np(rotated), layout, positions, config=config, seq_len=seq_len)
         ctx.save_for_backward(source_tensor)  # refuses a backward after the positions changed
         ctx.args = (layout, source, config, seq_len)
         return out
@@ -470,6 +480,8 @@ class _Rotate(torch.autograd.Function):
         ctx.saved_tensors
         layout, source, config, seq_len = ctx.args
         dx = dout.detach().clone(memory_format=torch.contiguous_format)
+        if dx.shape[0] * dx.shape[1] == 0:  # an empty batch
+            return dx, None, None, None, None, None, None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _ext.rope_backward(_np(dx), layout, source, config=config, seq_len=seq_len)
@@ -531,8 +543,9 @@ class RotaryEmbedding(nn.Module):
             # Below 2^63 - 1, the positions the rotation takes; past it, the rotation below
             # refuses them with its own message (seq_len then does not matter).
             try:
-                pos = _ext.resolve_positions(_source(kind, tensor, start, 0), int(batch),
-                                             int(length), 2**63 - 1)
+                pos = (_ext.resolve_positions(_source(kind, tensor, start, 0), int(batch),
+                                              int(length), 2**63 - 1)
+                       if int(batch) * int(length) else np.empty(0))  # an empty batch: no position
                 seq_len = int(pos.max()) + 1 if pos.size else 0
             except _ext.SequenceTooLong:
                 seq_len = 0

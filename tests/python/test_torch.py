@@ -345,3 +345,39 @@ def test_masks_broadcast_over_the_batch_as_position_ids_do(gen):
                                                  rf"\({', '.join(map(str, bad.shape))},?\) but the "
                                                  rf"batch is \({B}, {T}\) \(B, T\)"):
                 emb(idx, **{name: bad})
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("shape", [(0, T), (B, 0), (0, 0)])
+def test_empty_batches_give_empty_results_and_zero_gradients(dtype, shape):
+    # as nn.Embedding and plain torch do: (B, T, C) with B or T 0, gradients of zeros
+    emb = pt.TokenPositionEmbedding(V, MAXT, C).to(dtype)
+    idx = torch.zeros(shape, dtype=torch.long)
+    ids = torch.zeros(shape, dtype=torch.int32)
+    row = torch.zeros(shape[1], dtype=torch.long)
+    outs = [emb(idx), emb(idx, start=2), emb(idx, position_ids=ids), emb(idx, position_ids=row),
+            emb(idx, attention_mask=ids.bool()), emb(idx, attention_mask=row[None]),
+            emb(idx, separator=0)]
+    for out in outs:
+        assert out.shape == (*shape, C) and out.dtype == dtype
+        out.sum().backward()
+    for lpe_out, want in ((emb.wpe(ids), (*shape, C)), (emb.wpe(ids.flatten()), (0, C)),
+                          (emb.wpe(0), (0, C))):
+        assert lpe_out.shape == want and lpe_out.dtype == dtype
+        lpe_out.sum().backward()
+    for p in (emb.wte.weight, emb.wpe.weight):
+        assert p.grad.dtype == dtype and torch.equal(p.grad, torch.zeros_like(p))
+    with pytest.raises(ValueError, match="position_ids has shape"):
+        emb(idx, position_ids=torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(TypeError, match="idx must be an int64 or int32 tensor"):
+        emb(idx.float())
+    rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
+                               "num_attention_heads": 2, "max_position_embeddings": 16})
+    q = torch.zeros(*shape, 2, 4, dtype=dtype, requires_grad=True)
+    for kw in (dict(), dict(position_ids=ids), dict(attention_mask=ids), dict(seq_len=8)):
+        got = rope(q, q, **kw)
+        assert all(t.shape == q.shape and t.dtype == dtype for t in got)
+        sum(t.sum() for t in got).backward()
+        assert q.grad.shape == q.shape
+    with pytest.raises(ValueError, match="x has heads of D = 6 columns, the config's head_dim is 4"):
+        rope(torch.zeros(*shape, 2, 6), torch.zeros(*shape, 2, 6))
