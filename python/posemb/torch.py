@@ -18,13 +18,14 @@ cos and sin):
     q, k = rope(q, k, start=past_length)                     # cached decoding
 
 `emb.wte` is an nn.Embedding and `emb.wpe` a LearnedPositionalEmbedding, so the state dict holds
-`wte.weight` and `wpe.weight` like GPT-2's. Forward and backward run posemb's fused kernels on
-the tensors' own memory (numpy views of CPU tensors, no copies of the tables or activations);
-gradients are bitwise identical for any thread count. Token ids are int64 (as torch makes them)
-or int32. The (B, T) ids, position ids and masks are copied once per forward (small beside the
-(B, T, C) output): the backward reads that copy, so ids changed after the forward through
-idx.numpy() (which torch's version counter does not see) change neither what the backward
-computes nor where it writes; changed in place through torch, autograd refuses the backward.
+`wte.weight` and `wpe.weight` like GPT-2's. Forward and backward run posemb's fused kernels on the
+tensors' own memory (numpy views of CPU tensors, no copies of the tables or activations); gradients
+are bitwise identical for any thread count, and differentiable again (create_graph=True: a gradient
+penalty, double backward). Token ids are int64 (as torch makes them) or int32. The (B, T) ids,
+position ids and masks are copied once per forward (small beside the (B, T, C) output): the
+backward reads that copy, so ids changed after the forward through idx.numpy() (which torch's
+version counter does not see) change neither what the backward computes nor where it writes;
+changed in place through torch, autograd refuses the backward.
 
 Dtypes: the modules follow .half(), .bfloat16() and .double(), and autocast leaves them in their
 own dtype (as it does nn.Embedding). The kernels compute in float32: float16 and bfloat16 tables
@@ -168,6 +169,32 @@ def _source(kind, tensor, start, separator):
     return _ext.PositionSource.contiguous(start)
 
 
+class _Backward(torch.autograd.Function):
+    """The gradients of one of the autograd Functions below (op; state, what its forward saved)
+    for dout, as an autograd Function of its own: what autograd records when it differentiates a
+    backward (create_graph=True: a gradient penalty, double backward). The Functions are linear
+    in their tensors, so their gradients are linear in dout: the backward of the gradients is
+    op's forward again, on the gradients' own incoming gradients (op.adjoint), and the tables
+    get no second derivative (it is 0)."""
+
+    @staticmethod
+    def forward(ctx, op, state, dout):
+        ctx.op, ctx.state = op, state
+        return op.gradients(state, dout)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return None, None, ctx.op.adjoint(ctx.state, *grads)
+
+
+def _gradients(op, state, dout):
+    """op.gradients(state, dout), a tuple of tensors: through _Backward when autograd records the
+    backward (create_graph=True), else computed directly."""
+    if torch.is_grad_enabled():
+        return _Backward.apply(op, state, dout)
+    return op.gradients(state, dout)
+
+
 class _TokenPosition(torch.autograd.Function):
     """out[b, t] = wte[idx[b, t]] + wpe[pos[b, t]] with posemb's embed_forward / embed_backward
     (float32 tables). Arguments are tensors and plain values (a _plan), so torch.jit.trace
@@ -189,18 +216,28 @@ class _TokenPosition(torch.autograd.Function):
         # backward reads what the forward read. The caller's tensors are saved only so that
         # autograd refuses a backward after they changed in place, as it does for nn.Embedding.
         ctx.save_for_backward(idx, source_tensor, given_idx, given_positions)
-        ctx.source = source
+        ctx.source, ctx.plan = source, (kind, start, separator)
         ctx.shapes = (wte.shape, wpe.shape)
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        idx = ctx.saved_tensors[0]
-        need_wte, need_wpe = ctx.needs_input_grad[:2]
-        dwte = _zeros(ctx.shapes[0]) if need_wte else None
-        dwpe = _zeros(ctx.shapes[1]) if need_wpe else None
+        idx, source_tensor, given_idx, given_positions = ctx.saved_tensors
+        needs = ctx.needs_input_grad[:2]
+        state = (needs, ctx.shapes, ctx.source, idx, source_tensor, ctx.plan, given_idx,
+                 given_positions)
+        grads = iter(_gradients(_TokenPosition, state, dout))
+        return (*(next(grads) if need else None for need in needs), *(None,) * 7)
+
+    @staticmethod
+    def gradients(state, dout):
+        """(dwte, dwpe), those of the two needed (state: see backward)."""
+        (need_wte, need_wpe), shapes, source, idx = state[:4]
+        dwte = _zeros(shapes[0]) if need_wte else None
+        dwpe = _zeros(shapes[1]) if need_wpe else None
+        needed = tuple(g for g in (dwte, dwpe) if g is not None)
         if idx.numel() == 0:  # an empty batch: zero gradients
-            return dwte, dwpe, None, None, None, None, None, None, None
+            return needed
         dout = dout.contiguous()  # itself when contiguous, as autograd usually passes it
         tokens = _np(idx)
         # The kernels add into the gradients: in mapped memory (_zeros), a first read of an
@@ -212,10 +249,24 @@ class _TokenPosition(torch.autograd.Function):
             _np(dwpe).fill(0.0)
         if need_wte:
             _ext.embed_backward(_np(dwte), None if dwpe is None else _np(dwpe), _np(dout), tokens,
-                                None if dwpe is None else ctx.source)
+                                None if dwpe is None else source)
         elif need_wpe:
-            _ext.add_positions_backward(_np(dwpe), _np(dout), ctx.source)
-        return dwte, dwpe, None, None, None, None, None, None, None
+            _ext.add_positions_backward(_np(dwpe), _np(dout), source)
+        return needed
+
+    @staticmethod
+    def adjoint(state, *grads):
+        """dout's gradient for the gradients' gradients: the forward on them (a zero table for
+        one not needed; without a token table, every token reads row 0 of a zero one)."""
+        needs, shapes, _, idx, source_tensor, plan, given_idx, given_positions = state
+        grads = iter(grads)
+        wte = next(grads).contiguous() if needs[0] else None
+        wpe = next(grads).contiguous() if needs[1] else torch.zeros(shapes[1])
+        if wte is None:
+            wte, idx = torch.zeros(1, shapes[0][1]), torch.zeros_like(idx)
+        kind, start, separator = plan
+        return _TokenPosition.apply(wte, wpe, idx, kind, source_tensor, start, separator,
+                                    given_idx, given_positions)
 
 
 class _Rows(torch.autograd.Function):
@@ -231,18 +282,26 @@ class _Rows(torch.autograd.Function):
         table = (_np(weight) if weight.dtype != torch.bfloat16 else
                  np.empty((weight.shape[0], 0), np.float32))
         _ext.learned_positional_embedding(seq_len, table, start)
-        ctx.start = start
-        ctx.shape = weight.shape
+        ctx.state = (weight.shape, start, seq_len)
         return weight.narrow(0, start, seq_len)
 
     @staticmethod
     def backward(ctx, dout):
-        dweight = _zeros(ctx.shape)
+        return (*_gradients(_Rows, ctx.state, dout), None, None)
+
+    @staticmethod
+    def gradients(state, dout):
+        shape, start, _ = state
+        dweight = _zeros(shape)
         if dout.shape[0] != 0:
             rows = _np(dout.float().contiguous()).reshape(1, *dout.shape)  # (1, seq_len, C)
-            _ext.add_positions_backward(_np(dweight), rows,
-                                        _ext.PositionSource.contiguous(ctx.start))
-        return dweight, None, None
+            _ext.add_positions_backward(_np(dweight), rows, _ext.PositionSource.contiguous(start))
+        return (dweight,)
+
+    @staticmethod
+    def adjoint(state, grad):
+        _, start, seq_len = state
+        return grad.narrow(0, start, seq_len)
 
 
 class _Gather(torch.autograd.Function):
@@ -262,11 +321,22 @@ class _Gather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dout):
-        source_tensor = ctx.saved_tensors[0]  # refuses a backward after the caller's positions
-        dweight = _zeros(ctx.shape)           # changed in place
+        # (saved_tensors refuses a backward after the caller's positions changed in place)
+        return (*_gradients(_Gather, (ctx.shape, ctx.source, *ctx.saved_tensors), dout), None,
+                None)
+
+    @staticmethod
+    def gradients(state, dout):
+        shape, source, source_tensor, _ = state
+        dweight = _zeros(shape)
         if source_tensor.numel():
-            _ext.add_positions_backward(_np(dweight), _np(dout.contiguous()), ctx.source)
-        return dweight, None, None
+            _ext.add_positions_backward(_np(dweight), _np(dout.contiguous()), source)
+        return (dweight,)
+
+    @staticmethod
+    def adjoint(state, grad):
+        _, _, source_tensor, given_positions = state
+        return _Gather.apply(grad.contiguous(), source_tensor, given_positions)
 
 
 # The autograd Functions as operators of torch's dispatcher (torch.library): torch.jit.trace
@@ -472,20 +542,30 @@ class _Rotate(torch.autograd.Function):
             warnings.simplefilter("ignore")
             _ext.rope_forward(_np(rotated), layout, positions, config=config, seq_len=seq_len)
         ctx.save_for_backward(source_tensor)  # refuses a backward after the positions changed
-        ctx.args = (layout, source, config, seq_len)
+        ctx.args = (layout, kind, start, config, seq_len)
+        ctx.source = source
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        ctx.saved_tensors
-        layout, source, config, seq_len = ctx.args
+        state = (ctx.args, ctx.source, ctx.saved_tensors[0])
+        return (*_gradients(_Rotate, state, dout), *(None,) * 6)
+
+    @staticmethod
+    def gradients(state, dout):
+        (layout, _, _, config, seq_len), source, _ = state
         dx = dout.detach().clone(memory_format=torch.contiguous_format)
         if dx.shape[0] * dx.shape[1] == 0:  # an empty batch
-            return dx, None, None, None, None, None, None
+            return (dx,)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _ext.rope_backward(_np(dx), layout, source, config=config, seq_len=seq_len)
-        return dx, None, None, None, None, None, None
+        return (dx,)
+
+    @staticmethod
+    def adjoint(state, grad):
+        (layout, kind, start, config, seq_len), _, source_tensor = state
+        return _Rotate.apply(grad, layout, kind, source_tensor, start, config, seq_len)
 
 
 _rotate_op = _operator("rotate", "(Tensor x, str layout, str kind, Tensor? positions, int start, "

@@ -197,6 +197,63 @@ def test_gradcheck_float64():
         assert torch.autograd.gradcheck(fn, (wpe,), eps=2**-6, atol=0, rtol=0)
 
 
+def test_double_backward_gradgradcheck_float64():
+    # create_graph=True differentiates the backward (a gradient penalty): the ops are linear, so
+    # the backward's backward is the forward again. On the dyadic grid above (the incoming
+    # gradients too) every step is exact in float32 (the float64 tables' three parts included):
+    # tolerance zero. One table frozen takes the other path of the token-position backward.
+    g = torch.Generator().manual_seed(6)
+    grid = lambda *shape: (torch.randint(-64, 64, shape, generator=g) / 64).double()
+    wte, wpe = grid(5, 2).requires_grad_(), grid(MAXT, 2).requires_grad_()  # small: quick
+    idx = torch.randint(0, 5, (2, 4), generator=g)
+    idx[1] = idx[0, 0]
+    mask = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 0]])
+    dout = grid(2, 4, 2).requires_grad_()  # (gradgradcheck differentiates for it too)
+    check = lambda fn, inputs, grads: torch.autograd.gradgradcheck(fn, inputs, grads, eps=2**-6,
+                                                                   atol=0, rtol=0)
+    for kw in (dict(), dict(start=3), dict(attention_mask=mask), dict(separator=int(idx[0, 1])),
+               dict(position_ids=torch.tensor([[3, 3, 0, 7], [1, 2, 2, 1]]))):
+        fn = lambda a, b: pt.token_position_embedding(idx, a, b, **kw)
+        assert check(fn, (wte, wpe), (dout,)), kw
+        assert check(lambda a: fn(a, wpe.detach()), (wte,), (dout,)), kw
+        assert check(lambda b: fn(wte.detach(), b), (wpe,), (dout,)), kw
+        f32 = lambda a, b: fn(a.float(), b.float()).double()  # the kernels' own float32 path
+        assert check(f32, (wte, wpe), (dout,)), kw
+    for positions in (3, torch.tensor([[1, 7, 1], [0, 0, 2]])):
+        shape = (3, 2) if isinstance(positions, int) else (2, 3, 2)
+        assert check(lambda w: pt.position_embedding(w, positions, 0), (wpe,),
+                     (grid(*shape).requires_grad_(),))
+    # The rotation's cos and sin are not on the grid: float32's rounding over eps = 2^-6.
+    rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
+                               "num_attention_heads": 2, "max_position_embeddings": 16})
+    q, k = grid(2, 4, 2, 4).requires_grad_(), grid(2, 4, 2, 4).requires_grad_()
+    for kw in (dict(start=5), dict(attention_mask=mask)):
+        assert torch.autograd.gradgradcheck(lambda a, b: rope(a, b, **kw), (q, k),
+                                            (grid(2, 4, 2, 4).requires_grad_(),
+                                             grid(2, 4, 2, 4).requires_grad_()), eps=2**-6,
+                                            atol=1e-5, rtol=1e-4), kw
+
+
+def test_a_gradient_penalty_matches_nn_embedding(gen):
+    # d/dw |dL/dw|^2 with L = sum(out^2): through posemb's backward recorded by create_graph
+    # and through F.embedding, in float64 on a dyadic grid (exact on both sides).
+    grid = lambda *shape: (torch.randint(-64, 64, shape, generator=gen) / 64).double()
+    emb = pt.TokenPositionEmbedding(V, MAXT, C).double()
+    with torch.no_grad():
+        emb.wte.weight.copy_(grid(V, C))
+        emb.wpe.weight.copy_(grid(MAXT, C))
+    idx = torch.randint(0, V, (B, T), generator=gen)
+    wte = emb.wte.weight.detach().clone().requires_grad_()
+    wpe = emb.wpe.weight.detach().clone().requires_grad_()
+    for params, out in ((list(emb.parameters()), emb(idx)),
+                        ([wte, wpe], F.embedding(idx, wte) + wpe[:T])):
+        grads = torch.autograd.grad(out.square().sum(), params, create_graph=True)
+        sum(g.square().sum() for g in grads).backward()
+    assert torch.equal(emb.wte.weight.grad, wte.grad)
+    assert torch.equal(emb.wpe.weight.grad, wpe.grad)
+    assert wte.grad.abs().sum() > 0
+
+
 def test_gradients_are_bitwise_identical_across_runs_and_threads():
     # Large enough for the kernels to run on several threads (2^18 elements and more).
     Bb, Tt, Cc, Vv = 4, 256, 256, 300
@@ -379,5 +436,5 @@ def test_empty_batches_give_empty_results_and_zero_gradients(dtype, shape):
         assert all(t.shape == q.shape and t.dtype == dtype for t in got)
         sum(t.sum() for t in got).backward()
         assert q.grad.shape == q.shape
-    with pytest.raises(ValueError, match="x has heads of D = 6 columns, the config's head_dim is 4"):
+    with pytest.raises(ValueError, match="heads of D = 6 columns, the config's head_dim is 4"):
         rope(torch.zeros(*shape, 2, 6), torch.zeros(*shape, 2, 6))
