@@ -21,12 +21,18 @@ def table_dtype(op, **tables):
 def float32_parts(op, table):
     """A float64 table as three float32 tables whose sum in float64 is the table exactly (for
     values in float32's normal range): the first is table.float() and carries the gradient, the
-    other two are constants."""
+    other two are constants. An infinity or a NaN is the first part alone (the others 0 there,
+    not inf - inf); a finite value that float32 would round to infinity is a ValueError."""
     high = table.float()
-    if torch.isinf(high).any() and not torch.isinf(table.detach()).any():
-        raise ValueError(f"{op}: a float64 table holds values beyond float32's range (|x| > "
-                         "3.4e38); posemb computes in float32")
-    rest = table.detach() - high.detach().double()
+    exact = table.detach()
+    finite = torch.isfinite(high)
+    beyond = ~finite & torch.isfinite(exact)
+    if beyond.any():
+        where = [int(i) for i in beyond.nonzero()[0]]
+        at = ", ".join(f"{n} {i}" for n, i in zip(("row", "column"), where))
+        raise ValueError(f"{op}: a float64 table holds {float(exact[tuple(where)])!r} at {at}, "
+                         "beyond float32's range (|x| > 3.4e38); posemb computes in float32")
+    rest = (exact - high.detach().double()).masked_fill_(~finite, 0.0)
     middle = rest.float()
     return high, middle, (rest - middle.double()).float()
 

@@ -18,13 +18,14 @@ cos and sin):
     q, k = rope(q, k, start=past_length)                     # cached decoding
 
 `emb.wte` is an nn.Embedding and `emb.wpe` a LearnedPositionalEmbedding, so the state dict holds
-`wte.weight` and `wpe.weight` like GPT-2's. Forward and backward run posemb's fused kernels on
-the tensors' own memory (numpy views of CPU tensors, no copies of the tables or activations);
-gradients are bitwise identical for any thread count. Token ids are int64 (as torch makes them)
-or int32. The (B, T) ids, position ids and masks are copied once per forward (small beside the
-(B, T, C) output): the backward reads that copy, so ids changed after the forward through
-idx.numpy() (which torch's version counter does not see) change neither what the backward
-computes nor where it writes; changed in place through torch, autograd refuses the backward.
+`wte.weight` and `wpe.weight` like GPT-2's. Forward and backward run posemb's fused kernels on the
+tensors' own memory (numpy views of CPU tensors, no copies of the tables or activations); gradients
+are bitwise identical for any thread count, and differentiable again (create_graph=True: a gradient
+penalty, double backward). Token ids are int64 (as torch makes them) or int32. The (B, T) ids,
+position ids and masks are copied once per forward (small beside the (B, T, C) output): the
+backward reads that copy, so ids changed after the forward through idx.numpy() (which torch's
+version counter does not see) change neither what the backward computes nor where it writes;
+changed in place through torch, autograd refuses the backward.
 
 Dtypes: the modules follow .half(), .bfloat16() and .double(), and autocast leaves them in their
 own dtype (as it does nn.Embedding). The kernels compute in float32: float16 and bfloat16 tables
@@ -36,8 +37,6 @@ Position ids may have any integer dtype. torch.jit.trace records the modules as 
 (torch.jit.script does not compile the modules).
 """
 import json
-import math
-import mmap
 import operator
 import warnings
 
@@ -46,58 +45,13 @@ import torch
 from torch import nn
 
 from posemb import _posemb as _ext
+from posemb import _torch_checks as _checks
+from posemb._torch_autograd import _Gather, _Rotate, _Rows, _TokenPosition, _np, _source
 from posemb._torch_dtypes import TABLE_DTYPES as _TABLE_DTYPES
 from posemb._torch_dtypes import in_table_dtype as _in_table_dtype
-from posemb._torch_dtypes import table_dtype as _table_dtype
 
 __all__ = ["LearnedPositionalEmbedding", "RotaryEmbedding", "TokenPositionEmbedding",
            "position_embedding", "token_position_embedding"]
-
-
-def _cpu(*tensors):
-    for t in tensors:
-        if t is not None and t.device.type != "cpu":
-            raise ValueError(f"posemb.torch: tensors must be on the CPU, got one on {t.device}")
-
-
-def _np(t):
-    """A numpy view of a CPU tensor: the same memory, no copy. Under torch.jit.trace the views
-    are taken inside the autograd Functions, which the trace records as calls (replayed on new
-    tensors), so the tracer's warning that the values become constants does not apply."""
-    if torch.jit.is_tracing():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", torch.jit.TracerWarning)
-            return t.detach().numpy()
-    return t.detach().numpy()
-
-
-def _zeros(shape):
-    """A zero float32 tensor for a gradient. From 2 MiB on, memory the OS hands out zeroed when
-    first touched (a private anonymous mapping), so the backward makes no pass of its own over a
-    gradient of which it writes only the rows in the batch, in transparent huge pages (as
-    posemb's own buffers): a 4 KiB page costs a page fault when first touched (about 11 us each
-    on a virtual machine measured here: 0.4 s for a GPT-2 token table's gradient), a 2 MiB page
-    one fault for 512 times the memory. Smaller gradients come from torch's allocator, whose
-    memory is reused from call to call: zeroing it costs less than its page faults would."""
-    count = math.prod(shape)
-    if not _maps(count):
-        return torch.zeros(shape)
-    buf = mmap.mmap(-1, count * 4, flags=mmap.MAP_PRIVATE)
-    if hasattr(mmap, "MADV_HUGEPAGE"):
-        try:
-            buf.madvise(mmap.MADV_HUGEPAGE)
-        except OSError:  # no transparent huge pages in this kernel: 4 KiB pages
-            pass
-    return torch.from_numpy(np.frombuffer(buf, dtype=np.float32).reshape(shape))
-
-
-_HUGE_PAGE_BYTES = 2 << 20
-
-
-def _maps(count):
-    """Whether _zeros gives a gradient of count floats as a lazily zeroed mapping."""
-    return count * 4 >= _HUGE_PAGE_BYTES
-
 
 _INT_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
 
@@ -113,22 +67,13 @@ def _integer_copy(op, name, t):
     return t.to(torch.int64).contiguous()
 
 
-def _start(op, start):
-    """start (the position of the first token of contiguous positions) as a non-negative int."""
-    start = operator.index(start)  # a float is a TypeError, not truncated
-    if start < 0:
-        raise ValueError(f"{op}: start must be >= 0 (the position of the first token), got {start}")
-    if start >= 2**63:  # torch's int is int64; no table or rotation has positions this far
-        raise ValueError(f"{op}: start = {start} is past every position (below 2^63 - 1)")
-    return start
-
-
 def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=None):
     """Where a (batch, seq_len) batch's positions come from, as tensors and plain values (what
     torch.jit.trace records): (kind, the tensor posemb reads (this call's copy, or None), start,
     separator, the caller's tensor it was copied from (kept for autograd's in-place check, never
-    read)); idx (this call's copy of the token ids) for packed positions. (T,) position ids are
-    broadcast to batch rows, and (1, T) ones too; batch None leaves (B, T) ids as they are."""
+    read)); idx (this call's copy of the token ids) for packed positions. (T,) position ids and
+    masks are broadcast to batch rows, and (1, T) ones too; batch None leaves (B, T) ids as they
+    are. With seq_len, the result must have the batch's shape (B, T)."""
     given = [n for n, v in (("position_ids", position_ids), ("attention_mask", attention_mask),
                             ("separator", separator)) if v is not None]
     if len(given) > 1:
@@ -138,18 +83,11 @@ def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=No
         raise ValueError(f"posemb.torch: start applies to contiguous positions; with {given[0]}, "
                          "positions come from it")
     if position_ids is not None:
-        _cpu(position_ids)
-        ids = position_ids.detach()
-        if ids.dim() == 1:  # (T,): broadcast over the batch
-            ids = ids.unsqueeze(0).expand(batch, -1)
-        elif ids.dim() == 2 and batch is not None and (torch.jit.is_tracing() or
-                                                      (batch != 1 and ids.shape[0] == 1)):
-            ids = ids.expand(batch, -1)  # traced: recorded, so that it follows the batch
+        ids = _broadcast("position_ids", position_ids, batch, seq_len)
         ids = _integer_copy("posemb.torch", "position_ids", ids)  # the forward's own copy
         return "explicit", ids, 0, 0, position_ids.detach()
     if attention_mask is not None:
-        _cpu(attention_mask)
-        mask = attention_mask.detach()
+        mask = _broadcast("attention_mask", attention_mask, batch, seq_len)
         if mask.dtype != torch.bool:
             mask = _integer_copy("posemb.torch", "attention_mask", mask)
         else:
@@ -157,114 +95,26 @@ def _plan(batch, seq_len, position_ids, attention_mask, start, separator, idx=No
         return "mask", mask, 0, 0, attention_mask.detach()
     if separator is not None:
         tokens = idx.detach().clone(memory_format=torch.contiguous_format)  # int64: narrowed, checked
-        return "packed", tokens, 0, int(separator), None
-    return "contiguous", None, _start("posemb.torch", start), 0, None
+        return "packed", tokens, 0, _checks.separator("posemb.torch", separator), None
+    return "contiguous", None, _checks.start("posemb.torch", start), 0, None
 
 
-def _source(kind, tensor, start, separator):
-    """The PositionSource of a _plan (it references tensor, which the caller keeps alive)."""
-    if kind == "explicit":
-        return _ext.PositionSource.explicit_ids(_np(tensor))
-    if kind == "mask":
-        return _ext.PositionSource.padding_mask(_np(tensor))
-    if kind == "packed":
-        return _ext.PositionSource.packed(_np(tensor), separator)
-    return _ext.PositionSource.contiguous(start)
-
-
-class _TokenPosition(torch.autograd.Function):
-    """out[b, t] = wte[idx[b, t]] + wpe[pos[b, t]] with posemb's embed_forward / embed_backward
-    (float32 tables). Arguments are tensors and plain values (a _plan), so torch.jit.trace
-    records the call and replays it on new inputs."""
-
-    @staticmethod
-    def forward(ctx, wte, wpe, idx, kind, source_tensor, start, separator, given_idx,
-                given_positions):
-        source = _source(kind, source_tensor, start, separator)
-        # float32 tables, or float16 / bfloat16 ones read as they are (widened exactly in the
-        # kernel; numpy has no bfloat16, so those go as their bits)
-        out = torch.empty((idx.shape[0], idx.shape[1], wte.shape[1]), dtype=torch.float32)
-        bits = wte.dtype == torch.bfloat16
-        table = (lambda t: _np(t.view(torch.int16))) if bits else _np
-        _ext.embed_forward(_np(idx), table(wte), table(wpe), source, out=_np(out), bfloat16=bits)
-        # idx and source_tensor are this call's own copies (token_position_embedding): the
-        # backward reads what the forward read. The caller's tensors are saved only so that
-        # autograd refuses a backward after they changed in place, as it does for nn.Embedding.
-        ctx.save_for_backward(idx, source_tensor, given_idx, given_positions)
-        ctx.source = source
-        ctx.shapes = (wte.shape, wpe.shape)
-        return out
-
-    @staticmethod
-    def backward(ctx, dout):
-        idx = ctx.saved_tensors[0]
-        need_wte, need_wpe = ctx.needs_input_grad[:2]
-        dwte = _zeros(ctx.shapes[0]) if need_wte else None
-        dwpe = _zeros(ctx.shapes[1]) if need_wpe else None
-        dout = dout.contiguous()  # itself when contiguous, as autograd usually passes it
-        tokens = _np(idx)
-        # The kernels add into the gradients: in mapped memory (_zeros), a first read of an
-        # untouched page maps the zero page and the write after it faults again. Writing the
-        # rows first faults each page once.
-        if dwte is not None and _maps(dwte.numel()):
-            _ext._zero_rows(_np(dwte), tokens)
-        if dwpe is not None and _maps(dwpe.numel()):
-            _np(dwpe).fill(0.0)
-        if need_wte:
-            _ext.embed_backward(_np(dwte), None if dwpe is None else _np(dwpe), _np(dout), tokens,
-                                None if dwpe is None else ctx.source)
-        elif need_wpe:
-            _ext.add_positions_backward(_np(dwpe), _np(dout), ctx.source)
-        return dwte, dwpe, None, None, None, None, None, None, None
-
-
-class _Rows(torch.autograd.Function):
-    """Rows [start, start + seq_len) of weight: posemb's lookup, a view of the weight itself (any
-    of the table dtypes: a view needs no arithmetic). The gradient is computed in float32;
-    autograd rounds it to weight's dtype."""
-
-    @staticmethod
-    def forward(ctx, weight, seq_len, start):
-        # The library checks the range (SequenceTooLong) and gives the view; torch's narrow is
-        # the same memory, made so that autograd knows the output is a view of weight. numpy
-        # has no bfloat16: the rows' count is what the check reads, so a (rows, 0) stand-in.
-        table = (_np(weight) if weight.dtype != torch.bfloat16 else
-                 np.empty((weight.shape[0], 0), np.float32))
-        _ext.learned_positional_embedding(seq_len, table, start)
-        ctx.start = start
-        ctx.shape = weight.shape
-        return weight.narrow(0, start, seq_len)
-
-    @staticmethod
-    def backward(ctx, dout):
-        dweight = _zeros(ctx.shape)
-        if dout.shape[0] != 0:
-            rows = _np(dout.float().contiguous()).reshape(1, *dout.shape)  # (1, seq_len, C)
-            _ext.add_positions_backward(_np(dweight), rows,
-                                        _ext.PositionSource.contiguous(ctx.start))
-        return dweight, None, None
-
-
-class _Gather(torch.autograd.Function):
-    """out[b, t] = weight[pos[b, t]] for explicit ids (float32 weight; tensors and plain values,
-    as _TokenPosition)."""
-
-    @staticmethod
-    def forward(ctx, weight, source_tensor, given_positions):
-        source = _source("explicit", source_tensor, 0, 0)
-        out = torch.zeros((*source_tensor.shape, weight.shape[1]), dtype=weight.dtype)
-        _ext.add_positions_forward(_np(out), _np(weight), source)
-        ctx.save_for_backward(source_tensor, given_positions)  # the copy; the caller's (see above)
-        ctx.source = source
-        ctx.shape = weight.shape
-        return out
-
-    @staticmethod
-    def backward(ctx, dout):
-        ctx.saved_tensors  # refuses a backward after the caller's positions changed in place
-        dweight = _zeros(ctx.shape)
-        _ext.add_positions_backward(_np(dweight), _np(dout.contiguous()), ctx.source)
-        return dweight, None, None
+def _broadcast(name, given, batch, seq_len):
+    """The caller's position ids or mask (detached) for a (batch, seq_len) batch: (T,) and (1, T)
+    broadcast over the batch (and under torch.jit.trace every (B, T), recorded so that the trace
+    follows the batch), checked to be (batch, seq_len) when seq_len is given (the kernels check
+    too; an empty batch reaches no kernel)."""
+    _checks.tensors("posemb.torch", **{name: given})
+    t = given.detach()
+    if t.dim() == 1:  # (T,): broadcast over the batch
+        t = t.unsqueeze(0).expand(batch, -1)
+    elif t.dim() == 2 and batch is not None and (torch.jit.is_tracing() or
+                                                (batch != 1 and t.shape[0] == 1)):
+        t = t.expand(batch, -1)
+    if seq_len is not None and not torch.jit.is_tracing() and tuple(t.shape) != (batch, seq_len):
+        raise ValueError(f"posemb.torch: {name} has shape {tuple(given.shape)} but the batch is "
+                         f"({batch}, {seq_len}) (B, T)")
+    return t
 
 
 # The autograd Functions as operators of torch's dispatcher (torch.library): torch.jit.trace
@@ -300,12 +150,12 @@ def token_position_embedding(idx, wte, wpe, position_ids=None, attention_mask=No
     """wte[idx] + wpe[positions], (B, T, C), through posemb's fused kernels (the functional form
     of TokenPositionEmbedding; positions as its forward takes them). The result has the tables'
     dtype (float32, float16, bfloat16 or float64; see posemb._torch_dtypes)."""
-    _cpu(idx, wte, wpe)
     op = "token_position_embedding"
-    _table_dtype(op, wte=wte, wpe=wpe)
-    if not isinstance(idx, torch.Tensor) or idx.dim() != 2:
-        got = f"shape {tuple(idx.shape)}" if isinstance(idx, torch.Tensor) else type(idx).__name__
-        raise ValueError(f"{op}: idx must be a (B, T) tensor of token ids, got {got}")
+    _checks.tensors(op, idx=idx, wte=wte, wpe=wpe)
+    _checks.tables(op, wte=wte, wpe=wpe)
+    if idx.dim() != 2:
+        raise ValueError(f"{op}: idx must be a (B, T) tensor of token ids, got shape "
+                         f"{tuple(idx.shape)}")
     if idx.dtype not in (torch.int32, torch.int64):
         raise TypeError(f"{op}: idx must be an int64 or int32 tensor of token ids (as "
                         f"nn.Embedding takes them), got {idx.dtype}")
@@ -323,19 +173,21 @@ def token_position_embedding(idx, wte, wpe, position_ids=None, attention_mask=No
 
 def _seq_len(op, positions):
     """positions as a seq_len when it is one (an int, or an integer tensor of no dimensions, which
-    torch.jit.trace makes of x.shape[1]); None for a tensor of position ids."""
+    torch.jit.trace makes of x.shape[1]), in [0, 2^64) (the library's size_t); None for a tensor
+    of position ids."""
     if isinstance(positions, torch.Tensor):
         if positions.dim() != 0:
             return None
         if positions.dtype not in _INT_DTYPES:
             raise TypeError(f"{op}: positions must be an int (seq_len) or an integer tensor of "
                             f"position ids (T,) or (B, T), got a {positions.dtype} scalar tensor")
-        return int(positions)
+        return _checks.count(op, "seq_len", int(positions), 2**64)
     try:
-        return operator.index(positions)
+        seq_len = operator.index(positions)
     except TypeError:
         raise TypeError(f"{op}: positions must be an int (seq_len) or an integer tensor of "
                         f"position ids (T,) or (B, T), got {type(positions).__name__}") from None
+    return _checks.count(op, "seq_len", seq_len, 2**64)
 
 
 def position_embedding(weight, positions, start=0):
@@ -343,10 +195,9 @@ def position_embedding(weight, positions, start=0):
     an int seq_len gives rows [start, start + seq_len), a view of weight; position_ids
     (T,) or (B, T), of any integer dtype, give weight[position_ids], (T, C) or (B, T, C). The
     result has weight's dtype (float32, float16, bfloat16 or float64)."""
-    _cpu(weight)
     op = "position_embedding"
-    _table_dtype(op, weight=weight)
-    start = _start(op, start)
+    _checks.tables(op, weight=weight)
+    start = _checks.start(op, start)
     if torch.jit.is_tracing() and not (isinstance(positions, torch.Tensor) and positions.dim()):
         # A seq_len under torch.jit.trace (x.shape[1] is a 0-d tensor there): the ids start ..
         # start + seq_len - 1 through the gather operator, so that the trace follows the length
@@ -371,6 +222,18 @@ def position_embedding(weight, positions, start=0):
     return out[0] if positions.dim() == 1 else out
 
 
+def _initialize(weight, init, stddev, seed):
+    """weight written over by posemb's seeded initializer, which fills float32 tables: another
+    dtype (after .half(), .double()) gets the float32 values rounded or widened to it."""
+    if weight.dtype == torch.float32 and weight.device.type == "cpu":
+        _ext.initialize_table(_np(weight), init, stddev, seed)
+        return
+    table = torch.empty(tuple(weight.shape))
+    _ext.initialize_table(_np(table), init, stddev, seed)
+    with torch.no_grad():
+        weight.copy_(table)
+
+
 class LearnedPositionalEmbedding(nn.Module):
     """A learned position table, `weight` (max_seq_len, embed_dim), on posemb's kernels.
 
@@ -381,18 +244,23 @@ class LearnedPositionalEmbedding(nn.Module):
     module's docstring). Past the table: posemb.SequenceTooLong (an IndexError) naming the rows
     the call needs.
     The table is initialized by posemb's seeded initializers (init: "normal" N(0, stddev),
-    "scaled-normal", "glorot-uniform", "zeros", "sinusoidal"), the same on every machine.
+    "scaled-normal", "glorot-uniform", "zeros", "sinusoidal"), the same on every machine, in
+    float32 (reset_parameters after .half() or .double(): those values rounded or widened).
+    max_seq_len and embed_dim are ints >= 0, seed an int in [0, 2^64), init a str.
     """
 
     def __init__(self, max_seq_len, embed_dim, init="normal", stddev=0.02, seed=0):
         super().__init__()
-        self.max_seq_len, self.embed_dim = int(max_seq_len), int(embed_dim)
-        self.init, self.stddev, self.seed = init, float(stddev), int(seed)
+        op = type(self).__name__
+        self.max_seq_len = _checks.size(op, "max_seq_len", max_seq_len)
+        self.embed_dim = _checks.size(op, "embed_dim", embed_dim)
+        self.init, self.stddev = _checks.init(op, init), float(stddev)
+        self.seed = _checks.seed(op, seed)
         self.weight = nn.Parameter(torch.empty(self.max_seq_len, self.embed_dim))
         self.reset_parameters()
 
     def reset_parameters(self):
-        _ext.initialize_table(_np(self.weight), self.init, self.stddev, self.seed)
+        _initialize(self.weight, self.init, self.stddev, self.seed)
 
     def forward(self, positions, start=0):
         return position_embedding(self.weight, positions, start)
@@ -407,51 +275,34 @@ class TokenPositionEmbedding(nn.Module):
     embed_dim)).
 
     forward(idx, position_ids=None, attention_mask=None, *, start=0, separator=None) -> (B, T, C)
-      positions: contiguous from `start` by default (cached decoding); position_ids (B, T) or
-      (T,) (broadcast over the batch); attention_mask (B, T), 1 real / 0 pad: a real token's
-      position is the number of real tokens before it, pads get the token row only and no
-      position gradient; separator: packed documents, positions restarting after each
-      separator token. One of the three at most.
+      positions: contiguous from `start` by default (cached decoding); position_ids (B, T), or
+      (T,) or (1, T) (broadcast over the batch); attention_mask (B, T) (or (T,), (1, T) as
+      position_ids), 1 real / 0 pad: a real token's position is the number of real tokens
+      before it, pads get the token row only and no position gradient; separator: packed
+      documents, positions restarting after each separator token (a token id, an int in
+      [0, 2^31)). One of the three at most.
 
-    wte is initialized N(0, stddev) from `seed`, wpe by `init` from seed + 1 (posemb's seeded
-    initializers); state dicts use GPT-2's names, wte.weight and wpe.weight.
+    wte is initialized N(0, stddev) from `seed`, wpe by `init` from (seed + 1) mod 2^64 (posemb's
+    seeded initializers; seed an int in [0, 2^64)); state dicts use GPT-2's names, wte.weight and
+    wpe.weight.
     """
 
     def __init__(self, vocab_size, max_seq_len, embed_dim, *, init="normal", stddev=0.02, seed=0):
         super().__init__()
+        op = type(self).__name__
+        vocab_size = _checks.size(op, "vocab_size", vocab_size)
+        max_seq_len = _checks.size(op, "max_seq_len", max_seq_len)
+        embed_dim = _checks.size(op, "embed_dim", embed_dim)
+        init, self.seed = _checks.init(op, init), _checks.seed(op, seed)
+        self.stddev = float(stddev)
         self.wte = nn.Embedding(vocab_size, embed_dim, _weight=torch.empty(vocab_size, embed_dim))
-        self.wpe = LearnedPositionalEmbedding(max_seq_len, embed_dim, init, stddev, seed + 1)
-        self.stddev, self.seed = float(stddev), int(seed)
-        _ext.initialize_table(_np(self.wte.weight), "normal", self.stddev, self.seed)
+        self.wpe = LearnedPositionalEmbedding(max_seq_len, embed_dim, init, stddev,
+                                              (self.seed + 1) % 2**64)
+        _initialize(self.wte.weight, "normal", self.stddev, self.seed)
 
     def forward(self, idx, position_ids=None, attention_mask=None, *, start=0, separator=None):
         return token_position_embedding(idx, self.wte.weight, self.wpe.weight, position_ids,
                                         attention_mask, start=start, separator=separator)
-
-
-class _Rotate(torch.autograd.Function):
-    """x (B, T, H, D) rotated by posemb's rope_forward (a copy); the backward is rope_backward."""
-
-    @staticmethod
-    def forward(ctx, x, layout, kind, source_tensor, start, config, seq_len):
-        source = _source(kind, source_tensor, start, 0)
-        out = x.detach().clone(memory_format=torch.contiguous_format)
-        with warnings.catch_warnings():  # the config's warnings were given once, by __init__
-            warnings.simplefilter("ignore")
-            _ext.rope_forward(_np(out), layout, source, config=config, seq_len=seq_len)
-        ctx.save_for_backward(source_tensor)  # refuses a backward after the positions changed
-        ctx.args = (layout, source, config, seq_len)
-        return out
-
-    @staticmethod
-    def backward(ctx, dout):
-        ctx.saved_tensors
-        layout, source, config, seq_len = ctx.args
-        dx = dout.detach().clone(memory_format=torch.contiguous_format)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            _ext.rope_backward(_np(dx), layout, source, config=config, seq_len=seq_len)
-        return dx, None, None, None, None, None, None
 
 
 _rotate_op = _operator("rotate", "(Tensor x, str layout, str kind, Tensor? positions, int start, "
@@ -472,8 +323,8 @@ class RotaryEmbedding(nn.Module):
       q.transpose(1, 2)), float32, float16, bfloat16 or float64 (rotated in float32, returned
       in their own dtype), returned rotated (new tensors; gradients flow through posemb's
       rope_backward). Positions as in TokenPositionEmbedding. seq_len: the length the
-      frequencies are for (dynamic, longrope); None does what transformers'
-      dynamic_rope_update does, the largest position + 1.
+      frequencies are for (dynamic, longrope), an int in [0, 2^63); None does what
+      transformers' dynamic_rope_update does, the largest position + 1.
 
     Attributes: inv_freq (R/2,) float64 and attention_scaling, the frequencies and attention
     factor at the trained length (transformers' names).
@@ -482,12 +333,12 @@ class RotaryEmbedding(nn.Module):
     def __init__(self, config, layout="half"):
         super().__init__()
         self.config = config if isinstance(config, str) else json.dumps(config)
-        self.layout = layout
+        self.layout = _checks.layout("RotaryEmbedding", layout)
         inv_freq, self.attention_scaling = _ext.rope_frequencies(self.config)
         self.register_buffer("inv_freq", torch.from_numpy(inv_freq), persistent=False)
 
     def forward(self, q, k, position_ids=None, attention_mask=None, *, start=0, seq_len=None):
-        _cpu(q, k)
+        _checks.tensors("RotaryEmbedding", q=q, k=k)
         for name, t in (("q", q), ("k", k)):
             if t.dim() != 4:
                 raise ValueError(f"RotaryEmbedding: {name} must be a (B, T, H, D) tensor, got "
@@ -503,12 +354,15 @@ class RotaryEmbedding(nn.Module):
                              "in (B, T)")
         batch, length = q.shape[0], q.shape[1]
         kind, tensor, start, _, _ = _plan(batch, length, position_ids, attention_mask, start, None)
-        if seq_len is None:
+        if seq_len is not None:  # an int64 of torch's dispatcher
+            seq_len = _checks.count("RotaryEmbedding", "seq_len", seq_len, 2**63)
+        else:
             # Below 2^63 - 1, the positions the rotation takes; past it, the rotation below
             # refuses them with its own message (seq_len then does not matter).
             try:
-                pos = _ext.resolve_positions(_source(kind, tensor, start, 0), int(batch),
-                                             int(length), 2**63 - 1)
+                pos = (_ext.resolve_positions(_source(kind, tensor, start, 0), int(batch),
+                                              int(length), 2**63 - 1)
+                       if int(batch) * int(length) else np.empty(0))  # an empty batch: no position
                 seq_len = int(pos.max()) + 1 if pos.size else 0
             except _ext.SequenceTooLong:
                 seq_len = 0

@@ -197,6 +197,63 @@ def test_gradcheck_float64():
         assert torch.autograd.gradcheck(fn, (wpe,), eps=2**-6, atol=0, rtol=0)
 
 
+def test_double_backward_gradgradcheck_float64():
+    # create_graph=True differentiates the backward (a gradient penalty): the ops are linear, so
+    # the backward's backward is the forward again. On the dyadic grid above (the incoming
+    # gradients too) every step is exact in float32 (the float64 tables' three parts included):
+    # tolerance zero. One table frozen takes the other path of the token-position backward.
+    g = torch.Generator().manual_seed(6)
+    grid = lambda *shape: (torch.randint(-64, 64, shape, generator=g) / 64).double()
+    wte, wpe = grid(5, 2).requires_grad_(), grid(MAXT, 2).requires_grad_()  # small: quick
+    idx = torch.randint(0, 5, (2, 4), generator=g)
+    idx[1] = idx[0, 0]
+    mask = torch.tensor([[0, 1, 1, 1], [1, 1, 1, 0]])
+    dout = grid(2, 4, 2).requires_grad_()  # (gradgradcheck differentiates for it too)
+    check = lambda fn, inputs, grads: torch.autograd.gradgradcheck(fn, inputs, grads, eps=2**-6,
+                                                                   atol=0, rtol=0)
+    for kw in (dict(), dict(start=3), dict(attention_mask=mask), dict(separator=int(idx[0, 1])),
+               dict(position_ids=torch.tensor([[3, 3, 0, 7], [1, 2, 2, 1]]))):
+        fn = lambda a, b: pt.token_position_embedding(idx, a, b, **kw)
+        assert check(fn, (wte, wpe), (dout,)), kw
+        assert check(lambda a: fn(a, wpe.detach()), (wte,), (dout,)), kw
+        assert check(lambda b: fn(wte.detach(), b), (wpe,), (dout,)), kw
+        f32 = lambda a, b: fn(a.float(), b.float()).double()  # the kernels' own float32 path
+        assert check(f32, (wte, wpe), (dout,)), kw
+    for positions in (3, torch.tensor([[1, 7, 1], [0, 0, 2]])):
+        shape = (3, 2) if isinstance(positions, int) else (2, 3, 2)
+        assert check(lambda w: pt.position_embedding(w, positions, 0), (wpe,),
+                     (grid(*shape).requires_grad_(),))
+    # The rotation's cos and sin are not on the grid: float32's rounding over eps = 2^-6.
+    rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
+                               "num_attention_heads": 2, "max_position_embeddings": 16})
+    q, k = grid(2, 4, 2, 4).requires_grad_(), grid(2, 4, 2, 4).requires_grad_()
+    for kw in (dict(start=5), dict(attention_mask=mask)):
+        assert torch.autograd.gradgradcheck(lambda a, b: rope(a, b, **kw), (q, k),
+                                            (grid(2, 4, 2, 4).requires_grad_(),
+                                             grid(2, 4, 2, 4).requires_grad_()), eps=2**-6,
+                                            atol=1e-5, rtol=1e-4), kw
+
+
+def test_a_gradient_penalty_matches_nn_embedding(gen):
+    # d/dw |dL/dw|^2 with L = sum(out^2): through posemb's backward recorded by create_graph
+    # and through F.embedding, in float64 on a dyadic grid (exact on both sides).
+    grid = lambda *shape: (torch.randint(-64, 64, shape, generator=gen) / 64).double()
+    emb = pt.TokenPositionEmbedding(V, MAXT, C).double()
+    with torch.no_grad():
+        emb.wte.weight.copy_(grid(V, C))
+        emb.wpe.weight.copy_(grid(MAXT, C))
+    idx = torch.randint(0, V, (B, T), generator=gen)
+    wte = emb.wte.weight.detach().clone().requires_grad_()
+    wpe = emb.wpe.weight.detach().clone().requires_grad_()
+    for params, out in ((list(emb.parameters()), emb(idx)),
+                        ([wte, wpe], F.embedding(idx, wte) + wpe[:T])):
+        grads = torch.autograd.grad(out.square().sum(), params, create_graph=True)
+        sum(g.square().sum() for g in grads).backward()
+    assert torch.equal(emb.wte.weight.grad, wte.grad)
+    assert torch.equal(emb.wpe.weight.grad, wpe.grad)
+    assert wte.grad.abs().sum() > 0
+
+
 def test_gradients_are_bitwise_identical_across_runs_and_threads():
     # Large enough for the kernels to run on several threads (2^18 elements and more).
     Bb, Tt, Cc, Vv = 4, 256, 256, 300
@@ -324,3 +381,60 @@ def test_large_gradients_ask_for_huge_pages(gen):
         assert torch.equal(grad, want)  # untouched rows read as zeros
         if module is big and _thp_available():
             assert "hg" in _vm_flags(grad.data_ptr())
+
+
+def test_masks_broadcast_over_the_batch_as_position_ids_do(gen):
+    emb = pt.TokenPositionEmbedding(V, MAXT, C)
+    rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
+                               "num_attention_heads": 2, "max_position_embeddings": 16})
+    idx = torch.randint(0, V, (B, T), generator=gen)
+    q = torch.randn(B, T, 2, 4, generator=gen)
+    row = torch.tensor([0, 1, 1, 1, 0, 1])
+    for mask in (row, row.bool()):
+        full = mask.expand(B, T)
+        for given in (mask, mask[None]):  # (T,) and (1, T), as position_ids
+            assert torch.equal(emb(idx, attention_mask=given), emb(idx, attention_mask=full))
+            assert all(torch.equal(a, b) for a, b in zip(rope(q, q, attention_mask=given),
+                                                         rope(q, q, attention_mask=full)))
+    for name, t in (("attention_mask", row), ("position_ids", torch.arange(T))):
+        for bad in (t[:-1], t[None, :-1], t.expand(2, T), t.expand(B, 1, T)):
+            with pytest.raises(ValueError, match=f"posemb.torch: {name} has shape "
+                                                 rf"\({', '.join(map(str, bad.shape))},?\) but the "
+                                                 rf"batch is \({B}, {T}\) \(B, T\)"):
+                emb(idx, **{name: bad})
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("shape", [(0, T), (B, 0), (0, 0)])
+def test_empty_batches_give_empty_results_and_zero_gradients(dtype, shape):
+    # as nn.Embedding and plain torch do: (B, T, C) with B or T 0, gradients of zeros
+    emb = pt.TokenPositionEmbedding(V, MAXT, C).to(dtype)
+    idx = torch.zeros(shape, dtype=torch.long)
+    ids = torch.zeros(shape, dtype=torch.int32)
+    row = torch.zeros(shape[1], dtype=torch.long)
+    outs = [emb(idx), emb(idx, start=2), emb(idx, position_ids=ids), emb(idx, position_ids=row),
+            emb(idx, attention_mask=ids.bool()), emb(idx, attention_mask=row[None]),
+            emb(idx, separator=0)]
+    for out in outs:
+        assert out.shape == (*shape, C) and out.dtype == dtype
+        out.sum().backward()
+    for lpe_out, want in ((emb.wpe(ids), (*shape, C)), (emb.wpe(ids.flatten()), (0, C)),
+                          (emb.wpe(0), (0, C))):
+        assert lpe_out.shape == want and lpe_out.dtype == dtype
+        lpe_out.sum().backward()
+    for p in (emb.wte.weight, emb.wpe.weight):
+        assert p.grad.dtype == dtype and torch.equal(p.grad, torch.zeros_like(p))
+    with pytest.raises(ValueError, match="position_ids has shape"):
+        emb(idx, position_ids=torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(TypeError, match="idx must be an int64 or int32 tensor"):
+        emb(idx.float())
+    rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
+                               "num_attention_heads": 2, "max_position_embeddings": 16})
+    q = torch.zeros(*shape, 2, 4, dtype=dtype, requires_grad=True)
+    for kw in (dict(), dict(position_ids=ids), dict(attention_mask=ids), dict(seq_len=8)):
+        got = rope(q, q, **kw)
+        assert all(t.shape == q.shape and t.dtype == dtype for t in got)
+        sum(t.sum() for t in got).backward()
+        assert q.grad.shape == q.shape
+    with pytest.raises(ValueError, match="heads of D = 6 columns, the config's head_dim is 4"):
+        rope(torch.zeros(*shape, 2, 6), torch.zeros(*shape, 2, 6))

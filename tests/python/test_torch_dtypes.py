@@ -388,3 +388,56 @@ def test_inference_mode_and_no_grad_give_the_same_values(gen):
         with mode():
             got = [emb(idx), emb(idx, position_ids=pos), emb.wpe(pos)]
         assert all(torch.equal(g, w) and not g.requires_grad for g, w in zip(got, want))
+
+
+def test_float64_infinities_and_nans_give_the_float64_formula():
+    # inf - inf is NaN: the parts after the first are 0 where a value is not finite, so the sum
+    # is the plain float64 formula bit for bit, infinities, NaNs and finite values mixed.
+    inf, nan = float("inf"), float("nan")
+    values = torch.tensor([inf, -inf, nan, 1.0 / 3, -2.5e38, 1e-30, 0.0, -7.25],
+                          dtype=torch.float64)
+    g = torch.Generator().manual_seed(11)
+    wte = values[torch.randint(0, 8, (V, C), generator=g)]
+    wpe = values[torch.randint(0, 8, (MAXT, C), generator=g)]
+    wte[0] = torch.tensor([inf, -inf, nan, 1.0])[:, None].expand(4, C // 4 + 1).flatten()[:C]
+    idx = torch.randint(0, V, (B, T), generator=g)
+    idx[0, :3] = 0
+    pos = torch.randint(0, MAXT, (B, T), generator=g)
+    bits = lambda t: t.view(torch.int64)
+    for kw, p in ((dict(), torch.arange(T).expand(B, T)), (dict(position_ids=pos), pos)):
+        got = pt.token_position_embedding(idx, wte, wpe, **kw)
+        assert torch.equal(bits(got), bits(wte[idx] + wpe[p])), kw
+    assert torch.equal(bits(pt.position_embedding(wpe, pos)), bits(wpe[pos]))
+    got = pt.token_position_embedding(torch.tensor([[0, 1, 2]]),
+                                      torch.tensor([[inf], [-inf], [nan]], dtype=torch.float64),
+                                      torch.zeros(4, 1, dtype=torch.float64))
+    assert got[0, :2, 0].tolist() == [inf, -inf] and bool(got[0, 2, 0].isnan())
+
+
+def test_float64_values_beyond_float32_are_refused_with_an_infinity_in_the_table():
+    # The check is per element: an infinity elsewhere in the table no longer hides 1e300.
+    inf = float("inf")
+    for table in (torch.tensor([[inf], [1e300]], dtype=torch.float64),
+                  torch.tensor([[1.0, -inf], [2.0, -1e300]], dtype=torch.float64)):
+        with pytest.raises(ValueError, match=r"position_embedding: a float64 table holds -?1e\+300 "
+                                             r"at row 1, column \d, beyond float32's range"):
+            pt.position_embedding(table, torch.tensor([1]))
+        with pytest.raises(ValueError, match="token_position_embedding: .* beyond float32's"):
+            pt.token_position_embedding(torch.tensor([[0, 1]]), table, torch.zeros_like(table))
+    fine = torch.tensor([[3.4028235e38], [-3.4028235e38]], dtype=torch.float64)  # float32's max
+    assert torch.equal(pt.position_embedding(fine, torch.tensor([0, 1])), fine)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reset_parameters_in_every_dtype(dtype):
+    # posemb's initializers fill float32: another dtype gets those values rounded (float16,
+    # bfloat16) or widened exactly (float64), the weight staying the same Parameter.
+    for init in ("normal", "sinusoidal"):
+        want = pt.LearnedPositionalEmbedding(MAXT, C, init=init, seed=9).weight.detach()
+        lpe = pt.LearnedPositionalEmbedding(MAXT, C, init=init, seed=9).to(dtype)
+        weight = lpe.weight
+        with torch.no_grad():
+            weight.zero_()
+        lpe.reset_parameters()
+        assert lpe.weight is weight and weight.dtype == dtype and weight.requires_grad
+        assert torch.equal(weight, want.to(dtype))  # float64: the float32 values widened
