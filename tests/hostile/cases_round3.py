@@ -86,5 +86,31 @@ def thread_cases(p):
             for n in (64, 1024)]
 
 
+def same_file_cases(p):
+    """An output that is the input under another name: refused (exit 2), the input unchanged.
+    `inspect T --plot T` replaced the table with a PNG."""
+    table = table_file("wpe.weight", 40, 16)
+    config = b'{"hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 64}'
+
+    def both(d):
+        write("in.safetensors", table)(d)
+        write("c.json", config)(d)
+        os.symlink("in.safetensors", os.path.join(d, "alias.safetensors"))
+        os.link(os.path.join(d, "c.json"), os.path.join(d, "hard.json"))
+        os.link(os.path.join(d, "in.safetensors"), os.path.join(d, "hard.safetensors"))
+        os.mkdir(os.path.join(d, "sub"))
+
+    keep = ("in.safetensors", "c.json")
+    return [Case("same-file-%s" % tag, "same-file", args, (2,), ("is the input file",), setup=both, keep=keep)
+            for tag, args in (
+                ("inspect-plot", ["inspect", "{dir}/in.safetensors", "--plot", "{dir}/in.safetensors"]),
+                ("inspect-plot-link", ["inspect", "{dir}/in.safetensors", "--plot", "{dir}/alias.safetensors"]),
+                ("convert-hard-link", ["convert", "{dir}/in.safetensors", "{dir}/sub/../hard.safetensors"]),
+                ("resize", ["resize", "{dir}/in.safetensors", "--to", "64", "--method", "copy", "-o",
+                            "{dir}/./in.safetensors"]),
+                ("rope-set-hard-link", ["rope", "{dir}/c.json", "--set", "linear", "--factor", "2", "-o",
+                                        "{dir}/hard.json"]))]
+
+
 def round3_cases(p):
-    return overflow_cases(p) + position_id_cases(p) + state_cases(p) + thread_cases(p)
+    return overflow_cases(p) + position_id_cases(p) + state_cases(p) + thread_cases(p) + same_file_cases(p)

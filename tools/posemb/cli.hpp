@@ -3,11 +3,15 @@
 // prints errors and chooses exit codes.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+
+#include "posemb/errors.hpp"
 
 namespace posemb::cli {
 
@@ -22,6 +26,25 @@ class UsageError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
+
+// Refuses (UsageError) an output that is the input file itself, under any name (the same device
+// and inode: a symbolic or hard link, ./x, ../dir/x): `inspect T --plot T` replaced the table
+// with a PNG, and `convert T T` or `resize T -o T` replaced what they read. A missing output is
+// fine.
+inline void refuse_output_over_input(const std::string& input, const std::string& output,
+                                     const std::string& command) {
+  struct stat in {
+  }, out{};
+  if (output.empty() || ::stat(input.c_str(), &in) != 0 || ::stat(output.c_str(), &out) != 0 ||
+      S_ISDIR(in.st_mode)) {  // a folder: the folder writer has its own check
+    return;
+  }
+  if (in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+    throw UsageError(command + ": the output " + quote_untrusted(output) + " is the input file " +
+                     quote_untrusted(input) +
+                     "; write to another file (posemb never replaces what it reads)");
+  }
+}
 
 // A whole number in decimal digits, at most max: CLI11 takes "-1" for an unsigned option as
 // 2^64 - 1, "" as 0, and an overflowing number as its largest value.

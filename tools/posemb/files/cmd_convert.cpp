@@ -50,6 +50,7 @@ void warn_reserved_rows(const TensorFile& file, const ConvertOptions& o,
 }
 
 void run_convert(const ConvertOptions& o) {
+  refuse_output_over_input(o.in, o.out, "convert");
   std::optional<DType> dtype;
   if (!o.dtype.empty()) dtype = parse_float_dtype(o.dtype);
   TensorFile file = read_tensor_file(o.in);  // the format by content; nothing decoded yet

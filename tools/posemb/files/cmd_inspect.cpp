@@ -2,6 +2,7 @@
 // table holds and how its rows relate.
 #include <fmt/core.h>
 
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -38,6 +39,12 @@ void run_inspect(const InspectOptions& o) {
   // A checkpoint folder: the table from whichever shard holds it (vision_folder.cpp).
   std::optional<FolderTable> folder;
   if (is_folder(o.file)) folder = load_folder_table(o.file, o.tensor);
+  refuse_output_over_input(o.file, o.plot, "inspect --plot");
+  if (folder) {
+    refuse_output_over_input(folder->folder.table_path(), o.plot, "inspect --plot");
+    refuse_output_over_input((std::filesystem::path(o.file) / "config.json").string(), o.plot,
+                             "inspect --plot");
+  }
   const TensorFile file = folder ? folder->folder.table_file : read_tensor_file(o.file);
   PositionTable t =
       folder ? folder->table
@@ -103,7 +110,10 @@ void register_inspect_command(CLI::App& app) {
   cmd->add_option("--reserved-rows", o->reserved_rows,
                   "Leading rows that are not positions (RoBERTa, BART: 2)")
       ->check(whole_number());
-  cmd->add_option("--plot", o->plot, "Write a row-by-row cosine-similarity heatmap PNG");
+  cmd->add_option("--plot", o->plot, "Write a row-by-row cosine-similarity heatmap PNG")
+      ->check(CLI::Validator(
+          [](std::string& path) { return path.empty() ? std::string("an empty path") : ""; },
+          "PNG"));
   cmd->add_option("--max-plot", o->max_plot,
                   "Largest heatmap side in cells (every k-th position of a longer table)")
       ->check(CLI::Range(1, 8192));

@@ -50,6 +50,7 @@ FileResizeRequest request_of(const ResizeCliOptions& o) {
 }
 
 void run_resize(const ResizeCliOptions& o) {
+  refuse_output_over_input(o.file, o.out, "resize");
   // A folder, a vision table or a --grid request: resized in 2-D / written as a folder.
   if (resize_grid_or_folder({o.file, o.out, o.method, o.tensor, o.dtype, o.to, o.reserved_rows,
                              o.prefix_tokens, o.grid, o.from_grid, o.force, o.table_only,

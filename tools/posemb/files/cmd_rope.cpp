@@ -32,6 +32,7 @@ struct RopeCliOptions {
 
 void run_set(const RopeCliOptions& o) {
   if (o.out.empty()) throw UsageError("rope: --set writes a new config: give -o OUT.json");
+  refuse_output_over_input(o.config, o.out, "rope --set");
   if (o.json || o.precision || o.seq_len != 0) {
     throw UsageError(
         "rope: --json, --precision and --seq-len describe a config; run them on "

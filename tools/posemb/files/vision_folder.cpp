@@ -206,9 +206,10 @@ bool resize_grid_or_folder(const GridResizeRequest& q) {
   TensorFile file;
   PositionTable t;
   if (folder) {
-    // Before reading anything: a folder is written as a folder (its table alone would be
-    // --table-only, which a folder does not take either).
+    // Before any work: a folder is written as a folder (its table alone would be --table-only,
+    // which a folder does not take either).
     if (q.table_only) throw UsageError("resize: --table-only writes a file, not a folder");
+    ft = load_folder_table(q.path, q.tensor);  // a checkpoint folder, or it says what it is not
     if (ends_with_npy(q.out)) {
       throw UsageError("resize: " + quote_untrusted(q.path) +
                        " is a checkpoint folder, written as a folder (-o OUTDIR), not as " +
@@ -216,7 +217,6 @@ bool resize_grid_or_folder(const GridResizeRequest& q) {
                        "; for the table alone, resize the folder's "
                        "weights file: posemb resize DIR/model.safetensors ... -o TABLE.npy");
     }
-    ft = load_folder_table(q.path, q.tensor);
     file = ft->folder.table_file;
     t = ft->table;
   } else {
