@@ -38,4 +38,10 @@ Tensor read_npy_bytes(std::span<const std::byte> bytes, std::string_view source)
 // as numpy does. Throws std::invalid_argument for a dtype .npy cannot hold, before writing.
 void write_npy(const std::string& path, const Tensor& tensor);
 
+// The same with the float tensor converted to float dtype `dtype` first (F16, F32, F64; rounded
+// to nearest even as Tensor::astype), refusing a finite value the dtype would store as infinity
+// (70000 in F16, 1e300 in F32) with std::range_error naming it and its row and column, before
+// anything is written, as write_safetensors does with its dtype.
+void write_npy(const std::string& path, const Tensor& tensor, DType dtype);
+
 }  // namespace posemb

@@ -1,11 +1,13 @@
 #include "posemb/npy.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <limits>
 #include <optional>
 #include <stdexcept>
 
+#include "element_convert.hpp"
 #include "mapped_file.hpp"
 #include "posemb/atomic_file.hpp"
 #include "readers.hpp"
@@ -291,6 +293,48 @@ void write_npy(const std::string& path, const Tensor& tensor) {
     sink.write(dict.data(), dict.size());
     sink.write(tensor.bytes().data(), tensor.bytes().size());
   });
+}
+
+namespace {
+
+// Throws std::range_error when a finite element of t would be infinite in Dst (blocks of the
+// conversion with the writers' check; nothing kept).
+template <class Dst>
+void check_stays_finite(const Tensor& t, const std::string& what) {
+  constexpr std::size_t kBlock = 4096;
+  const std::size_t n = static_cast<std::size_t>(t.element_count());
+  const std::size_t size = dtype_size(t.dtype());
+  const std::size_t cols = t.shape().size() >= 2 ? static_cast<std::size_t>(t.shape().back()) : 0;
+  Dst scratch[kBlock];
+  for (std::size_t i = 0; i < n; i += kBlock) {
+    const std::size_t m = std::min(kBlock, n - i);
+    detail::convert_floats(t.dtype(), t.bytes().data() + i * size, scratch, m,
+                           detail::ConvertSite{what, i, cols, true});
+  }
+}
+
+}  // namespace
+
+void write_npy(const std::string& path, const Tensor& tensor, DType dtype) {
+  if (dtype_is_float(tensor.dtype()) && dtype_is_float(dtype) && dtype != tensor.dtype()) {
+    const std::string what = "write_npy: " + quote_untrusted(path) + ": tensor " +
+                             quote_untrusted(tensor.name()) + " as " +
+                             std::string(dtype_name(dtype));
+    switch (dtype) {
+      case DType::F16:
+        check_stays_finite<float16>(tensor, what);
+        break;
+      case DType::BF16:
+        check_stays_finite<bfloat16>(tensor, what);
+        break;
+      case DType::F32:
+        check_stays_finite<float>(tensor, what);
+        break;
+      default:
+        break;  // F64 holds every float
+    }
+  }
+  write_npy(path, tensor.astype(dtype));  // astype refuses what is not a float dtype
 }
 
 }  // namespace posemb

@@ -340,5 +340,39 @@ TEST(Files, MissingFileIsASystemErrorADirectoryIsNotAFile) {
   }
 }
 
+// write_npy with a dtype converts as Tensor::astype, and refuses a finite value the dtype would
+// store as infinity before writing (astype itself rounds it to infinity, as numpy does).
+TEST(Npy, WriteWithDtypeRefusesOverflowAndConvertsTheRest) {
+  TempDir dir;
+  Matrix<float> m(2, 3);
+  for (std::size_t i = 0; i < m.size(); ++i) m.flat()[i] = 0.25f * static_cast<float>(i);
+  m(1, 2) = 70000.0f;
+  const Tensor t = Tensor::from_matrix("wpe", m);
+  try {
+    write_npy(dir.file("h.npy"), t, DType::F16);
+    FAIL() << "70000 was written as an F16 infinity";
+  } catch (const std::range_error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 1, column 2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("65504"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("h.npy")));
+  EXPECT_TRUE(std::isinf(static_cast<float>(t.astype(DType::F16).to_matrix<float16>()(1, 2))));
+  m(1, 2) = 65504.0f;
+  write_npy(dir.file("h.npy"), Tensor::from_matrix("wpe", m), DType::F16);
+  const Tensor back = read_npy(dir.file("h.npy"));
+  ASSERT_EQ(back.dtype(), DType::F16);
+  const auto h = back.to_matrix<float>();
+  for (std::size_t i = 0; i < m.size(); ++i) EXPECT_EQ(h.flat()[i], m.flat()[i]) << i;
+  // F64 -> F32: a value beyond float's range is refused too; F64 holds every float.
+  Matrix<double> d(1, 2);
+  d(0, 0) = 1.0;
+  d(0, 1) = 1e300;
+  EXPECT_THROW(write_npy(dir.file("f.npy"), Tensor::from_matrix("x", d), DType::F32),
+               std::range_error);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("f.npy")));
+  write_npy(dir.file("g.npy"), t, DType::F64);
+  EXPECT_EQ(read_npy(dir.file("g.npy")).to_matrix<double>()(1, 2), 70000.0);
+}
+
 }  // namespace
 }  // namespace posemb

@@ -66,16 +66,19 @@ void run_convert(const ConvertOptions& o) {
         file, o.in, o.tensor.empty() ? std::nullopt : std::optional<std::string>(o.tensor), &how);
   }
   if (ends_with_npy(o.out)) {
-    Tensor t = *file.find(chosen);
-    if (dtype) {
-      if (*dtype == DType::BF16) throw UsageError("convert: .npy output cannot hold bf16");
-      t = t.astype(*dtype);
-    } else if (t.dtype() == DType::BF16) {
-      t = t.astype(DType::F32);  // numpy has no bfloat16; F32 holds every value exactly
+    const Tensor& t = *file.find(chosen);
+    if (dtype && *dtype == DType::BF16) throw UsageError("convert: .npy output cannot hold bf16");
+    // numpy has no bfloat16: F32 holds every value exactly. A narrowing --dtype refuses a value
+    // it would store as infinity.
+    const DType to = dtype ? *dtype : t.dtype() == DType::BF16 ? DType::F32 : t.dtype();
+    if (dtype_is_float(t.dtype())) {
+      write_npy(o.out, t, to);
+    } else {
+      if (dtype) (void)t.astype(to);  // throws: not a float tensor
+      write_npy(o.out, t);
     }
-    write_npy(o.out, t);
     fmt::print("tensor {} ({}) -> {} ({})\n", quote_untrusted(chosen), how, quote_untrusted(o.out),
-               dtype_name(t.dtype()));
+               dtype_name(dtype_is_float(t.dtype()) ? to : t.dtype()));
     warn_reserved_rows(file, o, chosen);
     return;
   }
