@@ -67,7 +67,9 @@ void write_file_atomically(const std::string& path, std::string_view operation,
                            std::string_view bytes);
 
 // Unlinks the temporary file of every write_file_atomically in progress in this process (the
-// writes then fail). Async-signal-safe: only atomics and unlinkat(2).
+// writes then fail), and removes the temporary folder of every write_checkpoint_folder in
+// progress with what is in it. Async-signal-safe: only atomics and system calls (openat,
+// getdents64, unlinkat, close).
 void remove_partial_files() noexcept;
 
 }  // namespace posemb

@@ -1,5 +1,6 @@
 #include "posemb/atomic_file.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 #include <utility>
 
 #include "mapped_file.hpp"
+#include "partial_folder.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb {
@@ -70,6 +72,73 @@ class Registration {
  private:
   int slot_ = -1;
 };
+
+// Temporary folders (write_checkpoint_folder), removed with their contents by
+// remove_partial_files(): a separate, smaller table of the same kind.
+constexpr std::size_t kFolderSlots = 8;
+std::array<Slot, kFolderSlots> g_folder_slots;
+
+// Removes the folder `name` in dirfd and everything in it, with system calls only (openat,
+// getdents64, unlinkat, close: async-signal-safe); at most kMaxDepth levels of folders.
+void remove_tree(int dirfd, const char* name, int depth) noexcept {
+  constexpr int kMaxDepth = 16;
+  const int fd = ::openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    alignas(8) char buf[4096];
+    bool removed_some = true;
+    while (removed_some) {  // entries removed while reading: read again until none is left
+      removed_some = false;
+      ::lseek(fd, 0, SEEK_SET);
+      for (;;) {
+        const ssize_t n = ::getdents64(fd, buf, sizeof buf);
+        if (n <= 0) break;
+        for (ssize_t at = 0; at < n;) {
+          const auto* e = reinterpret_cast<const struct dirent64*>(buf + at);
+          at += e->d_reclen;
+          const char* f = e->d_name;
+          if (f[0] == '.' && (f[1] == '\0' || (f[1] == '.' && f[2] == '\0'))) continue;
+          if (::unlinkat(fd, f, 0) == 0) {
+            removed_some = true;
+          } else if ((errno == EISDIR || e->d_type == DT_DIR) && depth < kMaxDepth) {
+            remove_tree(fd, f, depth + 1);
+            removed_some = true;
+          }
+        }
+      }
+    }
+    ::close(fd);
+  }
+  ::unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+}  // namespace
+
+namespace detail {
+
+PartialFolder::PartialFolder(int parent_fd, const std::string& name) {
+  for (std::size_t i = 0; i < kFolderSlots; ++i) {
+    int expected = 0;
+    if (g_folder_slots[i].state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
+      g_folder_slots[i].dirfd = parent_fd;
+      g_folder_slots[i].name.fill('\0');
+      std::memcpy(g_folder_slots[i].name.data(), name.data(),
+                  std::min(name.size(), g_folder_slots[i].name.size() - 1));
+      g_folder_slots[i].state.store(2, std::memory_order_release);
+      slot_ = static_cast<int>(i);
+      return;
+    }
+  }
+}
+
+PartialFolder::~PartialFolder() {
+  if (slot_ >= 0) {
+    g_folder_slots[static_cast<std::size_t>(slot_)].state.store(0, std::memory_order_release);
+  }
+}
+
+}  // namespace detail
+
+namespace {
 
 // ---- the target ----
 
@@ -224,6 +293,9 @@ void remove_partial_files() noexcept {
     if (s.state.load(std::memory_order_acquire) == 2) {
       ::unlinkat(s.dirfd, s.name.data(), 0);
     }
+  }
+  for (Slot& s : g_folder_slots) {
+    if (s.state.load(std::memory_order_acquire) == 2) remove_tree(s.dirfd, s.name.data(), 0);
   }
 }
 

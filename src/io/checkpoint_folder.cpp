@@ -1,6 +1,8 @@
 #include "posemb/checkpoint_folder.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -8,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -16,6 +19,7 @@
 #include "hf_config.hpp"
 #include "json_depth.hpp"
 #include "mapped_file.hpp"
+#include "partial_folder.hpp"
 #include "posemb/atomic_file.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/position_table_file.hpp"
@@ -225,6 +229,21 @@ bool check_out_dir(const fs::path& in, const fs::path& out, bool force) {
   return true;
 }
 
+// The permission bits of in_dir / rel given to tmp / rel (set-user-ID and set-group-ID cleared;
+// folders keep their owner's rwx).
+void keep_mode(const std::string& in_dir, const fs::path& rel, const fs::path& tmp) {
+  struct stat st {};
+  const fs::path src = rel.empty() ? fs::path(in_dir) : fs::path(in_dir) / rel;
+  const fs::path dst = rel.empty() ? tmp : tmp / rel;
+  if (::stat(src.c_str(), &st) != 0) return;
+  mode_t mode = st.st_mode & 01777;
+  if (S_ISDIR(st.st_mode)) mode |= S_IRWXU;  // posemb must still rename and clean up its folders
+  if (::chmod(dst.c_str(), mode) != 0) {
+    throw std::system_error(errno, std::generic_category(),
+                            std::string(kOp) + ": cannot set the mode of '" + dst.string() + "'");
+  }
+}
+
 void fill_folder(const CheckpointFolder& in, const ResizedFile& resized, const fs::path& tmp,
                  const std::string& config, const std::string& index, FolderWriteReport& r) {
   auto target = [&](const std::string& rel) {
@@ -247,6 +266,16 @@ void fill_folder(const CheckpointFolder& in, const ResizedFile& resized, const f
   write_safetensors(target(in.table_shard), resized.tensors, resized.metadata);
   write_file_atomically(target(std::string(kConfig)), kOp, config);
   if (!in.index_file.empty()) write_file_atomically(target(in.index_file), kOp, index);
+  // Every file and folder gets its input's permission bits (a private token.txt stays 0600, the
+  // folder 0700), never wider: new files would get 0666 & ~umask.
+  std::vector<std::string> all = copies;
+  for (const std::string& f : {in.table_shard, std::string(kConfig), in.index_file}) {
+    if (!f.empty()) all.push_back(f);
+  }
+  for (const auto& rel : all) {
+    for (fs::path p = fs::path(rel); !p.empty(); p = p.parent_path()) keep_mode(in.dir, p, tmp);
+  }
+  keep_mode(in.dir, fs::path(), tmp);
 }
 
 // A new, empty folder ".posemb-XXXXXXXX" in parent, made with mkdir(2) so that it gets the
@@ -290,6 +319,16 @@ FolderWriteReport write_checkpoint_folder(const CheckpointFolder& in, const Resi
   const fs::path tmp = make_temporary_folder(parent);
   const fs::path old = tmp.string() + "-old";
   bool moved_old = false;
+  // Recorded while it is filled: a signal handler's remove_partial_files() removes it.
+  const int parent_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  std::optional<detail::PartialFolder> partial;
+  if (parent_fd >= 0) partial.emplace(parent_fd, tmp.filename().string());
+  struct CloseFd {
+    int fd;
+    ~CloseFd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } close_parent{parent_fd};
   try {
     fill_folder(in, resized, tmp, config, index, r);
     if (exists) {

@@ -5,6 +5,7 @@ that must not be touched. Each must fail with one line and write nothing: no out
 `.posemb-*` temporary (the runner checks those), the input folder byte for byte as it was."""
 import json
 import os
+import signal
 
 from inputs import f32_table, safetensors_bytes
 from runner import Case, tree_hashes
@@ -176,8 +177,45 @@ def folder_cases(p):
              check=lambda d, r: [] if not os.path.exists(os.path.join(d, "out", "keep.txt")) and
              os.path.exists(os.path.join(d, "out", SHARD2)) else ["--force did not replace the folder"]),
     ]
+    # A written folder keeps its input's permission bits (a private file stayed private only
+    # by luck of the umask: everything came out 0644 and the folder 0755).
+    def private_folder(d):
+        m = gpt2_folder(d)
+        write(os.path.join(m, "token.txt"), "hf_secret")
+        os.chmod(os.path.join(m, "token.txt"), 0o600)
+        os.chmod(os.path.join(m, "config.json"), 0o640)
+        os.chmod(m, 0o700)
+
+    def modes_kept(d, r):
+        o = os.path.join(d, "out")
+        want = {"": 0o700, "token.txt": 0o600, "config.json": 0o640}
+        got = {k: os.stat(os.path.join(o, k)).st_mode & 0o7777 for k in want}
+        return [] if got == want else ["modes %s, not %s" % (got, want)]
+    out.append(Case("folder-modes-kept", "folders", resize + ["{dir}/out"], (0,), setup=private_folder,
+                    check=modes_kept, umask=0o022))
+    out += signal_cases()
     out += grid_flag_cases()
     return out
+
+
+def signal_cases():
+    """A signal while a folder is written (its temporary folder exists): the temporary folder goes
+    with everything in it, the process dies of the signal, no output appears (it was left, with
+    the copies made so far). The runner's `timeout` wrapper dies of SIGUSR1 itself and takes
+    SIGALRM for its own timer, so the other signals posemb handles are checked by hand."""
+    def big_folder(d):
+        m = gpt2_folder(d)
+        os.makedirs(os.path.join(m, "sub"))
+        with open(os.path.join(m, "sub", "extra.bin"), "wb") as f:
+            f.write(b"\0" * (64 << 20))
+
+    def no_output(d, r):
+        return ["an interrupted resize left the output folder"] if os.path.exists(os.path.join(d, "out")) else []
+
+    return [Case("folder-signal-%s" % sig.name, "folders",
+                 ["resize", "{dir}/m", "--to", "32", "--method", "copy", "-o", "{dir}/out"], (-sig, 128 + sig),
+                 timeout=60, setup=big_folder, check=no_output, signal_after_temp=sig)
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)]
 
 
 def vit_file(d):

@@ -242,8 +242,10 @@ int runtime_error(std::string_view message) {
   return posemb::cli::kExitFailure;
 }
 
-// SIGINT, SIGTERM, SIGHUP: remove the temporary files of writes in progress
-// (posemb::remove_partial_files is async-signal-safe), then die of the signal as if unhandled.
+// Signals that end the process (SIGINT, SIGTERM, SIGHUP; and, when their action is the default,
+// SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU): remove the temporary files and folders of writes
+// in progress (posemb::remove_partial_files is async-signal-safe), then die of the signal as if
+// unhandled.
 void on_terminating_signal(int sig) {
   posemb::remove_partial_files();
   std::signal(sig, SIG_DFL);
@@ -251,9 +253,12 @@ void on_terminating_signal(int sig) {
 }
 
 void install_signal_handlers() {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU}) {
     struct sigaction old {};
-    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;  // nohup, &
+    if (::sigaction(sig, nullptr, &old) != 0) continue;
+    if (old.sa_handler == SIG_IGN) continue;  // nohup, &
+    const bool usual = sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
+    if (!usual && ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL)) continue;
     struct sigaction sa {};
     sa.sa_handler = on_terminating_signal;
     sigemptyset(&sa.sa_mask);
