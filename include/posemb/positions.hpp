@@ -84,7 +84,8 @@ class PositionSource {
 // (pads). Validates every position once: throws SequenceTooLong (its detail names "batch row
 // b, token t") for a position >= max_seq_len, std::out_of_range for a negative explicit id,
 // std::invalid_argument for a matrix whose shape is not (batch, seq_len), an empty batch, or a
-// mask value other than 0 and 1. `operation` names the caller in error messages.
+// mask value other than 0 and 1. `operation` names the caller in error messages (nullptr: the
+// default name).
 Matrix<std::int64_t> resolve_positions(const PositionSource& src, std::size_t batch,
                                        std::size_t seq_len, std::size_t max_seq_len,
                                        const char* operation = "resolve_positions");

@@ -47,6 +47,19 @@ TEST(Positions, ContiguousPastTheTableNamesTheFirstTokenWithoutARow) {
   }
 }
 
+// A null operation name is the default one (the message read through the null pointer and
+// crashed).
+TEST(Positions, NullOperationNameIsTheDefaultName) {
+  try {
+    (void)resolve_positions(PositionSource::contiguous(5), 1, 3, 4, nullptr);
+    FAIL() << "no exception";
+  } catch (const SequenceTooLong& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("resolve_positions", 0), 0u) << e.what();
+  }
+  EXPECT_EQ(flat(resolve_positions(PositionSource::contiguous(1), 1, 3, 4, nullptr)),
+            (std::vector<std::int64_t>{1, 2, 3}));
+}
+
 TEST(Positions, ExplicitIds) {
   const Matrix<TokenId> tokens(2, 2);
   const auto ids = from_rows<std::int64_t>(2, 2, {3, 0, 7, 7});
