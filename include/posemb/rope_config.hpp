@@ -56,10 +56,10 @@ struct RopeConfig {
   // (yarn, llama3, longrope), else max_position_embeddings.
   std::size_t trained_length() const;
   // factor * L0 rounded down: the length the scaling's factor stretches the trained one to
-  // (L0 without a factor).
+  // (L0 without a factor). Saturates at SIZE_MAX when factor * L0 >= 2^64.
   std::size_t scaled_length() const;
   // The length the config targets: max_position_embeddings when it exceeds L0 (Llama 3.1,
-  // Phi-3), else scaled_length().
+  // Phi-3), else scaled_length() (so SIZE_MAX when that saturates).
   std::size_t extended_length() const;
 };
 

@@ -136,8 +136,10 @@ class RopeScalingError : public std::invalid_argument {
 };
 
 // Throws RopeScalingError when a parameter is out of the ranges above, a factor list does not
-// hold rotary_dim / 2 values, R is too small for ntk / dynamic, or the base is not > 1 for
-// yarn (its ramp divides by ln b).
+// hold rotary_dim / 2 values, R is too small for ntk / dynamic, the base is not > 1 for
+// yarn (its ramp divides by ln b), the attention factor (yarn, longrope; given or computed) is
+// not a finite, non-zero float (it multiplies cos and sin in float), or longrope computes it
+// with L0 = 1 (ln L0 = 0) for a factor > 1.
 void validate_rope_scaling(const RopeScaling& scaling, std::size_t rotary_dim, double base);
 
 // What a method does to pair i.
