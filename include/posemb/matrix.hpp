@@ -55,11 +55,10 @@ class Matrix {
 
   // A deep copy of any view (its stride is not kept: the copy is contiguous).
   explicit Matrix(MatrixView<const T> src) : Matrix(uninitialized_tag{}, src.rows(), src.cols()) {
+    if (cols_ == 0) return;  // no elements, however many rows
     for (std::size_t r = 0; r < rows_; ++r) {
-      if (cols_ != 0) {
-        std::memcpy(static_cast<void*>(data_.get() + r * cols_), src.row(r).data(),
-                    cols_ * sizeof(T));
-      }
+      std::memcpy(static_cast<void*>(data_.get() + r * cols_), src.row(r).data(),
+                  cols_ * sizeof(T));
     }
   }
 

@@ -23,6 +23,7 @@ constexpr NamedKind kKinds[] = {{"normal", InitKind::normal},
                                 {"sinusoidal", InitKind::sinusoidal}};
 
 void fill(MatrixView<float> table, detail::FillKind kind, std::uint64_t seed, double scale) {
+  if (table.cols() == 0) return;  // nothing to write, however many rows
   const detail::FillJob job{table.data(), table.row_stride(), table.cols(), kind, seed, scale};
   const detail::FillRowsFn run = detail::fill_rows();
   const std::size_t rows_per_chunk =
