@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -32,6 +34,24 @@ void fill(MatrixView<float> table, detail::FillKind kind, std::uint64_t seed, do
                [&](std::size_t r0, std::size_t r1) { run(job, r0, r1); });
 }
 
+// counter_normal's largest magnitude: sqrt(-2 ln u1) for the smallest u1, 2^-54 (rounded up).
+constexpr double kMaxNormalDraw = 8.66;
+constexpr double kMaxNormalStd =
+    static_cast<double>(std::numeric_limits<float>::max()) / kMaxNormalDraw;
+
+[[noreturn]] void refuse_kind(const char* op, InitKind kind) {
+  throw std::invalid_argument(std::string(op) + ": initializer kind " +
+                              std::to_string(static_cast<int>(kind)) +
+                              " is no listed InitKind (normal, scaled_normal, glorot_uniform, "
+                              "zeros, sinusoidal)");
+}
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
 }  // namespace
 
 Initializer Initializer::parse(std::string_view name, double stddev, std::uint64_t seed) {
@@ -48,7 +68,7 @@ std::string Initializer::name() const {
   for (const auto& nk : kKinds) {
     if (nk.kind == kind) return nk.name;
   }
-  return "unknown";
+  refuse_kind("Initializer::name", kind);
 }
 
 void initialize_table(MatrixView<float> table, const Initializer& init) {
@@ -60,6 +80,14 @@ void initialize_table(MatrixView<float> table, const Initializer& init) {
             "initialize_table: normal initializer needs a finite std >= "
             "0, got " +
             std::to_string(init.stddev));
+      }
+      // Every draw is at most kMaxNormalDraw standard deviations out: past kMaxNormalStd some
+      // values would be infinite in float.
+      if (init.stddev > kMaxNormalStd) {
+        throw std::invalid_argument("initialize_table: normal initializer std " + num(init.stddev) +
+                                    " is more than " + num(kMaxNormalStd) +
+                                    ", past which its values (up to " + num(kMaxNormalDraw) +
+                                    " std) are not finite in float");
       }
       fill(table, detail::FillKind::normal, seed, init.stddev);
       break;
@@ -81,6 +109,8 @@ void initialize_table(MatrixView<float> table, const Initializer& init) {
     case InitKind::sinusoidal:
       sinusoidal_positional_encoding_into(table, 0);
       break;
+    default:
+      refuse_kind("initialize_table", init.kind);
   }
 }
 
