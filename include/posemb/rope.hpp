@@ -64,10 +64,11 @@
 
 namespace posemb {
 
-// Which columns of a head rotate together.
+// Which columns of a head rotate together. There is no default: the values start at 1, so a
+// value-initialized layout (`Rope r(8, {})`) is 0, no listed value, and refused.
 enum class RopeLayout : std::uint8_t {
-  interleaved,  // (2i, 2i+1): RoFormer, GPT-J, Su et al. 2021
-  half,         // (i, i + R/2): GPT-NeoX, HF Llama
+  interleaved = 1,  // (2i, 2i+1): RoFormer, GPT-J, Su et al. 2021
+  half = 2,         // (i, i + R/2): GPT-NeoX, HF Llama
 };
 
 struct RopeOptions {
@@ -85,7 +86,7 @@ class Rope {
  public:
   // Throws std::invalid_argument when head_dim is 0, odd or larger than kMaxRopeHeadDim,
   // rotary_dim is odd or larger than head_dim, the base is not finite and > 0, or layout holds
-  // no listed value;
+  // no listed value (naming it: RopeLayout{} is 0, refused, since the layout has no default);
   // RopeScalingError (a std::invalid_argument) for a scaling out of range.
   Rope(std::size_t head_dim, RopeLayout layout, const RopeOptions& options = {});
 

@@ -241,6 +241,16 @@ TEST(RopeBadInput, ConstructionRefusesOddOrZeroDimsRotaryDimBaseAndLayout) {
   EXPECT_THROW(Rope(8, RopeLayout::half, {.base = 0.0}), std::invalid_argument);
   EXPECT_THROW(Rope(8, RopeLayout::half, {.base = INFINITY}), std::invalid_argument);
   EXPECT_THROW(Rope(8, static_cast<RopeLayout>(9)), std::invalid_argument);
+  // The layout has no default: a value-initialized one ({} is 0) is no listed value (it was
+  // interleaved, silently).
+  try {
+    Rope(8, {});
+    FAIL() << "no exception for RopeLayout{}";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("layout 0"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Rope(8, RopeLayout{}, {.base = 500000}), std::invalid_argument);
+  EXPECT_EQ(Rope(8, RopeLayout::interleaved).layout(), RopeLayout::interleaved);
   try {
     Rope(7, RopeLayout::interleaved);
     FAIL() << "no exception";
