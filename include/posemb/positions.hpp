@@ -59,14 +59,23 @@ class PositionSource {
   template <class T>
   static PositionSource explicit_ids(Matrix<T>&& ids) = delete;
   template <class T>
+  static PositionSource explicit_ids(const Matrix<T>&& ids) = delete;
+  template <class T>
   static PositionSource padding_mask(Matrix<T>&& mask) = delete;
   template <class T>
+  static PositionSource padding_mask(const Matrix<T>&& mask) = delete;
+  template <class T>
   static PositionSource packed(Matrix<T>&& tokens, TokenId separator) = delete;
+  template <class T>
+  static PositionSource packed(const Matrix<T>&& tokens, TokenId separator) = delete;
 
   Kind kind() const noexcept { return kind_; }
   std::size_t start() const noexcept { return start_; }
-  const Ids& ids() const noexcept { return ids_; }
-  const Mask& mask() const noexcept { return mask_; }
+  const Ids& ids() const& noexcept { return ids_; }
+  const Mask& mask() const& noexcept { return mask_; }
+  // By value from a temporary source (a reference into it would dangle).
+  Ids ids() const&& noexcept { return ids_; }
+  Mask mask() const&& noexcept { return mask_; }
   MatrixView<const TokenId> tokens() const noexcept { return tokens_; }
   TokenId separator() const noexcept { return separator_; }
 

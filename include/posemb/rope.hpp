@@ -99,11 +99,13 @@ class Rope {
   std::size_t pairs() const noexcept { return rotary_dim_ / 2; }   // R/2 rotation planes
   RopeLayout layout() const noexcept { return layout_; }
   double base() const noexcept { return base_; }  // as given (the base in effect: frequencies())
-  const RopeScaling& scaling() const noexcept { return scaling_; }
+  const RopeScaling& scaling() const& noexcept { return scaling_; }
+  RopeScaling scaling() const&& { return scaling_; }  // a copy: the Rope is a temporary
   std::size_t seq_len() const noexcept { return seq_len_; }
   double attention_factor() const noexcept { return freq_.attention_factor; }
   // theta_i as used (long double), per pair what the scaling did, the base in effect.
-  const RopeFrequencies& frequencies() const noexcept { return freq_; }
+  const RopeFrequencies& frequencies() const& noexcept { return freq_; }
+  RopeFrequencies frequencies() const&& { return freq_; }  // a copy: the Rope is a temporary
 
   // a * cos(p * theta_i) and a * sin(p * theta_i) for i < pairs() (a: the attention factor,
   // 1 unless the scaling sets it), written over. Throws std::invalid_argument when either span
@@ -136,10 +138,10 @@ class RopeCache {
   const Rope& rope() const& noexcept { return rope_; }
   MatrixView<const float> cos() const& noexcept { return cos_.cview(); }  // (positions, R/2)
   MatrixView<const float> sin() const& noexcept { return sin_.cview(); }  // (positions, R/2)
-  // A view into a temporary cache would dangle at the end of the statement.
-  void rope() && = delete;
-  void cos() && = delete;
-  void sin() && = delete;
+  // A view into a temporary cache (const or not) would dangle at the end of the statement.
+  void rope() const&& = delete;
+  void cos() const&& = delete;
+  void sin() const&& = delete;
 
  private:
   Rope rope_;

@@ -257,14 +257,19 @@ Tensor Tensor::astype(DType dtype) const {
   return t;
 }
 
-const Tensor* TensorFile::find(std::string_view name) const noexcept {
+const Tensor* TensorFile::find(std::string_view name) const& noexcept {
   for (const auto& t : tensors) {
     if (t.name() == name) return &t;
   }
   return nullptr;
 }
 
-const Tensor& TensorFile::at(std::string_view name) const {
+Tensor TensorFile::at(std::string_view name) const&& {
+  const TensorFile& self = *this;
+  return self.at(name);
+}
+
+const Tensor& TensorFile::at(std::string_view name) const& {
   if (const Tensor* t = find(name)) return *t;
   std::string names;
   for (std::size_t i = 0; i < tensors.size() && i < 20; ++i) {

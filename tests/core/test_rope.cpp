@@ -325,6 +325,20 @@ concept SinOf = requires(C&& c) {
 // A view of a temporary cache would dangle.
 static_assert(!CosOf<RopeCache> && !SinOf<RopeCache>);
 static_assert(CosOf<RopeCache&> && CosOf<const RopeCache&> && SinOf<const RopeCache&>);
+// ... a const one too (`const RopeCache make_cache();` then `make_cache().cos()`).
+static_assert(!CosOf<const RopeCache> && !SinOf<const RopeCache>);
+template <class C>
+concept RopeOf = requires(C&& c) {
+  std::forward<C>(c).rope();
+};
+static_assert(RopeOf<const RopeCache&> && !RopeOf<RopeCache> && !RopeOf<const RopeCache>);
+// A temporary Rope's scaling and frequencies come as copies, not references into it.
+static_assert(
+    std::is_same_v<decltype(std::declval<const Rope&>().frequencies()), const RopeFrequencies&>);
+static_assert(std::is_same_v<decltype(std::declval<Rope>().frequencies()), RopeFrequencies>);
+static_assert(std::is_same_v<decltype(std::declval<const Rope>().scaling()), RopeScaling>);
+// The layout has no default value either: RopeLayout{} is no listed layout.
+static_assert(RopeLayout{} != RopeLayout::interleaved && RopeLayout{} != RopeLayout::half);
 // The layout has no default: a checkpoint's layout must be named.
 static_assert(!std::is_constructible_v<Rope, std::size_t>);
 static_assert(std::is_constructible_v<Rope, std::size_t, RopeLayout>);

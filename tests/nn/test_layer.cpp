@@ -231,6 +231,13 @@ concept ParameterOf = requires(L&& l) {
 static_assert(TableOf<Layer&> && TableOf<const Layer&> && !TableOf<Layer>);
 static_assert(ForwardOf<Layer&> && ForwardOf<const Layer&> && !ForwardOf<Layer>);
 static_assert(ParameterOf<Layer&> && !ParameterOf<Layer>);
+// ... and of a const temporary (`const LearnedPositionalEmbedding make_layer();`).
+static_assert(!TableOf<const Layer> && !ForwardOf<const Layer> && !ParameterOf<const Layer>);
+template <class L>
+concept GradOf = requires(L&& l) {
+  std::forward<L>(l).grad();
+};
+static_assert(GradOf<Layer&> && GradOf<const Layer&> && !GradOf<Layer> && !GradOf<const Layer>);
 
 TEST(Layer, PretrainedTableIsTakenOverWithoutACopy) {
   Matrix<float> t = testing::random_matrix(6, 3, 1);
