@@ -57,13 +57,14 @@ enum class DType : std::uint8_t {
   F8_E5M2
 };
 
-// The safetensors spelling ("F32", "BF16", ...).
-std::string_view dtype_name(DType dtype) noexcept;
+// The safetensors spelling ("F32", "BF16", ...). Throws std::invalid_argument naming the
+// numeric value when dtype is no listed DType (a number cast to DType).
+std::string_view dtype_name(DType dtype);
 // The DType of a safetensors spelling; std::nullopt when unknown.
 std::optional<DType> dtype_from_name(std::string_view name) noexcept;
-// Bytes per element.
-std::size_t dtype_size(DType dtype) noexcept;
-// True for F16, BF16, F32, F64.
+// Bytes per element. Throws std::invalid_argument like dtype_name.
+std::size_t dtype_size(DType dtype);
+// True for F16, BF16, F32, F64 (false for a value that is no listed DType).
 bool dtype_is_float(DType dtype) noexcept;
 
 // The dtype names of the command line: "f32", "float32", "f64", "float64", "f16", "float16",
@@ -112,9 +113,9 @@ class Tensor {
   // An empty F32 tensor of shape [0], named "".
   Tensor() = default;
 
-  // A tensor owning a copy of bytes. Throws std::invalid_argument when bytes.size() is not
-  // element_count * dtype_size (or the shape overflows 64 bits), MemoryLimitExceeded when the
-  // copy is over the memory budget.
+  // A tensor owning a copy of bytes. Throws std::invalid_argument when dtype is no listed
+  // DType (naming its value), when bytes.size() is not element_count * dtype_size (or the shape
+  // overflows 64 bits), MemoryLimitExceeded when the copy is over the memory budget.
   static Tensor from_bytes(std::string name, DType dtype, std::vector<std::uint64_t> shape,
                            std::span<const std::byte> bytes);
   // A tensor viewing bytes that `owner` keeps alive (a mapping, a buffer): nothing is copied.
