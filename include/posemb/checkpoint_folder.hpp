@@ -52,16 +52,16 @@ namespace posemb {
 
 // A checkpoint folder as read: the names of its parts and the shard holding the table.
 struct CheckpointFolder {
-  std::string dir;                       // the folder
-  std::string config_text;               // config.json as read (a JSON object)
-  std::string index_file;                // "model.safetensors.index.json", or "" for a single file
-  std::string index_text;                // that file as read
-  std::vector<std::string> shards;       // the weight files, relative to dir, in index order
-  std::string table_shard;               // the shard holding the table
-  TensorFile table_file;                 // that shard, read (the tensors view its mapping)
-  std::string table_tensor;              // the table's tensor name
-  std::string how_found;                 // why that tensor was chosen
-  std::vector<std::string> other_files;  // every other file (relative paths), copied as is
+  std::string dir = {};                  // the folder
+  std::string config_text = {};          // config.json as read (a JSON object)
+  std::string index_file = {};           // "model.safetensors.index.json", or "" for a single file
+  std::string index_text = {};           // that file as read
+  std::vector<std::string> shards = {};  // the weight files, relative to dir, in index order
+  std::string table_shard = {};          // the shard holding the table
+  TensorFile table_file = {};            // that shard, read (the tensors view its mapping)
+  std::string table_tensor = {};         // the table's tensor name
+  std::string how_found = {};            // why that tensor was chosen
+  std::vector<std::string> other_files = {};  // every other file (relative paths), copied as is
 
   // dir/table_shard.
   std::string table_path() const;
@@ -74,18 +74,18 @@ CheckpointFolder read_checkpoint_folder(const std::string& dir,
 
 // One length key of config.json: its value and the value the table implies (JSON text).
 struct ConfigLength {
-  std::string key;       // "n_positions", "text_config.max_position_embeddings", "image_size"
-  std::string value;     // in config.json ("(absent)" when it is not there)
-  std::string expected;  // what the table's rows (and grid) imply
+  std::string key = {};       // "n_positions", "text_config.max_position_embeddings", "image_size"
+  std::string value = {};     // in config.json ("(absent)" when it is not there)
+  std::string expected = {};  // what the table's rows (and grid) imply
   bool agrees() const { return value == expected; }
 };
 
 // What config.json says about the table.
 struct ConfigCheck {
-  std::string family;                 // "GPT-2", "CLIP vision", ... (by model_type and name)
-  std::vector<ConfigLength> lengths;  // the family's length keys
-  std::string note;                   // why a key could not be checked ("" when all could)
-  bool agrees() const;                // every key agrees and there is no note
+  std::string family = {};                 // "GPT-2", "CLIP vision", ... (by model_type and name)
+  std::vector<ConfigLength> lengths = {};  // the family's length keys
+  std::string note = {};                   // why a key could not be checked ("" when all could)
+  bool agrees() const;                     // every key agrees and there is no note
 };
 
 // The config's length keys for the table called tensor_name with `rows` rows. For a vision
@@ -99,11 +99,12 @@ ConfigCheck check_checkpoint_config(const std::string& config_text, const std::s
 
 // What write_checkpoint_folder did.
 struct FolderWriteReport {
-  std::vector<ConfigLength> config_changes;     // key, old value (value), new value (expected)
-  std::optional<std::uint64_t> old_total_size;  // the index's metadata.total_size, if any
-  std::optional<std::uint64_t> new_total_size;
-  std::vector<std::string> copied;  // files copied byte for byte, relative to the folder
-  std::string table_shard;          // the shard rewritten
+  std::vector<ConfigLength> config_changes = {};  // key, old value (value), new value (expected)
+  std::optional<std::uint64_t> old_total_size =
+      std::nullopt;  // the index's metadata.total_size, if any
+  std::optional<std::uint64_t> new_total_size = std::nullopt;
+  std::vector<std::string> copied = {};  // files copied byte for byte, relative to the folder
+  std::string table_shard = {};          // the shard rewritten
 };
 
 // Writes in's folder to out_dir with resized (replace_position_table of in.table_file) as the

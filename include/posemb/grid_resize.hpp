@@ -76,7 +76,7 @@ enum class TableKind : std::uint8_t {
 struct TableClass {
   TableKind kind = TableKind::unknown;
   std::size_t prefix_tokens = 0;  // for vision: the tokens before the grid the name implies
-  std::string family;             // "ViT", "DeiT (distilled)", "CLIP vision", "GPT-2", ...
+  std::string family = {};        // "ViT", "DeiT (distilled)", "CLIP vision", "GPT-2", ...
 };
 
 // Classifies the table called tensor_name in file by its name (and, for ViT/DeiT, by the
@@ -89,14 +89,14 @@ TableClass classify_table(const TensorFile& file, std::string_view tensor_name);
 // A vision table's layout: prefix rows, then the grid.
 struct VisionLayout {
   std::size_t prefix_tokens = 0;
-  GridShape grid;
-  std::string how;  // "1 prefix token (ViT, by the tensor's name), a 14x14 grid"
+  GridShape grid = {};
+  std::string how = {};  // "1 prefix token (ViT, by the tensor's name), a 14x14 grid"
 };
 
 // Options that override what classify_table and the shape say.
 struct VisionLayoutOptions {
-  std::optional<std::size_t> prefix_tokens;  // the tokens before the grid
-  std::optional<GridShape> from_grid;        // the stored grid, when it is not square
+  std::optional<std::size_t> prefix_tokens = std::nullopt;  // the tokens before the grid
+  std::optional<GridShape> from_grid = std::nullopt;  // the stored grid, when it is not square
 };
 
 // The layout of table (rows = prefix + grid cells): prefix tokens from options, else from

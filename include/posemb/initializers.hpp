@@ -29,12 +29,15 @@ struct Initializer {
   // names: "normal", "scaled-normal", "glorot-uniform", "zeros", "sinusoidal"; throws
   // std::invalid_argument listing the valid names.
   static Initializer parse(std::string_view name, double stddev = 0.02, std::uint64_t seed = 0);
-  // The name parse() accepts for this kind.
+  // The name parse() accepts for this kind; throws std::invalid_argument (naming the value)
+  // when kind is no listed InitKind.
   std::string name() const;
 };
 
 // Fills table (rows, cols) deterministically from init.seed (written over). Throws
-// std::invalid_argument when init.stddev is not finite or negative (for `normal`).
+// std::invalid_argument, writing nothing, when init.kind is no listed InitKind (naming its
+// value), or for `normal` when init.stddev is not finite, negative, or so large (over
+// FLT_MAX / 8.66, about 3.9e37) that some values would not be finite in float (naming it).
 void initialize_table(MatrixView<float> table,  // (rows, cols), written over
                       const Initializer& init);
 

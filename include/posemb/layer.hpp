@@ -49,15 +49,19 @@ class LearnedPositionalEmbedding {
   MatrixView<const float> grad() const& noexcept { return grad_.cview(); }
   // The table and its gradient, for an optimizer.
   ParamRef parameter() & noexcept { return {table_.view(), grad_.cview()}; }
-  // A view into a temporary layer would dangle at the end of the statement.
+  // A view into a temporary layer (const or not) would dangle at the end of the statement.
   void table() && = delete;
+  void table() const&& = delete;
   void grad() && = delete;
+  void grad() const&& = delete;
   void parameter() && = delete;
+  void parameter() const&& = delete;
 
   // Rows [start, start + seq_len) of the table: the core operation, O(1), a view into the
   // table. Throws SequenceTooLong past the table.
   MatrixView<const float> forward(std::size_t seq_len, std::size_t start = 0) const&;
   void forward(std::size_t seq_len, std::size_t start = 0) && = delete;
+  void forward(std::size_t seq_len, std::size_t start = 0) const&& = delete;
 
   // x[b*T + t, :] += table[pos[b,t], :] (see add_positions_forward).
   void forward_add(MatrixView<float> x,  // (B*T, C), added into

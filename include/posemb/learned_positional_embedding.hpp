@@ -47,9 +47,13 @@ template <class T>
   return learned_positional_embedding(seq_len, position_table.view(), start);
 }
 
-// A view into a temporary table would dangle as soon as the statement ends.
+// A view into a temporary table (const or not) would dangle as soon as the statement ends.
 template <class T>
 MatrixView<const T> learned_positional_embedding(std::size_t seq_len, Matrix<T>&& position_table,
+                                                 std::size_t start = 0) = delete;
+template <class T>
+MatrixView<const T> learned_positional_embedding(std::size_t seq_len,
+                                                 const Matrix<T>&& position_table,
                                                  std::size_t start = 0) = delete;
 
 }  // namespace posemb

@@ -11,9 +11,10 @@
 // with vector loads. Every allocation is checked against the memory budget (posemb/memory.hpp)
 // first.
 //
-// A Matrix passes wherever a view is expected: to a MatrixView<const T> always, to a mutable
-// MatrixView<T> (an output) when it is a named matrix. A mutable view of a temporary matrix
-// would dangle, so that conversion does not compile.
+// A Matrix passes wherever a view is expected: to a MatrixView<const T> always (a temporary
+// lives until the end of the call it is passed to), to a mutable MatrixView<T> (an output) when
+// it is a named matrix. A mutable view of a temporary matrix would dangle, so that conversion
+// does not compile; nor do view(), cview(), row() and flat() of a temporary (const or not).
 #pragma once
 
 #include <algorithm>
@@ -55,11 +56,10 @@ class Matrix {
 
   // A deep copy of any view (its stride is not kept: the copy is contiguous).
   explicit Matrix(MatrixView<const T> src) : Matrix(uninitialized_tag{}, src.rows(), src.cols()) {
+    if (cols_ == 0) return;  // no elements, however many rows
     for (std::size_t r = 0; r < rows_; ++r) {
-      if (cols_ != 0) {
-        std::memcpy(static_cast<void*>(data_.get() + r * cols_), src.row(r).data(),
-                    cols_ * sizeof(T));
-      }
+      std::memcpy(static_cast<void*>(data_.get() + r * cols_), src.row(r).data(),
+                  cols_ * sizeof(T));
     }
   }
 
@@ -102,25 +102,34 @@ class Matrix {
   const T& at(std::size_t r, std::size_t c) const { return cview().at(r, c); }
 
   // Row r as cols() contiguous elements; unchecked in release builds.
-  std::span<T> row(std::size_t r) noexcept {
+  std::span<T> row(std::size_t r) & noexcept {
     assert(r < rows_);
     return {data_.get() + r * cols_, cols_};
   }
-  std::span<const T> row(std::size_t r) const noexcept {
+  std::span<const T> row(std::size_t r) const& noexcept {
     assert(r < rows_);
     return {data_.get() + r * cols_, cols_};
   }
 
   // All elements, row after row.
-  std::span<T> flat() noexcept { return {data_.get(), size()}; }
-  std::span<const T> flat() const noexcept { return {data_.get(), size()}; }
+  std::span<T> flat() & noexcept { return {data_.get(), size()}; }
+  std::span<const T> flat() const& noexcept { return {data_.get(), size()}; }
 
   // A mutable view of the whole matrix (valid while this matrix lives and is not moved from).
-  MatrixView<T> view() noexcept { return MatrixView<T>(data_.get(), rows_, cols_); }
-  MatrixView<const T> view() const noexcept { return cview(); }
-  MatrixView<const T> cview() const noexcept {
+  MatrixView<T> view() & noexcept { return MatrixView<T>(data_.get(), rows_, cols_); }
+  MatrixView<const T> view() const& noexcept { return cview(); }
+  MatrixView<const T> cview() const& noexcept {
     return MatrixView<const T>(data_.get(), rows_, cols_);
   }
+  // Spans and views of a temporary matrix (const or not) would dangle at the end of the
+  // statement: `make().view()`, `make().cview()`, `make().row(0)`, `make().flat()` do not compile.
+  void row(std::size_t r) && = delete;
+  void row(std::size_t r) const&& = delete;
+  void flat() && = delete;
+  void flat() const&& = delete;
+  void view() && = delete;
+  void view() const&& = delete;
+  void cview() const&& = delete;
   // Matrix<T> converts implicitly to a read-only view, and (named matrices only) to a mutable
   // one, so a Matrix can be passed as an output.
   operator MatrixView<const T>() const noexcept { return cview(); }  // NOLINT

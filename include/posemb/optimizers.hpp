@@ -21,10 +21,24 @@
 
 namespace posemb {
 
-// A parameter and its gradient, the same shape.
+// A read-only view of a gradient: a MatrixView<const float> that, like the mutable view of
+// ParamRef::value, cannot be made from a temporary Matrix (it would dangle once the statement
+// that made it ends, and the optimizer would read freed memory). Named matrices and views pass.
+class GradView : public MatrixView<const float> {
+ public:
+  GradView() noexcept = default;
+  GradView(MatrixView<const float> v) noexcept : MatrixView<const float>(v) {}       // NOLINT
+  GradView(MatrixView<float> v) noexcept : MatrixView<const float>(v) {}             // NOLINT
+  GradView(const Matrix<float>& m) noexcept : MatrixView<const float>(m.cview()) {}  // NOLINT
+  GradView(Matrix<float>&&) = delete;
+  GradView(const Matrix<float>&&) = delete;
+};
+
+// A parameter and its gradient, the same shape. Both are views: a temporary Matrix (a
+// function's return value) is refused for either at compile time.
 struct ParamRef {
-  MatrixView<float> value;       // (rows, cols), updated in place
-  MatrixView<const float> grad;  // (rows, cols)
+  MatrixView<float> value;  // (rows, cols), updated in place
+  GradView grad;            // (rows, cols)
 };
 
 struct AdamWConfig {
@@ -36,6 +50,9 @@ class AdamW {
   // Throws std::invalid_argument for lr < 0, betas outside [0, 1), eps <= 0, weight_decay < 0
   // or any non-finite value.
   explicit AdamW(AdamWConfig cfg = {});
+  // Every step checks the configuration again (it may have been changed through config())
+  // with the constructor's message, and throws std::overflow_error when the step count is
+  // already INT64_MAX; both before anything is written.
   // One step on params (the same list, same order and shapes, every call; throws
   // std::invalid_argument otherwise). Decoupled weight decay, bias correction:
   //   p *= 1 - lr*wd;  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
@@ -54,13 +71,19 @@ class AdamW {
   void step(std::span<const ParamRef> params, std::size_t begin, std::size_t end);
   std::int64_t steps() const noexcept { return steps_; }
   // State for checkpoints: first and second moments per parameter, in params order.
-  std::vector<Matrix<float>>& first_moments() noexcept { return m_; }
-  std::vector<Matrix<float>>& second_moments() noexcept { return v_; }
-  const std::vector<Matrix<float>>& first_moments() const noexcept { return m_; }
-  const std::vector<Matrix<float>>& second_moments() const noexcept { return v_; }
+  std::vector<Matrix<float>>& first_moments() & noexcept { return m_; }
+  std::vector<Matrix<float>>& second_moments() & noexcept { return v_; }
+  const std::vector<Matrix<float>>& first_moments() const& noexcept { return m_; }
+  const std::vector<Matrix<float>>& second_moments() const& noexcept { return v_; }
+  // References into a temporary optimizer would dangle at the end of the statement.
+  void first_moments() const&& = delete;
+  void second_moments() const&& = delete;
+  void config() const&& = delete;
   // Sets the step count (for resuming from a checkpoint); throws for t < 0.
   void set_steps(std::int64_t t);
-  AdamWConfig& config() noexcept { return cfg_; }
+  // The configuration, to change between steps (a learning-rate schedule); the next step
+  // refuses a value the constructor would refuse.
+  AdamWConfig& config() & noexcept { return cfg_; }
 
  private:
   AdamWConfig cfg_;
@@ -79,13 +102,18 @@ class Sgd {
   // non-finite value.
   explicit Sgd(SgdConfig cfg = {});
   // One step: g' = g + wd p;  buf = momentum buf + g';  p -= lr buf. Same list every call.
+  // Checks the configuration again first, as AdamW::step does.
   void step(std::span<const ParamRef> params);
   // The same for a list written in place: opt.step({{w, dw}}).
   void step(std::initializer_list<ParamRef> params);
   std::int64_t steps() const noexcept { return steps_; }
   // Momentum buffers per parameter, in params order.
-  std::vector<Matrix<float>>& velocities() noexcept { return velocity_; }
-  SgdConfig& config() noexcept { return cfg_; }
+  std::vector<Matrix<float>>& velocities() & noexcept { return velocity_; }
+  void velocities() const&& = delete;  // a reference into a temporary would dangle
+  // The configuration, to change between steps; the next step refuses a value the constructor
+  // would refuse.
+  SgdConfig& config() & noexcept { return cfg_; }
+  void config() const&& = delete;
 
  private:
   SgdConfig cfg_;

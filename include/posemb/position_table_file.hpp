@@ -28,6 +28,7 @@
 #include <array>
 #include <cstddef>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,29 +56,40 @@ inline constexpr std::array<std::string_view, 8> kCommonTableNames = {
 
 // A position table and what is known about it.
 struct PositionTable {
-  Matrix<float> values;                        // (reserved_rows + positions, dim)
-  std::size_t reserved_rows = 0;               // leading rows that are not positions
-  std::optional<std::size_t> training_length;  // the length it was trained at, if known
-  std::string initializer;                     // how it was initialized, if known ("" if not)
-  std::string provenance;                      // how this file was made, for people ("" if unknown)
-  std::vector<TableResize> resizes;            // its resizes, oldest first (table_provenance.hpp)
-  std::string source_file;                     // the file it was loaded from
-  std::string source_tensor;                   // the tensor name in that file
-  std::string how_found;                       // why that tensor was chosen
-  DType dtype = DType::F32;                    // the dtype it was stored in
+  Matrix<float> values = {};      // (reserved_rows + positions, dim)
+  std::size_t reserved_rows = 0;  // leading rows that are not positions
+  std::optional<std::size_t> training_length =
+      std::nullopt;                       // the length it was trained at, if known
+  std::string initializer = {};           // how it was initialized, if known ("" if not)
+  std::string provenance = {};            // how this file was made, for people ("" if unknown)
+  std::vector<TableResize> resizes = {};  // its resizes, oldest first (table_provenance.hpp)
+  std::string source_file = {};           // the file it was loaded from
+  std::string source_tensor = {};         // the tensor name in that file
+  std::string how_found = {};             // why that tensor was chosen
+  DType dtype = DType::F32;               // the dtype it was stored in
   // The tensor's shape in the file: {rows, dim}, or with leading 1s ({1, rows, dim}, ViT) that
   // were squeezed on loading. Empty for a table made in memory (written as {rows, dim}).
-  std::vector<std::uint64_t> stored_shape;
+  std::vector<std::uint64_t> stored_shape = {};
   // True when reserved_rows came from the file's posemb.reserved_rows metadata (see
   // unstated_reserved_rows, posemb/table_analysis.hpp).
   bool reserved_rows_recorded = false;
 
-  // Number of positions: rows after the reserved ones.
-  std::size_t positions() const noexcept { return values.rows() - reserved_rows; }
-  // The rows that are positions: position p is row reserved_rows + p.
-  MatrixView<const float> usable() const {
+  // Number of positions: rows after the reserved ones. Throws std::out_of_range naming both
+  // when reserved_rows is past the rows (the count would wrap around).
+  std::size_t positions() const {
+    if (reserved_rows > values.rows()) {
+      throw std::out_of_range("PositionTable: reserved_rows " + std::to_string(reserved_rows) +
+                              " is past the table's " + std::to_string(values.rows()) + " rows");
+    }
+    return values.rows() - reserved_rows;
+  }
+  // The rows that are positions: position p is row reserved_rows + p. Throws like positions().
+  // A view into the table: not of a temporary table (`load_position_table(p).usable()` would
+  // dangle at the end of the statement, so it does not compile).
+  MatrixView<const float> usable() const& {
     return values.cview().subrows(reserved_rows, positions());
   }
+  void usable() const&& = delete;
 };
 
 // Loads the position table of a .safetensors or .npy file (chosen by content, not extension;

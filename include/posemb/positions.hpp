@@ -59,14 +59,23 @@ class PositionSource {
   template <class T>
   static PositionSource explicit_ids(Matrix<T>&& ids) = delete;
   template <class T>
+  static PositionSource explicit_ids(const Matrix<T>&& ids) = delete;
+  template <class T>
   static PositionSource padding_mask(Matrix<T>&& mask) = delete;
   template <class T>
+  static PositionSource padding_mask(const Matrix<T>&& mask) = delete;
+  template <class T>
   static PositionSource packed(Matrix<T>&& tokens, TokenId separator) = delete;
+  template <class T>
+  static PositionSource packed(const Matrix<T>&& tokens, TokenId separator) = delete;
 
   Kind kind() const noexcept { return kind_; }
   std::size_t start() const noexcept { return start_; }
-  const Ids& ids() const noexcept { return ids_; }
-  const Mask& mask() const noexcept { return mask_; }
+  const Ids& ids() const& noexcept { return ids_; }
+  const Mask& mask() const& noexcept { return mask_; }
+  // By value from a temporary source (a reference into it would dangle).
+  Ids ids() const&& noexcept { return ids_; }
+  Mask mask() const&& noexcept { return mask_; }
   MatrixView<const TokenId> tokens() const noexcept { return tokens_; }
   TokenId separator() const noexcept { return separator_; }
 
@@ -84,7 +93,8 @@ class PositionSource {
 // (pads). Validates every position once: throws SequenceTooLong (its detail names "batch row
 // b, token t") for a position >= max_seq_len, std::out_of_range for a negative explicit id,
 // std::invalid_argument for a matrix whose shape is not (batch, seq_len), an empty batch, or a
-// mask value other than 0 and 1. `operation` names the caller in error messages.
+// mask value other than 0 and 1. `operation` names the caller in error messages (nullptr: the
+// default name).
 Matrix<std::int64_t> resolve_positions(const PositionSource& src, std::size_t batch,
                                        std::size_t seq_len, std::size_t max_seq_len,
                                        const char* operation = "resolve_positions");

@@ -71,18 +71,18 @@ struct ResizedFile {
   // rows (and whose other dimensions are 1) are extended to the new rows: 0, 1, 2, ... (BERT's,
   // RoBERTa's, CLIP's position_ids) continues counting; a constant (BERT's token_type_ids)
   // stays constant. Every other tensor is the input's, bytes unchanged.
-  std::vector<Tensor> tensors;
+  std::vector<Tensor> tensors = {};
   // The file's metadata with posemb.tensor, posemb.reserved_rows and posemb.provenance (the
   // table's lineage) set from table, posemb.training_length when table records one.
-  Metadata metadata;
+  Metadata metadata = {};
   // The extended buffers, "name: [1, 512] -> [1, 1024], 0, 1, 2, ... continued".
-  std::vector<std::string> extended;
+  std::vector<std::string> extended = {};
   // Tensors kept as they were although they carry the old length, names only: states of the
   // table (a name ending in "." + the table's name with its old shape, e.g. an optimizer's
   // moments), tensors with two dimensions of the old length (GPT-2's (1, 1, L, L) attn.bias
   // masks), and integer buffers of the old length that are neither counting nor constant. A
   // reader of the file may have to rebuild them.
-  std::vector<std::string> kept_with_old_length;
+  std::vector<std::string> kept_with_old_length = {};
 };
 
 // The file with table (a resize of the file's own table, found under table.source_tensor)
@@ -106,31 +106,32 @@ ResizedFile replace_position_table(const TensorFile& file, const PositionTable& 
 
 // What to resize and where to write it (the flags of `posemb resize`).
 struct FileResizeRequest {
-  std::string output;                        // the file to write (.npy: the table alone)
-  std::optional<std::string> tensor;         // the table's name (default: found by name)
-  std::optional<std::size_t> reserved_rows;  // default: the file's posemb.reserved_rows, or 0
-  std::size_t positions = 0;                 // positions of the result (reserved rows extra)
+  std::string output = {};                           // the file to write (.npy: the table alone)
+  std::optional<std::string> tensor = std::nullopt;  // the table's name (default: found by name)
+  std::optional<std::size_t> reserved_rows =
+      std::nullopt;           // default: the file's posemb.reserved_rows, or 0
+  std::size_t positions = 0;  // positions of the result (reserved rows extra)
   ResizeMethod method = ResizeMethod::copy;
-  ResizeOptions options;       // random: the new rows' initializer, std, seed
-  std::optional<DType> dtype;  // of the written table (default: as stored)
-  bool table_only = false;     // the table alone, not the whole file
+  ResizeOptions options = {};                 // random: the new rows' initializer, std, seed
+  std::optional<DType> dtype = std::nullopt;  // of the written table (default: as stored)
+  bool table_only = false;                    // the table alone, not the whole file
 };
 
 // A resize of a file's table, ready to write (plan_file_resize) or written (resize_file).
 struct FileResize {
-  std::string output;             // where it goes
-  PositionTable table;            // the new table (source_tensor, how_found: the input's)
+  std::string output = {};        // where it goes
+  PositionTable table = {};       // the new table (source_tensor, how_found: the input's)
   std::size_t old_positions = 0;  // the input table's positions and rows
   std::size_t old_rows = 0;
   // likely_reserved_rows of the input table when neither the request nor the file gave its
   // reserved rows and its leading rows look reserved (unstated_reserved_rows): the table was
   // resized as if they were positions. nullopt otherwise.
-  std::optional<std::size_t> unstated_reserved_rows;
+  std::optional<std::size_t> unstated_reserved_rows = std::nullopt;
   // True: the whole input file with the new table (`file`); false: the table alone (asked
   // for, a .npy output, or a .npy input), with posemb's metadata unless .npy.
   bool whole_file = false;
-  ResizedFile file;            // whole_file: the tensors and metadata to write
-  std::optional<DType> dtype;  // the table's written dtype (default: table.dtype)
+  ResizedFile file = {};                      // whole_file: the tensors and metadata to write
+  std::optional<DType> dtype = std::nullopt;  // the table's written dtype (default: table.dtype)
 };
 
 // Thrown by plan_file_resize when the request's reserved_rows exceed the table's rows: a

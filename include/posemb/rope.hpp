@@ -64,10 +64,11 @@
 
 namespace posemb {
 
-// Which columns of a head rotate together.
+// Which columns of a head rotate together. There is no default: the values start at 1, so a
+// value-initialized layout (`Rope r(8, {})`) is 0, no listed value, and refused.
 enum class RopeLayout : std::uint8_t {
-  interleaved,  // (2i, 2i+1): RoFormer, GPT-J, Su et al. 2021
-  half,         // (i, i + R/2): GPT-NeoX, HF Llama
+  interleaved = 1,  // (2i, 2i+1): RoFormer, GPT-J, Su et al. 2021
+  half = 2,         // (i, i + R/2): GPT-NeoX, HF Llama
 };
 
 struct RopeOptions {
@@ -85,7 +86,7 @@ class Rope {
  public:
   // Throws std::invalid_argument when head_dim is 0, odd or larger than kMaxRopeHeadDim,
   // rotary_dim is odd or larger than head_dim, the base is not finite and > 0, or layout holds
-  // no listed value;
+  // no listed value (naming it: RopeLayout{} is 0, refused, since the layout has no default);
   // RopeScalingError (a std::invalid_argument) for a scaling out of range.
   Rope(std::size_t head_dim, RopeLayout layout, const RopeOptions& options = {});
 
@@ -98,11 +99,13 @@ class Rope {
   std::size_t pairs() const noexcept { return rotary_dim_ / 2; }   // R/2 rotation planes
   RopeLayout layout() const noexcept { return layout_; }
   double base() const noexcept { return base_; }  // as given (the base in effect: frequencies())
-  const RopeScaling& scaling() const noexcept { return scaling_; }
+  const RopeScaling& scaling() const& noexcept { return scaling_; }
+  RopeScaling scaling() const&& { return scaling_; }  // a copy: the Rope is a temporary
   std::size_t seq_len() const noexcept { return seq_len_; }
   double attention_factor() const noexcept { return freq_.attention_factor; }
   // theta_i as used (long double), per pair what the scaling did, the base in effect.
-  const RopeFrequencies& frequencies() const noexcept { return freq_; }
+  const RopeFrequencies& frequencies() const& noexcept { return freq_; }
+  RopeFrequencies frequencies() const&& { return freq_; }  // a copy: the Rope is a temporary
 
   // a * cos(p * theta_i) and a * sin(p * theta_i) for i < pairs() (a: the attention factor,
   // 1 unless the scaling sets it), written over. Throws std::invalid_argument when either span
@@ -135,10 +138,10 @@ class RopeCache {
   const Rope& rope() const& noexcept { return rope_; }
   MatrixView<const float> cos() const& noexcept { return cos_.cview(); }  // (positions, R/2)
   MatrixView<const float> sin() const& noexcept { return sin_.cview(); }  // (positions, R/2)
-  // A view into a temporary cache would dangle at the end of the statement.
-  void rope() && = delete;
-  void cos() && = delete;
-  void sin() && = delete;
+  // A view into a temporary cache (const or not) would dangle at the end of the statement.
+  void rope() const&& = delete;
+  void cos() const&& = delete;
+  void sin() const&& = delete;
 
  private:
   Rope rope_;

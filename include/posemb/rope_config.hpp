@@ -47,7 +47,7 @@ struct RopeConfig {
   double base = 10000.0;                    // rope_theta
   RopeScaling scaling = NoScaling{};        // from rope_scaling
   std::size_t max_position_embeddings = 0;  // as written
-  std::vector<std::string> warnings;        // one line each
+  std::vector<std::string> warnings = {};   // one line each
 
   // The Rope of this config for sequences of seq_len positions (0: the trained length).
   RopeOptions options(std::size_t seq_len = 0) const;
@@ -56,10 +56,10 @@ struct RopeConfig {
   // (yarn, llama3, longrope), else max_position_embeddings.
   std::size_t trained_length() const;
   // factor * L0 rounded down: the length the scaling's factor stretches the trained one to
-  // (L0 without a factor).
+  // (L0 without a factor). Saturates at SIZE_MAX when factor * L0 >= 2^64.
   std::size_t scaled_length() const;
   // The length the config targets: max_position_embeddings when it exceeds L0 (Llama 3.1,
-  // Phi-3), else scaled_length().
+  // Phi-3), else scaled_length() (so SIZE_MAX when that saturates).
   std::size_t extended_length() const;
 };
 
@@ -76,14 +76,14 @@ struct RopeScalingEdit {
   RopeScalingType type = RopeScalingType::none;
   double factor = 0.0;  // required for every type but none
   // L0 written into the block (yarn, llama3); unset: the config's trained length.
-  std::optional<std::size_t> original_max_position_embeddings;
-  std::optional<double> low_freq_factor;   // llama3 (default 1)
-  std::optional<double> high_freq_factor;  // llama3 (default 4)
-  std::optional<double> beta_fast;         // yarn
-  std::optional<double> beta_slow;         // yarn
-  std::optional<double> attention_factor;  // yarn
-  std::optional<double> mscale;            // yarn
-  std::optional<double> mscale_all_dim;    // yarn
+  std::optional<std::size_t> original_max_position_embeddings = std::nullopt;
+  std::optional<double> low_freq_factor = std::nullopt;   // llama3 (default 1)
+  std::optional<double> high_freq_factor = std::nullopt;  // llama3 (default 4)
+  std::optional<double> beta_fast = std::nullopt;         // yarn
+  std::optional<double> beta_slow = std::nullopt;         // yarn
+  std::optional<double> attention_factor = std::nullopt;  // yarn
+  std::optional<double> mscale = std::nullopt;            // yarn
+  std::optional<double> mscale_all_dim = std::nullopt;    // yarn
 };
 
 // Throws std::invalid_argument naming the parameter (as config.json spells it) when the edit
@@ -91,8 +91,8 @@ struct RopeScalingEdit {
 void validate_rope_scaling_edit(const RopeScalingEdit& edit);
 
 struct EditedRopeConfig {
-  std::string text;   // the whole config.json: every other key as it was, in the same order
-  RopeConfig config;  // the text read back (validated): what it targets
+  std::string text = {};   // the whole config.json: every other key as it was, in the same order
+  RopeConfig config = {};  // the text read back (validated): what it targets
 };
 
 // The config at `path` with rope_scaling replaced by the edit's block (null for none). Reads

@@ -47,7 +47,7 @@ struct AnglePrecision {
   std::size_t first_over = 0;      // first position with an error over the threshold;
                                    // `positions` when none
   std::size_t first_overflow = 0;  // first position whose angle overflows F; `positions`: none
-  std::vector<AngleErrorUpTo> by_length;  // at 1024, 2048, 4096, ... and `positions`
+  std::vector<AngleErrorUpTo> by_length = {};  // at 1024, 2048, 4096, ... and `positions`
 };
 
 // Positions checked: every one below 2^22; past it, 2^22 more spread evenly and the last one

@@ -93,9 +93,10 @@ struct YarnScaling {
   std::size_t original_max_position_embeddings = 0;  // L0 >= 1
   double beta_fast = 32.0;                           // > 0: rotations over L0 where the ramp ends
   double beta_slow = 1.0;                            // > 0: ... where it starts
-  std::optional<double> attention_factor;            // > 0; unset: from mscale, else 0.1 ln s + 1
-  std::optional<double> mscale;                      // >= 0; both set and non-zero:
-  std::optional<double> mscale_all_dim;              //   a = m(s, mscale) / m(s, mscale_all_dim)
+  std::optional<double> attention_factor =
+      std::nullopt;                             // > 0; unset: from mscale, else 0.1 ln s + 1
+  std::optional<double> mscale = std::nullopt;  // >= 0; both set and non-zero:
+  std::optional<double> mscale_all_dim = std::nullopt;  //   a = m(s, mscale) / m(s, mscale_all_dim)
   bool truncate = true;  // round the ramp's ends to whole pairs (floor, ceil), as the paper does
 };
 
@@ -109,11 +110,12 @@ struct Llama3Scaling {
 
 // LongRoPE (Phi-3), as Hugging Face's _compute_longrope_parameters: per-pair factors.
 struct LongRopeScaling {
-  std::vector<double> short_factor;  // R/2 values > 0, for sequences of up to L0 positions
-  std::vector<double> long_factor;   // R/2 values > 0, for longer ones
+  std::vector<double> short_factor = {};  // R/2 values > 0, for sequences of up to L0 positions
+  std::vector<double> long_factor = {};   // R/2 values > 0, for longer ones
   std::size_t original_max_position_embeddings = 0;  // L0 >= 1
   double factor = 1.0;  // s > 0: the extended length over L0 (for the attention factor)
-  std::optional<double> attention_factor;  // > 0; unset: sqrt(1 + ln s / ln L0), 1 for s <= 1
+  std::optional<double> attention_factor =
+      std::nullopt;  // > 0; unset: sqrt(1 + ln s / ln L0), 1 for s <= 1
 };
 
 // One scaling method and its parameters. A value type.
@@ -134,8 +136,10 @@ class RopeScalingError : public std::invalid_argument {
 };
 
 // Throws RopeScalingError when a parameter is out of the ranges above, a factor list does not
-// hold rotary_dim / 2 values, R is too small for ntk / dynamic, or the base is not > 1 for
-// yarn (its ramp divides by ln b).
+// hold rotary_dim / 2 values, R is too small for ntk / dynamic, the base is not > 1 for
+// yarn (its ramp divides by ln b), the attention factor (yarn, longrope; given or computed) is
+// not a finite, non-zero float (it multiplies cos and sin in float), or longrope computes it
+// with L0 = 1 (ln L0 = 0) for a factor > 1.
 void validate_rope_scaling(const RopeScaling& scaling, std::size_t rotary_dim, double base);
 
 // What a method does to pair i.
@@ -151,12 +155,12 @@ std::string_view rope_pair_treatment_name(RopePairTreatment t);  // "interpolate
 
 // The frequencies a scaling gives for rotary_dim R at a sequence length.
 struct RopeFrequencies {
-  std::vector<long double> inv_freq;         // (R/2) theta_i as used, in long double
-  std::vector<long double> stretch;          // (R/2) plain theta_i over inv_freq[i]: 1 unchanged
-  std::vector<RopePairTreatment> treatment;  // (R/2)
-  double attention_factor = 1.0;             // multiplies cos and sin
-  double base = 10000.0;                     // the base in effect (ntk, dynamic: b'; else b)
-  bool long_factors = false;                 // longrope: long_factor in use (seq_len > L0)
+  std::vector<long double> inv_freq = {};  // (R/2) theta_i as used, in long double
+  std::vector<long double> stretch = {};   // (R/2) plain theta_i over inv_freq[i]: 1 unchanged
+  std::vector<RopePairTreatment> treatment = {};  // (R/2)
+  double attention_factor = 1.0;                  // multiplies cos and sin
+  double base = 10000.0;                          // the base in effect (ntk, dynamic: b'; else b)
+  bool long_factors = false;                      // longrope: long_factor in use (seq_len > L0)
 };
 
 // The widest head (and so rotary dimension) the rotation takes: 65536 columns, far past any

@@ -38,19 +38,19 @@ namespace posemb {
 // One resize of a position table.
 struct TableResize {
   std::string operation = "resize";  // what was done ("resize": a 1-D resize by posemb)
-  std::string method;                // "copy", "interpolate", "random", "truncate", "sinusoidal"
+  std::string method = {};           // "copy", "interpolate", "random", "truncate", "sinusoidal"
   std::size_t from_positions = 0;    // positions before (rows = reserved_rows + positions)
   std::size_t to_positions = 0;      // positions after
   std::size_t reserved_rows = 0;     // leading rows kept in place, before and after
-  std::string source_file;           // the file the resized table came from ("" if made in memory)
-  std::string source_tensor;         // its tensor name there ("" if unknown)
+  std::string source_file = {};      // the file the resized table came from ("" if made in memory)
+  std::string source_tensor = {};    // its tensor name there ("" if unknown)
   // method random: how the new rows were drawn (an Initializer::parse name, stddev, seed).
-  std::string initializer;
-  std::optional<double> stddev;
-  std::optional<std::uint64_t> seed;
+  std::string initializer = {};
+  std::optional<double> stddev = std::nullopt;
+  std::optional<std::uint64_t> seed = std::nullopt;
   // method sinusoidal: the factor the encoding of the new rows was scaled by (the old
   // positions' mean row norm over the encoding's).
-  std::optional<double> scale;
+  std::optional<double> scale = std::nullopt;
 
   bool operator==(const TableResize&) const = default;
 };

@@ -57,13 +57,14 @@ enum class DType : std::uint8_t {
   F8_E5M2
 };
 
-// The safetensors spelling ("F32", "BF16", ...).
-std::string_view dtype_name(DType dtype) noexcept;
+// The safetensors spelling ("F32", "BF16", ...). Throws std::invalid_argument naming the
+// numeric value when dtype is no listed DType (a number cast to DType).
+std::string_view dtype_name(DType dtype);
 // The DType of a safetensors spelling; std::nullopt when unknown.
 std::optional<DType> dtype_from_name(std::string_view name) noexcept;
-// Bytes per element.
-std::size_t dtype_size(DType dtype) noexcept;
-// True for F16, BF16, F32, F64.
+// Bytes per element. Throws std::invalid_argument like dtype_name.
+std::size_t dtype_size(DType dtype);
+// True for F16, BF16, F32, F64 (false for a value that is no listed DType).
 bool dtype_is_float(DType dtype) noexcept;
 
 // The dtype names of the command line: "f32", "float32", "f64", "float64", "f16", "float16",
@@ -112,9 +113,9 @@ class Tensor {
   // An empty F32 tensor of shape [0], named "".
   Tensor() = default;
 
-  // A tensor owning a copy of bytes. Throws std::invalid_argument when bytes.size() is not
-  // element_count * dtype_size (or the shape overflows 64 bits), MemoryLimitExceeded when the
-  // copy is over the memory budget.
+  // A tensor owning a copy of bytes. Throws std::invalid_argument when dtype is no listed
+  // DType (naming its value), when bytes.size() is not element_count * dtype_size (or the shape
+  // overflows 64 bits), MemoryLimitExceeded when the copy is over the memory budget.
   static Tensor from_bytes(std::string name, DType dtype, std::vector<std::uint64_t> shape,
                            std::span<const std::byte> bytes);
   // A tensor viewing bytes that `owner` keeps alive (a mapping, a buffer): nothing is copied.
@@ -134,14 +135,18 @@ class Tensor {
                      reinterpret_cast<const std::byte*>(v.data()), v.row_stride() * sizeof(T));
   }
 
-  const std::string& name() const noexcept { return name_; }
+  const std::string& name() const& noexcept { return name_; }
+  std::string name() const&& { return name_; }  // a copy: the tensor is a temporary
   void set_name(std::string name) { name_ = std::move(name); }
   DType dtype() const noexcept { return dtype_; }
-  const std::vector<std::uint64_t>& shape() const noexcept { return shape_; }
+  const std::vector<std::uint64_t>& shape() const& noexcept { return shape_; }
+  std::vector<std::uint64_t> shape() const&& { return shape_; }  // a copy, as name()
   // Product of the shape (1 for a scalar); never overflows (checked at construction).
   std::uint64_t element_count() const noexcept { return count_; }
-  // The raw little-endian elements, row-major.
-  std::span<const std::byte> bytes() const noexcept { return bytes_; }
+  // The raw little-endian elements, row-major. Not of a temporary tensor: the bytes it owns
+  // would be freed at the end of the statement.
+  std::span<const std::byte> bytes() const& noexcept { return bytes_; }
+  void bytes() const&& = delete;
   // True when the bytes belong to another owner (a file mapping), false when they are a copy
   // owned by this tensor (and its copies).
   bool is_view() const noexcept { return is_view_; }
@@ -178,14 +183,19 @@ enum class TensorFileFormat : std::uint8_t { safetensors, npy };
 // The contents of a tensor file: tensors in file order plus metadata. A .npy file is one
 // tensor named "" and no metadata.
 struct TensorFile {
-  std::vector<Tensor> tensors;
-  Metadata metadata;
+  std::vector<Tensor> tensors = {};
+  Metadata metadata = {};
   TensorFileFormat format = TensorFileFormat::safetensors;
 
-  // The first tensor called name, or nullptr.
-  const Tensor* find(std::string_view name) const noexcept;
+  // The first tensor called name, or nullptr. Not of a temporary file (the pointer would
+  // dangle at the end of the statement).
+  const Tensor* find(std::string_view name) const& noexcept;
+  void find(std::string_view name) const&& = delete;
   // The tensor called name; throws std::out_of_range listing (some of) the names when absent.
-  const Tensor& at(std::string_view name) const;
+  // Of a temporary file (read_tensor_file(p).at(name)): a copy of the tensor (sharing its
+  // bytes), which outlives the file.
+  const Tensor& at(std::string_view name) const&;
+  Tensor at(std::string_view name) const&&;
 };
 
 // The format of a file from its first bytes: the .npy magic "\x93NUMPY", or a safetensors

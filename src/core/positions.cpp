@@ -197,6 +197,8 @@ Matrix<std::int64_t> resolve_positions(const PositionSource& src, MatrixView<con
 Matrix<std::int64_t> resolve_positions(const PositionSource& src, std::size_t batch,
                                        std::size_t seq_len, std::size_t max_seq_len,
                                        const char* operation) {
+  // A null name is the default one (messages would otherwise read through a null pointer).
+  if (operation == nullptr) operation = "resolve_positions";
   return detail::resolve_positions(src, batch, seq_len, max_seq_len, operation, {});
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -104,6 +105,37 @@ long double yarn_mscale(long double s, long double m) {
   return s <= 1.0L ? 1.0L : 0.1L * m * std::log(s) + 1.0L;
 }
 
+// YaRN's attention factor: the given one, else from mscale and mscale_all_dim when both are set
+// and non-zero, else get_mscale(s).
+long double yarn_attention_factor(const YarnScaling& y) {
+  const long double s = y.factor;
+  if (y.attention_factor) return *y.attention_factor;
+  if (y.mscale.value_or(0.0) != 0.0 && y.mscale_all_dim.value_or(0.0) != 0.0) {
+    return yarn_mscale(s, *y.mscale) / yarn_mscale(s, *y.mscale_all_dim);
+  }
+  return yarn_mscale(s, 1.0L);
+}
+
+// LongRoPE's attention factor: the given one, else sqrt(1 + ln s / ln L0) (1 for s <= 1).
+long double longrope_attention_factor(const LongRopeScaling& l) {
+  if (l.attention_factor) return *l.attention_factor;
+  if (!(l.factor > 1.0)) return 1.0L;
+  const long double l0 = static_cast<long double>(l.original_max_position_embeddings);
+  return std::sqrt(1.0L + std::log(static_cast<long double>(l.factor)) / std::log(l0));
+}
+
+// The attention factor multiplies cos and sin in float: it must be a finite, non-zero float
+// (1e300 passed as a double and the rotations came out infinite or NaN).
+void check_attention_factor(const char* method, long double a, bool given) {
+  constexpr long double kMax = std::numeric_limits<float>::max();
+  if (!(std::isfinite(a) && a > 0.0L && a <= kMax && static_cast<float>(a) > 0.0f)) {
+    refuse(method, "rope_scaling.attention_factor",
+           (given ? "= " : "computed from the other parameters = ") + num(static_cast<double>(a)) +
+               " must be > 0 and finite as a float (at most " + num(static_cast<double>(kMax)) +
+               ", the attention factor multiplies cos and sin in float)");
+  }
+}
+
 // _compute_yarn_parameters (with find_correction_dim, find_correction_range,
 // linear_ramp_factor and get_mscale).
 RopeFrequencies yarn(double base, std::size_t rotary_dim, const YarnScaling& y) {
@@ -138,14 +170,7 @@ RopeFrequencies yarn(double base, std::size_t rotary_dim, const YarnScaling& y) 
                           : ramp == 1.0L ? RopePairTreatment::interpolated
                                          : RopePairTreatment::blended);
   }
-  if (y.attention_factor) {
-    f.attention_factor = *y.attention_factor;
-  } else if (y.mscale.value_or(0.0) != 0.0 && y.mscale_all_dim.value_or(0.0) != 0.0) {
-    f.attention_factor =
-        static_cast<double>(yarn_mscale(s, *y.mscale) / yarn_mscale(s, *y.mscale_all_dim));
-  } else {
-    f.attention_factor = static_cast<double>(yarn_mscale(s, 1.0L));
-  }
+  f.attention_factor = static_cast<double>(yarn_attention_factor(y));
   return f;
 }
 
@@ -187,13 +212,7 @@ RopeFrequencies longrope(double base, std::size_t rotary_dim, const LongRopeScal
     f.inv_freq.push_back(plain(base, i, rotary_dim) / static_cast<long double>(ext[i]));
     f.treatment.push_back(RopePairTreatment::rescaled);
   }
-  if (l.attention_factor) {
-    f.attention_factor = *l.attention_factor;
-  } else if (l.factor > 1.0) {
-    const long double l0 = static_cast<long double>(l.original_max_position_embeddings);
-    f.attention_factor = static_cast<double>(
-        std::sqrt(1.0L + std::log(static_cast<long double>(l.factor)) / std::log(l0)));
-  }
+  f.attention_factor = static_cast<double>(longrope_attention_factor(l));
   return f;
 }
 
@@ -228,6 +247,7 @@ struct Validate {
     if (!(base > 1.0)) {
       refuse("yarn", "rope_theta", "= " + num(base) + " must be > 1 (the ramp divides by ln b)");
     }
+    check_attention_factor("yarn", yarn_attention_factor(y), y.attention_factor.has_value());
   }
   void operator()(const Llama3Scaling& l) const {
     check_factor("llama3", l.factor);
@@ -248,6 +268,14 @@ struct Validate {
                  l.original_max_position_embeddings);
     check_positive("longrope", "factor", l.factor);
     if (l.attention_factor) check_positive("longrope", "attention_factor", *l.attention_factor);
+    if (!l.attention_factor && l.factor > 1.0 && l.original_max_position_embeddings == 1) {
+      refuse("longrope", "original_max_position_embeddings",
+             "= 1 leaves the attention factor sqrt(1 + ln s / ln L0) undefined (ln 1 = 0) for "
+             "factor = " +
+                 num(l.factor) + " (give attention_factor, or L0 >= 2)");
+    }
+    check_attention_factor("longrope", longrope_attention_factor(l),
+                           l.attention_factor.has_value());
   }
 };
 

@@ -85,6 +85,7 @@ constexpr std::size_t kBlock = 64;
 
 template <class T>
 void fill(MatrixView<T> out, std::size_t start, const SinusoidalOptions& options) {
+  if (out.cols() == 0) return;  // nothing to write, however many rows (checked before: SIZE_MAX)
   const Plan plan = make_plan(out.cols(), options);
   const detail::SinCosAnglesFn sin_cos = detail::sin_cos_angles();  // may throw: before writing
   const std::size_t sines = plan.sines();

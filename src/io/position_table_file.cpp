@@ -8,6 +8,7 @@
 #include "element_convert.hpp"
 #include "posemb/npy.hpp"
 #include "posemb/safetensors.hpp"
+#include "readers.hpp"
 #include "table_checks.hpp"
 #include "table_metadata.hpp"
 
@@ -183,6 +184,7 @@ PositionTable load_position_table(const TensorFile& file, const std::string& pat
 
 Tensor position_table_tensor(const PositionTable& table, DType dtype) {
   const std::string op = "position_table_tensor: ";
+  detail::check_dtype(dtype, "position_table_tensor");
   if (!dtype_is_float(dtype)) {
     throw std::invalid_argument(op + "dtype " + std::string(dtype_name(dtype)) +
                                 " is not a float dtype (F16, BF16, F32, F64)");
@@ -213,6 +215,12 @@ void save_position_table(const std::string& path, const PositionTable& table,
                                 " exceeds the table's " + std::to_string(table.values.rows()) +
                                 " rows");
   }
+  if (table.values.cols() == 0) {
+    // load_position_table refuses it: what is written must load back.
+    throw std::invalid_argument(op + "a (" + std::to_string(table.values.rows()) +
+                                ", 0) table has no columns; a position table needs at least one");
+  }
+  detail::check_dtype(out, "save_position_table: " + quote_untrusted(path));
   if (!dtype_is_float(out)) {
     throw std::invalid_argument(op + "dtype " + std::string(dtype_name(out)) +
                                 " is not a float dtype (F16, BF16, F32, F64)");

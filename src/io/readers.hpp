@@ -24,4 +24,8 @@ Tensor parse_npy(std::span<const std::byte> bytes, std::string_view source,
 Tensor file_tensor(std::string name, DType dtype, std::vector<std::uint64_t> shape,
                    std::span<const std::byte> bytes, const std::shared_ptr<const void>& owner);
 
+// Throws std::invalid_argument naming op and the numeric value when dtype is no listed DType
+// (a value cast from an out-of-range number).
+void check_dtype(DType dtype, std::string_view op);
+
 }  // namespace posemb::detail

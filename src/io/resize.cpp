@@ -155,8 +155,13 @@ void draw_new_positions(MatrixView<const float> src, MatrixView<float> dst,
     std::copy(src.row(p).begin(), src.row(p).end(), dst.row(p).begin());
   }
   Matrix<float> fresh(new_n, dst.cols());
-  initialize_table(fresh.view(),
-                   Initializer::parse(options.initializer, options.stddev, options.seed));
+  try {
+    initialize_table(fresh.view(),
+                     Initializer::parse(options.initializer, options.stddev, options.seed));
+  } catch (const std::invalid_argument& e) {
+    // A stddev whose draws cannot all be finite floats is refused before drawing.
+    throw std::invalid_argument(std::string("resize_table: ") + e.what());
+  }
   const std::string bad =
       detail::non_finite_description(fresh.cview().subrows(old_n, new_n - old_n));
   if (!bad.empty()) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <utility>
 #include <vector>
@@ -421,8 +422,13 @@ std::size_t RopeConfig::scaled_length() const {
         }
       },
       scaling);
-  return static_cast<std::size_t>(
-      std::floor(static_cast<long double>(factor) * static_cast<long double>(trained_length())));
+  const long double length =
+      std::floor(static_cast<long double>(factor) * static_cast<long double>(trained_length()));
+  // At or past 2^64 the length does not fit a std::size_t (converting it would be undefined):
+  // saturated.
+  constexpr long double kLimit = 18446744073709551616.0L;  // 2^64, exact in long double
+  if (!(length < kLimit)) return std::numeric_limits<std::size_t>::max();
+  return static_cast<std::size_t>(length);
 }
 
 std::size_t RopeConfig::extended_length() const {

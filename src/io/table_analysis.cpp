@@ -47,6 +47,9 @@ Matrix<float> thinned_unit_rows(MatrixView<const float> table, std::size_t step)
 }  // namespace
 
 std::vector<double> row_norms(MatrixView<const float> table) {
+  // One double per row, even without columns: checked against the budget (2^40 rows of none
+  // ended in std::bad_alloc).
+  check_allocation("row_norms", saturating_mul(table.rows(), sizeof(double)));
   std::vector<double> norms(table.rows());
   for (std::size_t r = 0; r < table.rows(); ++r) norms[r] = std::sqrt(squared_norm(table.row(r)));
   return norms;
@@ -72,6 +75,7 @@ RowNormStats row_norm_stats(MatrixView<const float> table) {
 
 Matrix<float> unit_rows(MatrixView<const float> table) {
   Matrix<float> u(table);
+  if (u.cols() == 0) return u;  // nothing to scale, however many rows
   for (std::size_t r = 0; r < u.rows(); ++r) {
     const double n2 = squared_norm(u.row(r));
     if (n2 == 0) continue;
@@ -108,6 +112,15 @@ Matrix<float> cosine_similarity(MatrixView<const float> table, std::size_t step)
 std::vector<OffsetSimilarity> distance_profile(MatrixView<const float> table) {
   const Matrix<float> unit = unit_rows(table);
   std::vector<OffsetSimilarity> out;
+  if (unit.cols() == 0) {
+    // Rows without columns: every cosine is 0 (a zero row has similarity 0 with everything),
+    // so each offset's mean is 0, found without a pass over the rows.
+    for (std::size_t d = 1; d < unit.rows(); d *= 2) {
+      out.push_back({d, 0.0});
+      if (d > unit.rows() / 2) break;  // d * 2 would pass the rows (or wrap)
+    }
+    return out;
+  }
   for (std::size_t d = 1; d < unit.rows(); d *= 2) {
     double sum = 0;
     const std::size_t n = unit.rows() - d;
@@ -120,6 +133,7 @@ std::vector<OffsetSimilarity> distance_profile(MatrixView<const float> table) {
 }
 
 std::size_t likely_reserved_rows(MatrixView<const float> table) {
+  if (table.cols() == 0) return 0;  // every row is all zeros: no sign of reserved rows
   auto zero = [&](std::size_t r) {
     for (float v : table.row(r)) {
       if (v != 0.0f) return false;

@@ -36,11 +36,17 @@ constexpr std::array<DTypeInfo, 15> kDTypes = {{{DType::F16, "F16", 2},
                                                 {DType::F8_E4M3, "F8_E4M3", 1},
                                                 {DType::F8_E5M2, "F8_E5M2", 1}}};
 
-const DTypeInfo& info(DType d) noexcept {
+const DTypeInfo* find_info(DType d) noexcept {
   for (const auto& i : kDTypes) {
-    if (i.dtype == d) return i;
+    if (i.dtype == d) return &i;
   }
-  return kDTypes[2];  // unreachable for a valid enumerator
+  return nullptr;
+}
+
+// The dtype's entry; throws for a value that is no listed DType (it read as F32 before).
+const DTypeInfo& info(DType d, std::string_view op) {
+  detail::check_dtype(d, op);
+  return *find_info(d);
 }
 
 std::string tensor_label(const std::string& name) {
@@ -65,6 +71,7 @@ std::uint64_t checked_count(const std::vector<std::uint64_t>& shape, std::string
 std::uint64_t check_bytes(const std::string& name, DType dtype,
                           const std::vector<std::uint64_t>& shape, std::size_t bytes,
                           std::string_view op) {
+  detail::check_dtype(dtype, op);
   const std::uint64_t n = checked_count(shape, op, name);
   const std::uint64_t size = dtype_size(dtype);
   if (n > std::numeric_limits<std::uint64_t>::max() / size || n * size != bytes) {
@@ -84,8 +91,16 @@ std::shared_ptr<std::byte[]> allocate_bytes(std::size_t n, std::string_view op) 
 
 }  // namespace
 
-std::string_view dtype_name(DType dtype) noexcept {
-  return info(dtype).name;
+void detail::check_dtype(DType dtype, std::string_view op) {
+  if (find_info(dtype) == nullptr) {
+    throw std::invalid_argument(
+        std::string(op) + ": dtype " + std::to_string(static_cast<unsigned>(dtype)) +
+        " is no listed DType (0 to " + std::to_string(kDTypes.size() - 1) + ": F16 ... F8_E5M2)");
+  }
+}
+
+std::string_view dtype_name(DType dtype) {
+  return info(dtype, "dtype_name").name;
 }
 
 std::optional<DType> dtype_from_name(std::string_view name) noexcept {
@@ -95,8 +110,8 @@ std::optional<DType> dtype_from_name(std::string_view name) noexcept {
   return std::nullopt;
 }
 
-std::size_t dtype_size(DType dtype) noexcept {
-  return info(dtype).size;
+std::size_t dtype_size(DType dtype) {
+  return info(dtype, "dtype_size").size;
 }
 
 bool dtype_is_float(DType dtype) noexcept {
@@ -222,6 +237,7 @@ template Matrix<std::int64_t> Tensor::to_matrix<std::int64_t>() const;
 template Matrix<std::uint64_t> Tensor::to_matrix<std::uint64_t>() const;
 
 Tensor Tensor::astype(DType dtype) const {
+  detail::check_dtype(dtype, "Tensor::astype");
   if (!dtype_is_float(dtype_) || !dtype_is_float(dtype)) {
     throw std::invalid_argument("Tensor::astype: " + tensor_label(name_) + " of dtype " +
                                 std::string(dtype_name(dtype_)) + " cannot be converted to " +
@@ -257,14 +273,19 @@ Tensor Tensor::astype(DType dtype) const {
   return t;
 }
 
-const Tensor* TensorFile::find(std::string_view name) const noexcept {
+const Tensor* TensorFile::find(std::string_view name) const& noexcept {
   for (const auto& t : tensors) {
     if (t.name() == name) return &t;
   }
   return nullptr;
 }
 
-const Tensor& TensorFile::at(std::string_view name) const {
+Tensor TensorFile::at(std::string_view name) const&& {
+  const TensorFile& self = *this;
+  return self.at(name);
+}
+
+const Tensor& TensorFile::at(std::string_view name) const& {
   if (const Tensor* t = find(name)) return *t;
   std::string names;
   for (std::size_t i = 0; i < tensors.size() && i < 20; ++i) {

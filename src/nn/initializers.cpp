@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -23,12 +25,31 @@ constexpr NamedKind kKinds[] = {{"normal", InitKind::normal},
                                 {"sinusoidal", InitKind::sinusoidal}};
 
 void fill(MatrixView<float> table, detail::FillKind kind, std::uint64_t seed, double scale) {
+  if (table.cols() == 0) return;  // nothing to write, however many rows
   const detail::FillJob job{table.data(), table.row_stride(), table.cols(), kind, seed, scale};
   const detail::FillRowsFn run = detail::fill_rows();
   const std::size_t rows_per_chunk =
       std::max<std::size_t>(1, (std::size_t{16} << 10) / std::max<std::size_t>(table.cols(), 1));
   parallel_for(table.rows(), rows_per_chunk, table.size(),
                [&](std::size_t r0, std::size_t r1) { run(job, r0, r1); });
+}
+
+// counter_normal's largest magnitude: sqrt(-2 ln u1) for the smallest u1, 2^-54 (rounded up).
+constexpr double kMaxNormalDraw = 8.66;
+constexpr double kMaxNormalStd =
+    static_cast<double>(std::numeric_limits<float>::max()) / kMaxNormalDraw;
+
+[[noreturn]] void refuse_kind(const char* op, InitKind kind) {
+  throw std::invalid_argument(std::string(op) + ": initializer kind " +
+                              std::to_string(static_cast<int>(kind)) +
+                              " is no listed InitKind (normal, scaled_normal, glorot_uniform, "
+                              "zeros, sinusoidal)");
+}
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
 }
 
 }  // namespace
@@ -47,7 +68,7 @@ std::string Initializer::name() const {
   for (const auto& nk : kKinds) {
     if (nk.kind == kind) return nk.name;
   }
-  return "unknown";
+  refuse_kind("Initializer::name", kind);
 }
 
 void initialize_table(MatrixView<float> table, const Initializer& init) {
@@ -59,6 +80,14 @@ void initialize_table(MatrixView<float> table, const Initializer& init) {
             "initialize_table: normal initializer needs a finite std >= "
             "0, got " +
             std::to_string(init.stddev));
+      }
+      // Every draw is at most kMaxNormalDraw standard deviations out: past kMaxNormalStd some
+      // values would be infinite in float.
+      if (init.stddev > kMaxNormalStd) {
+        throw std::invalid_argument("initialize_table: normal initializer std " + num(init.stddev) +
+                                    " is more than " + num(kMaxNormalStd) +
+                                    ", past which its values (up to " + num(kMaxNormalDraw) +
+                                    " std) are not finite in float");
       }
       fill(table, detail::FillKind::normal, seed, init.stddev);
       break;
@@ -80,6 +109,8 @@ void initialize_table(MatrixView<float> table, const Initializer& init) {
     case InitKind::sinusoidal:
       sinusoidal_positional_encoding_into(table, 0);
       break;
+    default:
+      refuse_kind("initialize_table", init.kind);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -82,9 +83,9 @@ bool finite_all(std::initializer_list<float> xs) {
   return true;
 }
 
-}  // namespace
-
-AdamW::AdamW(AdamWConfig cfg) : cfg_(cfg) {
+// The constructor's checks, made again by step(): config() hands out the configuration to
+// change between steps, so a value set there is checked before it is used.
+void check_config(const AdamWConfig& cfg) {
   require(finite_all({cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay}) && cfg.lr >= 0 &&
               cfg.beta1 >= 0 && cfg.beta1 < 1 && cfg.beta2 >= 0 && cfg.beta2 < 1 && cfg.eps > 0 &&
               cfg.weight_decay >= 0,
@@ -93,6 +94,30 @@ AdamW::AdamW(AdamWConfig cfg) : cfg_(cfg) {
               " eps=" + std::to_string(cfg.eps) +
               " weight_decay=" + std::to_string(cfg.weight_decay) +
               " (need lr >= 0, betas in [0, 1), eps > 0, weight_decay >= 0, all finite)");
+}
+
+void check_config(const SgdConfig& cfg) {
+  require(finite_all({cfg.lr, cfg.momentum, cfg.weight_decay}) && cfg.lr >= 0 &&
+              cfg.momentum >= 0 && cfg.momentum < 1 && cfg.weight_decay >= 0,
+          "Sgd: invalid configuration lr=" + std::to_string(cfg.lr) + " momentum=" +
+              std::to_string(cfg.momentum) + " weight_decay=" + std::to_string(cfg.weight_decay) +
+              " (need lr >= 0, momentum in [0, 1), weight_decay >= 0, all finite)");
+}
+
+// The step count after one more step; throws std::overflow_error, writing nothing, when the
+// count is already the largest std::int64_t (set_steps can set it there).
+std::int64_t next_step(const char* op, std::int64_t steps) {
+  if (steps == std::numeric_limits<std::int64_t>::max()) {
+    throw std::overflow_error(std::string(op) + ": the step count " + std::to_string(steps) +
+                              " is the largest std::int64_t; one more step would overflow it");
+  }
+  return steps + 1;
+}
+
+}  // namespace
+
+AdamW::AdamW(AdamWConfig cfg) : cfg_(cfg) {
+  check_config(cfg_);
 }
 
 void AdamW::set_steps(std::int64_t t) {
@@ -148,6 +173,8 @@ void update_elements(detail::AdamWRowsFn update, const detail::AdamWJob& job, st
 }  // namespace
 
 void AdamW::step(std::span<const ParamRef> params, std::size_t begin, std::size_t end) {
+  check_config(cfg_);
+  const std::int64_t t = next_step("AdamW::step", steps_);
   check_params("AdamW::step", params, m_);
   require(m_.size() == v_.size(), "AdamW::step: first and second moment lists differ in size");
   for (std::size_t i = 0; i < v_.size(); ++i) {
@@ -163,7 +190,6 @@ void AdamW::step(std::span<const ParamRef> params, std::size_t begin, std::size_
     m_ = zeros_like(params);
     v_ = zeros_like(params);
   }
-  const std::int64_t t = steps_ + 1;
   const float lr = cfg_.lr, b1 = cfg_.beta1, b2 = cfg_.beta2, eps = cfg_.eps;
   const float decay = 1.0f - cfg_.lr * cfg_.weight_decay;
   const double bc1 = 1.0 - std::pow(static_cast<double>(b1), static_cast<double>(t));
@@ -199,11 +225,7 @@ void AdamW::step(std::span<const ParamRef> params, std::size_t begin, std::size_
 }
 
 Sgd::Sgd(SgdConfig cfg) : cfg_(cfg) {
-  require(finite_all({cfg.lr, cfg.momentum, cfg.weight_decay}) && cfg.lr >= 0 &&
-              cfg.momentum >= 0 && cfg.momentum < 1 && cfg.weight_decay >= 0,
-          "Sgd: invalid configuration lr=" + std::to_string(cfg.lr) + " momentum=" +
-              std::to_string(cfg.momentum) + " weight_decay=" + std::to_string(cfg.weight_decay) +
-              " (need lr >= 0, momentum in [0, 1), weight_decay >= 0, all finite)");
+  check_config(cfg_);
 }
 
 void AdamW::step(std::initializer_list<ParamRef> params) {
@@ -215,6 +237,8 @@ void Sgd::step(std::initializer_list<ParamRef> params) {
 }
 
 void Sgd::step(std::span<const ParamRef> params) {
+  check_config(cfg_);
+  const std::int64_t t = next_step("Sgd::step", steps_);
   check_params("Sgd::step", params, velocity_);
   if (velocity_.empty()) velocity_ = zeros_like(params);
   const float lr = cfg_.lr, mu = cfg_.momentum, wd = cfg_.weight_decay;
@@ -233,10 +257,11 @@ void Sgd::step(std::span<const ParamRef> params) {
     parallel_for(p.value.rows(), rows_per_chunk(p.value.cols()), p.value.size(),
                  [&](std::size_t r0, std::size_t r1) { update(job, r0, r1); });
   }
-  ++steps_;
+  steps_ = t;
 }
 
 void zero_grad(MatrixView<float> grad) {
+  if (grad.cols() == 0) return;  // nothing to write, however many rows
   for (std::size_t r = 0; r < grad.rows(); ++r) {
     for (float& g : grad.row(r)) g = 0.0f;
   }

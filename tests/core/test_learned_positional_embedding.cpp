@@ -77,6 +77,8 @@ TYPED_TEST(Lookup, AcceptsMatrixMutableViewAndConstView) {
   static_assert(CanLookUp<Matrix<T>&>);
   static_assert(CanLookUp<MatrixView<T>>);
   static_assert(!CanLookUp<Matrix<T>&&>);
+  // A const temporary (`const Matrix<T> make_table();`) dangles the same way.
+  static_assert(!CanLookUp<const Matrix<T>&&> && !CanLookUp<const Matrix<T>>);
 }
 
 TYPED_TEST(Lookup, StartSelectsRowsForCachedDecoding) {

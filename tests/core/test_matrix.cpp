@@ -145,6 +145,47 @@ TYPED_TEST(MatrixTyped, MatrixPassesAsAMutableViewOnlyWhenNamed) {
   EXPECT_EQ(m(1, 2), static_cast<T>(7));
 }
 
+// view(), cview(), row() and flat() of a temporary matrix, const or not, would dangle at the
+// end of the statement (`mk().view()` was a mutable view of a temporary): they do not compile.
+template <class M>
+concept ViewOf = requires(M&& m) {
+  std::forward<M>(m).view();
+};
+template <class M>
+concept CviewOf = requires(M&& m) {
+  std::forward<M>(m).cview();
+};
+template <class M>
+concept RowOf = requires(M&& m) {
+  std::forward<M>(m).row(0);
+};
+template <class M>
+concept FlatOf = requires(M&& m) {
+  std::forward<M>(m).flat();
+};
+TYPED_TEST(MatrixTyped, ViewsAndSpansOfATemporaryDoNotCompile) {
+  using M = Matrix<TypeParam>;
+  static_assert(ViewOf<M&> && ViewOf<const M&> && !ViewOf<M> && !ViewOf<const M>);
+  static_assert(CviewOf<M&> && CviewOf<const M&> && !CviewOf<M> && !CviewOf<const M>);
+  static_assert(RowOf<M&> && RowOf<const M&> && !RowOf<M> && !RowOf<const M>);
+  static_assert(FlatOf<M&> && FlatOf<const M&> && !FlatOf<M> && !FlatOf<const M>);
+  M m(2, 3);
+  const M& c = m;
+  EXPECT_EQ(m.view().data(), m.data());
+  EXPECT_EQ(c.view().data(), m.data());
+  EXPECT_EQ(c.cview().data(), m.data());
+  EXPECT_EQ(m.row(1).data(), m.data() + 3);
+  EXPECT_EQ(c.flat().size(), 6u);
+}
+
+// A copy of a view without columns makes no pass over its rows, however many it claims.
+TYPED_TEST(MatrixTyped, CopyOfRowsWithoutColumnsReturnsAtOnce) {
+  using T = TypeParam;
+  const Matrix<T> m(MatrixView<const T>(nullptr, std::size_t{1} << 40, 0));
+  EXPECT_EQ(m.rows(), std::size_t{1} << 40);
+  EXPECT_EQ(m.cols(), 0u);
+}
+
 TYPED_TEST(MatrixTyped, MatrixIsZeroFilledAlignedAndContiguous) {
   using T = TypeParam;
   Matrix<T> m(7, 13);

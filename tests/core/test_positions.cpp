@@ -47,6 +47,19 @@ TEST(Positions, ContiguousPastTheTableNamesTheFirstTokenWithoutARow) {
   }
 }
 
+// A null operation name is the default one (the message read through the null pointer and
+// crashed).
+TEST(Positions, NullOperationNameIsTheDefaultName) {
+  try {
+    (void)resolve_positions(PositionSource::contiguous(5), 1, 3, 4, nullptr);
+    FAIL() << "no exception";
+  } catch (const SequenceTooLong& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("resolve_positions", 0), 0u) << e.what();
+  }
+  EXPECT_EQ(flat(resolve_positions(PositionSource::contiguous(1), 1, 3, 4, nullptr)),
+            (std::vector<std::int64_t>{1, 2, 3}));
+}
+
 TEST(Positions, ExplicitIds) {
   const Matrix<TokenId> tokens(2, 2);
   const auto ids = from_rows<std::int64_t>(2, 2, {3, 0, 7, 7});
@@ -315,6 +328,24 @@ static_assert(!PackedFromCall<decltype(make_tokens)>);
 static_assert(!IdsFrom<Matrix<std::int64_t>>);  // an rvalue (std::move(named) included)
 static_assert(!MaskFrom<Matrix<std::uint8_t>>);
 static_assert(!PackedFrom<Matrix<TokenId>>);
+// A const temporary (`const Matrix<std::int64_t> make();`) dangles the same way, and so does a
+// view of a temporary (`make().cview()`, which no longer compiles).
+static_assert(!IdsFrom<const Matrix<std::int64_t>> && !IdsFrom<const Matrix<std::int32_t>>);
+static_assert(!MaskFrom<const Matrix<std::uint8_t>> && !PackedFrom<const Matrix<TokenId>>);
+const auto make_const_ids = []() -> const Matrix<std::int64_t> {
+  return Matrix<std::int64_t>(2, 3);
+};
+static_assert(!IdsFromCall<decltype(make_const_ids)>);
+template <class Make>
+concept IdsFromCviewOfCall = requires(Make make) {
+  PositionSource::explicit_ids(make().cview());
+};
+static_assert(!IdsFromCviewOfCall<decltype(make_ids)> &&
+              !IdsFromCviewOfCall<decltype(make_const_ids)>);
+// ids() and mask() of a temporary source are copies, not references into it.
+static_assert(std::is_same_v<decltype(std::declval<PositionSource>().ids()), PositionSource::Ids>);
+static_assert(std::is_same_v<decltype(std::declval<const PositionSource&>().mask()),
+                             const PositionSource::Mask&>);
 // Named matrices, const or not, and views of the accepted element types work.
 static_assert(IdsFrom<Matrix<std::int64_t>&> && IdsFrom<const Matrix<std::int64_t>&>);
 static_assert(IdsFrom<Matrix<std::int32_t>&> && IdsFrom<MatrixView<std::int32_t>>);

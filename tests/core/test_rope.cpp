@@ -241,6 +241,16 @@ TEST(RopeBadInput, ConstructionRefusesOddOrZeroDimsRotaryDimBaseAndLayout) {
   EXPECT_THROW(Rope(8, RopeLayout::half, {.base = 0.0}), std::invalid_argument);
   EXPECT_THROW(Rope(8, RopeLayout::half, {.base = INFINITY}), std::invalid_argument);
   EXPECT_THROW(Rope(8, static_cast<RopeLayout>(9)), std::invalid_argument);
+  // The layout has no default: a value-initialized one ({} is 0) is no listed value (it was
+  // interleaved, silently).
+  try {
+    Rope(8, {});
+    FAIL() << "no exception for RopeLayout{}";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("layout 0"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Rope(8, RopeLayout{}, {.base = 500000}), std::invalid_argument);
+  EXPECT_EQ(Rope(8, RopeLayout::interleaved).layout(), RopeLayout::interleaved);
   try {
     Rope(7, RopeLayout::interleaved);
     FAIL() << "no exception";
@@ -315,6 +325,20 @@ concept SinOf = requires(C&& c) {
 // A view of a temporary cache would dangle.
 static_assert(!CosOf<RopeCache> && !SinOf<RopeCache>);
 static_assert(CosOf<RopeCache&> && CosOf<const RopeCache&> && SinOf<const RopeCache&>);
+// ... a const one too (`const RopeCache make_cache();` then `make_cache().cos()`).
+static_assert(!CosOf<const RopeCache> && !SinOf<const RopeCache>);
+template <class C>
+concept RopeOf = requires(C&& c) {
+  std::forward<C>(c).rope();
+};
+static_assert(RopeOf<const RopeCache&> && !RopeOf<RopeCache> && !RopeOf<const RopeCache>);
+// A temporary Rope's scaling and frequencies come as copies, not references into it.
+static_assert(
+    std::is_same_v<decltype(std::declval<const Rope&>().frequencies()), const RopeFrequencies&>);
+static_assert(std::is_same_v<decltype(std::declval<Rope>().frequencies()), RopeFrequencies>);
+static_assert(std::is_same_v<decltype(std::declval<const Rope>().scaling()), RopeScaling>);
+// The layout has no default value either: RopeLayout{} is no listed layout.
+static_assert(RopeLayout{} != RopeLayout::interleaved && RopeLayout{} != RopeLayout::half);
 // The layout has no default: a checkpoint's layout must be named.
 static_assert(!std::is_constructible_v<Rope, std::size_t>);
 static_assert(std::is_constructible_v<Rope, std::size_t, RopeLayout>);

@@ -277,5 +277,58 @@ TEST(RopeScaling, BadParametersAreRefusedByKey) {
   expect_refused(l, 96, 10000, "rope_scaling.long_factor");
 }
 
+// The attention factor multiplies cos and sin in float: a factor that is infinite as a float,
+// given or computed, is refused (YaRN took 1e300 and the rotations came out NaN; LongRoPE with
+// L0 = 1 divided by ln 1 = 0 and its factor was inf).
+TEST(RopeScaling, AttentionFactorsThatAreNotFiniteFloatsAreRefused) {
+  YarnScaling y;
+  y.factor = 4;
+  y.original_max_position_embeddings = 4096;
+  for (const double a : {1e300, 1e39, 3.5e38, 1e-300}) {
+    y.attention_factor = a;
+    expect_refused(y, 64, 10000, "rope_scaling.attention_factor");
+  }
+  y.attention_factor = 3e38;  // a float, so still taken
+  EXPECT_NEAR(rope_frequencies(10000, 64, y).attention_factor, 3e38, 1e23);
+  // Computed from mscale / mscale_all_dim: 0.1 * 1e300 * ln 4 + 1 over 1.
+  y.attention_factor.reset();
+  y.mscale = 1e300;
+  y.mscale_all_dim = 1e-300;
+  expect_refused(y, 64, 10000, "rope_scaling.attention_factor");
+  LongRopeScaling l = phi3_like();
+  l.original_max_position_embeddings = 1;  // factor 32: sqrt(1 + ln 32 / ln 1)
+  expect_refused(l, 96, 10000, "original_max_position_embeddings");
+  l.factor = 4;
+  expect_refused(l, 96, 10000, "original_max_position_embeddings");
+  l.factor = 1;  // no extension: factor 1, nothing divided
+  EXPECT_EQ(rope_frequencies(10000, 96, l).attention_factor, 1.0);
+  l.factor = 4;
+  l.attention_factor = 1.5;  // given: ln L0 is not needed
+  EXPECT_EQ(rope_frequencies(10000, 96, l).attention_factor, 1.5);
+  l.attention_factor = 1e300;
+  expect_refused(l, 96, 10000, "rope_scaling.attention_factor");
+}
+
+// The headers' examples as written, built with -Wextra -Werror like every test: designated
+// initializers that leave out the std::optional members (YaRN's attention_factor, mscale,
+// mscale_all_dim; LongRoPE's lists and attention_factor) failed with
+// -Werror=missing-field-initializers (g++ 12) until those members had default initializers.
+TEST(RopeScaling, HeaderExamplesCompileWithEveryWarning) {
+  // posemb/rope.hpp:
+  posemb::Rope yarn(
+      128, posemb::RopeLayout::half,
+      {.base = 1e6,
+       .scaling = posemb::YarnScaling{.factor = 4, .original_max_position_embeddings = 32768}});
+  EXPECT_NEAR(yarn.attention_factor(), 0.1 * std::log(4.0) + 1, 1e-12);
+  // posemb/rope_scaling.hpp:
+  posemb::RopeScaling s = posemb::Llama3Scaling{.factor = 8,
+                                                .low_freq_factor = 1,
+                                                .high_freq_factor = 4,
+                                                .original_max_position_embeddings = 8192};
+  EXPECT_EQ(posemb::rope_frequencies(500000, 128, s).inv_freq.size(), 64u);
+  const LongRopeScaling l{.original_max_position_embeddings = 4096, .factor = 1};
+  EXPECT_TRUE(l.short_factor.empty() && !l.attention_factor);
+}
+
 }  // namespace
 }  // namespace posemb

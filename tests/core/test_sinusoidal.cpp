@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -152,6 +153,21 @@ TEST(Sinusoidal, IntoAStridedViewWritesOnlyItsColumns) {
 TEST(Sinusoidal, EmptyShapesAreValid) {
   EXPECT_EQ(sinusoidal_positional_encoding(0, 8).rows(), 0u);
   EXPECT_EQ(sinusoidal_positional_encoding(3, 0).cols(), 0u);
+}
+
+// No columns: nothing to compute, however many rows (these looped over 2^40 or 2^64 rows).
+TEST(Sinusoidal, NoColumnsReturnAtOnceForAnyRowCount) {
+  for (const std::size_t rows : {std::size_t{1} << 40, SIZE_MAX}) {
+    const Matrix<float> m = sinusoidal_positional_encoding(rows, 0);
+    EXPECT_EQ(m.rows(), rows);
+    EXPECT_EQ(m.cols(), 0u);
+    sinusoidal_positional_encoding_into(MatrixView<float>(nullptr, rows, 0));
+    sinusoidal_positional_encoding_into(MatrixView<double>(nullptr, rows, 0));
+    sinusoidal_positional_encoding_into(MatrixView<float>(nullptr, rows, 0), 0,
+                                        {.layout = SinusoidalLayout::concatenated});
+  }
+  // The positions are still checked: positions [2, 2 + SIZE_MAX) pass SIZE_MAX.
+  EXPECT_THROW((void)sinusoidal_positional_encoding(SIZE_MAX, 0, 2), std::out_of_range);
 }
 
 TEST(Sinusoidal, BadArgumentsThrowAndWriteNothing) {

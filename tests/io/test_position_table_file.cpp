@@ -2,7 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <functional>
+#include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "file_test_util.hpp"
 #include "posemb/npy.hpp"
@@ -302,6 +307,70 @@ TEST(PositionTableFile, TablesWithoutColumnsAreRefused) {
     EXPECT_NE(msg.find("needs at least one column"), std::string::npos) << msg;
   }
 }
+
+// A table without columns would not load back (load_position_table refuses it), so saving
+// refuses it too, with std::invalid_argument, writing nothing (it saved, then failed to load).
+TEST(PositionTableFile, SavingATableWithoutColumnsIsRefused) {
+  TempDir dir;
+  PositionTable t;
+  t.values = Matrix<float>(3, 0);
+  for (const char* f : {"t.safetensors", "t.npy"}) {
+    try {
+      save_position_table(dir.file(f), t);
+      ADD_FAILURE() << "saved " << f;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("(3, 0)"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("save_position_table"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir.file(f))) << f;
+  }
+}
+
+// An out-of-range DType (a number cast to it) read as F32: saving said "dtype F32 is not a
+// float dtype". Now refused naming the number.
+TEST(PositionTableFile, AnUnlistedDTypeIsRefusedNamingItsValue) {
+  TempDir dir;
+  PositionTable t;
+  t.values = Matrix<float>(3, 2);
+  try {
+    save_position_table(dir.file("t.safetensors"), t, static_cast<DType>(200));
+    ADD_FAILURE() << "saved";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("dtype 200"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("F32"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)position_table_tensor(t, static_cast<DType>(200)), std::invalid_argument);
+}
+
+// reserved_rows past the rows: positions() wrapped around (2 rows, 5 reserved gave
+// 18446744073709551613) and usable() threw a meaningless range. Both now name the numbers.
+TEST(PositionTableFile, ReservedRowsPastTheRowsAreNamed) {
+  PositionTable t;
+  t.values = Matrix<float>(2, 3);
+  t.reserved_rows = 5;
+  for (const auto& call : std::vector<std::function<void()>>{[&] { (void)t.positions(); },
+                                                             [&] { (void)t.usable(); }}) {
+    try {
+      call();
+      ADD_FAILURE() << "no exception";
+    } catch (const std::out_of_range& e) {
+      EXPECT_NE(std::string(e.what()).find("reserved_rows 5"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("2 rows"), std::string::npos) << e.what();
+    }
+  }
+  t.reserved_rows = 2;
+  EXPECT_EQ(t.positions(), 0u);
+  EXPECT_EQ(t.usable().rows(), 0u);
+}
+
+// usable() is a view into the table: not of a temporary one (`load_position_table(p).usable()`
+// dangled at the end of the statement).
+template <class T>
+concept UsableOf = requires(T&& t) {
+  std::forward<T>(t).usable();
+};
+static_assert(UsableOf<PositionTable&> && UsableOf<const PositionTable&>);
+static_assert(!UsableOf<PositionTable> && !UsableOf<const PositionTable>);
 
 }  // namespace
 }  // namespace posemb

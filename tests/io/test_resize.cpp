@@ -184,7 +184,7 @@ TEST(Resize, RefusesBadRequestsAndDamagedTables) {
 }
 
 // The rows are floats: a standard deviation that is not a positive finite float is refused, and
-// one whose draws overflow float is refused after the draw, before anything is returned.
+// one whose draws would overflow float is refused by initialize_table before the draw.
 TEST(Resize, RandomRefusesStandardDeviationsThatAreNotFiniteFloats) {
   const PositionTable t = make_table(0, 8, 4, 1);
   ResizeOptions o;
@@ -204,7 +204,8 @@ TEST(Resize, RandomRefusesStandardDeviationsThatAreNotFiniteFloats) {
     (void)resize_table(t, 4096, ResizeMethod::random, o);
     FAIL() << "infinite rows returned";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("infinity"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("resize_table: ", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not finite in float"), std::string::npos) << e.what();
   }
   o.stddev = 1e30;  // large but its draws are finite
   const PositionTable r = resize_table(t, 64, ResizeMethod::random, o);

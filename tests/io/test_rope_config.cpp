@@ -7,7 +7,9 @@
 // unused keys as warnings; a new rope_scaling block with every other key kept.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -366,6 +368,37 @@ TEST(RopeConfig, EditsTakeOnlyTheirTypesParameters) {
     e.factor = 2;
     EXPECT_THROW(validate_rope_scaling_edit(e), std::invalid_argument);
   }
+}
+
+// Phi-3 with L0 = 1: the attention factor sqrt(1 + ln s / ln L0) divided by ln 1 = 0 (inf).
+TEST(RopeConfig, LongRopeWithATrainedLengthOf1IsRefused) {
+  expect_refused(with(phi3(), "original_max_position_embeddings", "1"),
+                 "original_max_position_embeddings", "longrope with L0 = 1");
+}
+
+// factor * L0 at or past 2^64 does not fit a std::size_t: the lengths saturate (they were 0,
+// from an undefined conversion).
+TEST(RopeConfig, LengthsPastSizeMaxSaturate) {
+  RopeConfig c;
+  c.head_dim = c.rotary_dim = 64;
+  c.max_position_embeddings = 4096;
+  c.scaling = LinearScaling{1e16};
+  EXPECT_EQ(c.scaled_length(), SIZE_MAX);
+  EXPECT_EQ(c.extended_length(), SIZE_MAX);
+  c.scaling = YarnScaling{.factor = 4, .original_max_position_embeddings = std::size_t{1} << 62};
+  EXPECT_EQ(c.scaled_length(), SIZE_MAX);  // exactly 2^64
+  c.scaling = YarnScaling{.factor = 3, .original_max_position_embeddings = std::size_t{1} << 62};
+  EXPECT_EQ(c.scaled_length(), 3 * (std::size_t{1} << 62));  // fits
+  c.scaling = LinearScaling{4};
+  EXPECT_EQ(c.scaled_length(), 16384u);
+}
+
+// posemb/rope_config.hpp's example, with -Wextra -Werror (missing-field-initializers: the
+// edit's std::optional members had no default initializers).
+TEST(RopeConfig, HeaderExampleOfAnEditCompilesWithEveryWarning) {
+  posemb::RopeScalingEdit e{.type = posemb::RopeScalingType::yarn, .factor = 4};
+  EXPECT_FALSE(e.original_max_position_embeddings.has_value());
+  validate_rope_scaling_edit(e);
 }
 
 }  // namespace

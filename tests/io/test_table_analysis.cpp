@@ -8,11 +8,13 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "posemb/matrix.hpp"
+#include "posemb/memory.hpp"
 #include "posemb/table_analysis.hpp"
 
 namespace posemb {
@@ -228,6 +230,34 @@ TEST(TableAnalysis, UnstatedReservedRowsOnlyWhenNobodySaid) {
   for (float& v : t.values.row(1)) v = 0.25f;  // nothing looks reserved
   t.reserved_rows = 0;
   EXPECT_FALSE(unstated_reserved_rows(t));
+}
+
+// Tables with rows and no columns: answered without a pass over the rows (these looped over
+// 2^40 or 2^64 rows), and row_norms' one double per row is checked against the memory budget
+// (MemoryLimitExceeded, not std::bad_alloc).
+TEST(TableAnalysis, RowsWithoutColumnsAreAnsweredAtOnce) {
+  for (const std::size_t rows : {std::size_t{1} << 40, SIZE_MAX}) {
+    const MatrixView<const float> t(nullptr, rows, 0);
+    EXPECT_EQ(likely_reserved_rows(t), 0u);
+    const Matrix<float> u = unit_rows(t);
+    EXPECT_EQ(u.rows(), rows);
+    EXPECT_EQ(u.cols(), 0u);
+    const std::vector<OffsetSimilarity> p = distance_profile(t);
+    ASSERT_FALSE(p.empty());
+    EXPECT_EQ(p.front().offset, 1u);
+    for (const auto& [d, c] : p) {
+      EXPECT_LT(d, rows);
+      EXPECT_EQ(c, 0.0);
+    }
+    EXPECT_EQ(p.size(), rows == SIZE_MAX ? 64u : 40u);  // 1, 2, 4, ... below the rows
+    EXPECT_THROW((void)row_norms(t), MemoryLimitExceeded);
+  }
+  // A few rows without columns: the same answers as before, norms 0.
+  const MatrixView<const float> small(nullptr, 5, 0);
+  EXPECT_EQ(row_norms(small), std::vector<double>(5, 0.0));
+  const auto p = distance_profile(small);
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[2].offset, 4u);
 }
 
 }  // namespace

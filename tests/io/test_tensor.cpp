@@ -4,9 +4,15 @@
 
 #include <bit>
 #include <cmath>
+#include <cstddef>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "file_test_util.hpp"
 #include "posemb/half.hpp"
@@ -35,6 +41,44 @@ static_assert(!CanMakeFrom<Matrix<char>> && !CanMakeFrom<Matrix<long double>> &&
               !CanMakeFrom<std::vector<float>>);
 static_assert(dtype_of<float> == DType::F32 && dtype_of<std::int64_t> == DType::I64 &&
               dtype_of<bfloat16> == DType::BF16 && dtype_of<bool> == DType::BOOL);
+
+// What points into a temporary tensor or file does not compile: bytes() (the bytes it owns
+// are freed with it) and find(); at() and name() and shape() of a temporary give copies.
+template <class T>
+concept BytesOf = requires(T&& t) {
+  std::forward<T>(t).bytes();
+};
+template <class F>
+concept FindIn = requires(F&& f) {
+  std::forward<F>(f).find("x");
+};
+static_assert(BytesOf<Tensor&> && BytesOf<const Tensor&> && !BytesOf<Tensor> &&
+              !BytesOf<const Tensor>);
+static_assert(FindIn<const TensorFile&> && !FindIn<TensorFile> && !FindIn<const TensorFile>);
+static_assert(std::is_same_v<decltype(std::declval<TensorFile>().at("x")), Tensor>);
+static_assert(std::is_same_v<decltype(std::declval<const TensorFile&>().at("x")), const Tensor&>);
+static_assert(std::is_same_v<decltype(std::declval<Tensor>().shape()), std::vector<std::uint64_t>>);
+
+// A DType outside the enum (a number cast to it) read as F32, 4 bytes: refused naming it.
+TEST(Tensor, AnUnlistedDTypeIsRefusedNamingItsValue) {
+  const auto bad = static_cast<DType>(200);
+  const std::vector<std::byte> four(4);
+  for (const auto& call : std::vector<std::function<void()>>{
+           [&] { (void)dtype_name(bad); }, [&] { (void)dtype_size(bad); },
+           [&] { (void)Tensor::from_bytes("x", bad, {1}, four); },
+           [&] { (void)Tensor::view("x", bad, {1}, four, std::make_shared<int>(0)); },
+           [&] { (void)Tensor::from_bytes("x", DType::F32, {1}, four).astype(bad); }}) {
+    try {
+      call();
+      ADD_FAILURE() << "no exception";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("dtype 200"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(dtype_is_float(bad));
+  EXPECT_EQ(dtype_name(DType::F8_E5M2), "F8_E5M2");  // the last listed one
+  EXPECT_EQ(dtype_size(DType::F16), 2u);
+}
 
 template <class T>
 Matrix<T> filled(std::size_t rows, std::size_t cols) {

@@ -5,6 +5,8 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -99,6 +101,51 @@ TEST(Initializers, ParseAndName) {
   EXPECT_THROW(initialize_table(t.view(), {InitKind::normal, NAN, 0}), std::invalid_argument);
 }
 
+// A std so large that some draws (up to 8.66 std out) are infinite in float is refused, naming
+// it (std 1e300 gave table(0, 0) = inf); the largest accepted one gives finite values.
+TEST(Initializers, StdThatGivesNonFiniteFloatsIsRefused) {
+  for (const double sd : {1e300, 1e38, 4e37}) {
+    try {
+      LearnedPositionalEmbedding pe(4, 4, {.kind = InitKind::normal, .stddev = sd});
+      ADD_FAILURE() << "no exception for std " << sd;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("std"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("e+"), std::string::npos) << e.what();
+    }
+  }
+  Matrix<float> t(64, 64);
+  initialize_table(t, {.kind = InitKind::normal, .stddev = 3.9e37, .seed = 1});
+  for (const float v : t.flat()) ASSERT_TRUE(std::isfinite(v)) << v;
+}
+
+// A kind outside the enum was silently zeros, named "unknown".
+TEST(Initializers, AnUnlistedKindIsRefusedNamingIt) {
+  const Initializer bad{.kind = static_cast<InitKind>(42)};
+  Matrix<float> t(2, 2);
+  t(0, 0) = 5;
+  for (const auto& call : std::vector<std::function<void()>>{
+           [&] { initialize_table(t, bad); }, [&] { (void)bad.name(); },
+           [&] { LearnedPositionalEmbedding pe(4, 4, bad); }}) {
+    try {
+      call();
+      ADD_FAILURE() << "no exception";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("kind 42"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(t(0, 0), 5.0f);  // nothing written
+}
+
+// A table without columns has nothing to fill, however many rows it claims (this looped).
+TEST(Initializers, NoColumnsReturnAtOnce) {
+  for (const std::size_t rows : {std::size_t{1} << 40, SIZE_MAX}) {
+    for (const InitKind k : {InitKind::normal, InitKind::scaled_normal, InitKind::glorot_uniform,
+                             InitKind::zeros, InitKind::sinusoidal}) {
+      initialize_table(MatrixView<float>(nullptr, rows, 0), {.kind = k});
+    }
+  }
+}
+
 TEST(Layer, OwnsTableAndGradientAndForwardIsTheCoreView) {
   LearnedPositionalEmbedding layer(16, 8);
   EXPECT_EQ(layer.max_seq_len(), 16u);
@@ -184,6 +231,13 @@ concept ParameterOf = requires(L&& l) {
 static_assert(TableOf<Layer&> && TableOf<const Layer&> && !TableOf<Layer>);
 static_assert(ForwardOf<Layer&> && ForwardOf<const Layer&> && !ForwardOf<Layer>);
 static_assert(ParameterOf<Layer&> && !ParameterOf<Layer>);
+// ... and of a const temporary (`const LearnedPositionalEmbedding make_layer();`).
+static_assert(!TableOf<const Layer> && !ForwardOf<const Layer> && !ParameterOf<const Layer>);
+template <class L>
+concept GradOf = requires(L&& l) {
+  std::forward<L>(l).grad();
+};
+static_assert(GradOf<Layer&> && GradOf<const Layer&> && !GradOf<Layer> && !GradOf<const Layer>);
 
 TEST(Layer, PretrainedTableIsTakenOverWithoutACopy) {
   Matrix<float> t = testing::random_matrix(6, 3, 1);

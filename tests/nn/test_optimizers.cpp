@@ -279,5 +279,102 @@ TEST(Optimizers, ZeroGrad) {
   }
 }
 
+// A view with no columns has nothing to zero, however many rows it claims (this looped over
+// 2^40 rows).
+TEST(Optimizers, ZeroGradOfNoColumnsReturnsAtOnce) {
+  zero_grad(MatrixView<float>(nullptr, std::size_t{1} << 40, 0));
+  zero_grad(MatrixView<float>(nullptr, std::numeric_limits<std::size_t>::max(), 0));
+}
+
+// ParamRef's gradient, like its value, cannot be a view of a temporary matrix: AdamW::step read
+// it after it was freed (`ParamRef p{w, make_grad()};`).
+const auto make_grad = [] { return Matrix<float>(2, 3); };
+const auto make_const_grad = []() -> const Matrix<float> { return Matrix<float>(2, 3); };
+template <class Make>
+concept GradFromCall = requires(Matrix<float>& w, Make make) {
+  ParamRef{w, make()};
+};
+template <class G>
+concept GradFrom = requires(Matrix<float>& w, G&& g) {
+  ParamRef{w, std::forward<G>(g)};
+};
+static_assert(!GradFromCall<decltype(make_grad)> && !GradFromCall<decltype(make_const_grad)>);
+static_assert(!GradFrom<Matrix<float>> && !GradFrom<const Matrix<float>>);
+static_assert(GradFrom<Matrix<float>&> && GradFrom<const Matrix<float>&>);
+static_assert(GradFrom<MatrixView<float>> && GradFrom<MatrixView<const float>>);
+
+TEST(Optimizers, GradOfANamedMatrixOrAViewIsTheSameMemory) {
+  Matrix<float> w(2, 3), g(2, 3);
+  const ParamRef a{w, g};
+  const ParamRef b{w.view(), g.cview()};
+  EXPECT_EQ(a.grad.data(), g.data());
+  EXPECT_EQ(b.grad.data(), g.data());
+  EXPECT_EQ(a.grad.rows(), 2u);
+  EXPECT_EQ(a.grad.cols(), 3u);
+}
+
+// set_steps(INT64_MAX) then a step: the count overflowed (UB), went negative, and the bias
+// correction wrote NaN. Now the step is refused before anything is written.
+TEST(AdamW, StepPastTheLargestStepCountThrowsAndWritesNothing) {
+  Matrix<float> w = testing::random_matrix(3, 4, 1), g = testing::random_matrix(3, 4, 2);
+  const Matrix<float> w0 = w;
+  AdamW opt;
+  opt.set_steps(std::numeric_limits<std::int64_t>::max());
+  try {
+    opt.step({{w, g}});
+    ADD_FAILURE() << "no exception";
+  } catch (const std::overflow_error& e) {
+    EXPECT_NE(std::string(e.what()).find("AdamW::step"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("9223372036854775807"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(bytes_of(w), bytes_of(w0));
+  EXPECT_TRUE(opt.first_moments().empty());
+  EXPECT_EQ(opt.steps(), std::numeric_limits<std::int64_t>::max());
+  opt.set_steps(std::numeric_limits<std::int64_t>::max() - 1);
+  opt.step({{w, g}});  // the last step that fits
+  EXPECT_EQ(opt.steps(), std::numeric_limits<std::int64_t>::max());
+}
+
+// config() hands out the configuration (a learning-rate schedule writes lr there): a value the
+// constructor refuses is refused by the next step, with the constructor's message, before any
+// write (o.config().lr = NAN made every weight NaN).
+template <class Opt, class Cfg>
+void expect_step_refuses(void (*spoil)(Cfg&), const std::string& what) {
+  Matrix<float> w = testing::random_matrix(3, 4, 1), g = testing::random_matrix(3, 4, 2);
+  const Matrix<float> w0 = w;
+  Opt opt;
+  opt.step({{w, g}});
+  const Matrix<float> w1 = w;
+  spoil(opt.config());
+  try {
+    opt.step({{w, g}});
+    ADD_FAILURE() << "no exception for " << what;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("invalid configuration"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(bytes_of(w), bytes_of(w1)) << what;
+  EXPECT_EQ(opt.steps(), 1) << what;
+}
+
+TEST(Optimizers, StepRevalidatesAConfigurationChangedThroughConfig) {
+  expect_step_refuses<AdamW, AdamWConfig>([](AdamWConfig& c) { c.lr = NAN; }, "lr=nan");
+  expect_step_refuses<AdamW, AdamWConfig>([](AdamWConfig& c) { c.lr = -1; }, "lr=-1");
+  expect_step_refuses<AdamW, AdamWConfig>([](AdamWConfig& c) { c.beta1 = 1; }, "beta1=1");
+  expect_step_refuses<AdamW, AdamWConfig>([](AdamWConfig& c) { c.beta2 = 1; }, "beta2=1");
+  expect_step_refuses<AdamW, AdamWConfig>([](AdamWConfig& c) { c.eps = 0; }, "eps=0");
+  expect_step_refuses<AdamW, AdamWConfig>([](AdamWConfig& c) { c.weight_decay = INFINITY; },
+                                          "weight_decay=inf");
+  expect_step_refuses<Sgd, SgdConfig>([](SgdConfig& c) { c.lr = NAN; }, "lr=nan");
+  expect_step_refuses<Sgd, SgdConfig>([](SgdConfig& c) { c.momentum = 1; }, "momentum=1");
+  expect_step_refuses<Sgd, SgdConfig>([](SgdConfig& c) { c.weight_decay = -1; }, "weight_decay=-1");
+  // A valid change (a schedule) is taken.
+  Matrix<float> w(2, 2), g(2, 2);
+  AdamW opt;
+  opt.config().lr = 0.5f;
+  opt.step({{w, g}});
+  EXPECT_EQ(opt.steps(), 1);
+}
+
 }  // namespace
 }  // namespace posemb
