@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -195,11 +196,24 @@ std::uint64_t tensor_bytes(const std::vector<Tensor>& tensors) {
 }
 
 // The index with metadata.total_size moved by delta bytes (2-space indent, order kept).
-std::string updated_index(const std::string& text, std::int64_t delta, FolderWriteReport& r) {
+// A total_size the new one cannot follow from (past 2^63 - 1, or below the bytes the table loses)
+// is refused: it wrapped around to a small number before.
+std::string updated_index(const std::string& text, const std::string& source, std::int64_t delta,
+                          FolderWriteReport& r) {
   Json j = Json::parse(text);
   if (auto md = j.find("metadata"); md != j.end() && md->is_object()) {
     if (auto ts = md->find("total_size"); ts != md->end()) {
-      r.old_total_size = ts->get<std::uint64_t>();
+      const auto old = ts->get<std::uint64_t>();
+      constexpr auto kMax = static_cast<std::uint64_t>(INT64_MAX);
+      const std::uint64_t lost = delta < 0 ? static_cast<std::uint64_t>(-(delta + 1)) + 1 : 0;
+      if (old > kMax || old < lost ||
+          (delta > 0 && old > kMax - static_cast<std::uint64_t>(delta))) {
+        throw FileFormatError(source, "metadata.total_size = " + std::to_string(old) +
+                                          " cannot be the shards' size (the resized table moves "
+                                          "it by " +
+                                          std::to_string(delta) + " bytes)");
+      }
+      r.old_total_size = old;
       r.new_total_size =
           static_cast<std::uint64_t>(static_cast<std::int64_t>(*r.old_total_size) + delta);
       *ts = *r.new_total_size;
@@ -314,7 +328,10 @@ FolderWriteReport write_checkpoint_folder(const CheckpointFolder& in, const Resi
                              in.table_tensor, new_rows, new_grid, r.config_changes);
   const auto delta = static_cast<std::int64_t>(tensor_bytes(resized.tensors)) -
                      static_cast<std::int64_t>(tensor_bytes(in.table_file.tensors));
-  const std::string index = in.index_file.empty() ? "" : updated_index(in.index_text, delta, r);
+  const std::string index =
+      in.index_file.empty()
+          ? ""
+          : updated_index(in.index_text, (fs::path(in.dir) / in.index_file).string(), delta, r);
   const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
   const fs::path tmp = make_temporary_folder(parent);
   const fs::path old = tmp.string() + "-old";

@@ -63,6 +63,17 @@ def untouched(setup):
     return run, check
 
 
+def total_size(value):  # 2^64 - 1 wrapped around to 511, written without a word
+    def setup(d):
+        m = gpt2_folder(d)
+        path = os.path.join(m, "model.safetensors.index.json")
+        with open(path) as f:
+            index = json.load(f)
+        index["metadata"]["total_size"] = value
+        write(path, json.dumps(index))
+    return setup
+
+
 def spoiled_folders():
     """(name, setup(d), text the error must hold)."""
     def missing_shard(d):
@@ -191,6 +202,9 @@ def folder_cases(p):
         want = {"": 0o700, "token.txt": 0o600, "config.json": 0o640}
         got = {k: os.stat(os.path.join(o, k)).st_mode & 0o7777 for k in want}
         return [] if got == want else ["modes %s, not %s" % (got, want)]
+    out.append(Case("folder-index-total-size-huge", "folders", resize + ["{dir}/out"], (1,),
+                    ("cannot be the shards' size",), setup=total_size(2**64 - 1),
+                    check=lambda d, r: ["a refused resize wrote out"] if os.path.exists(os.path.join(d, "out")) else []))
     out.append(Case("folder-modes-kept", "folders", resize + ["{dir}/out"], (0,), setup=private_folder,
                     check=modes_kept, umask=0o022))
     out += signal_cases()

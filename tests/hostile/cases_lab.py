@@ -108,6 +108,11 @@ def class10_memory(p):
                                                    "-o", "{dir}/o.npy"], (1,), max_rss_mb=128),
         Case("c10-resize-to-past-limit", "10", ["resize", wide, "--to", "16777217", "--method", "copy", "-o",
                                                 "{dir}/o.npy"], (2,)),
+        # Each step fit the budget alone; together they did not (a 16 GiB result under a 17.7 GiB
+        # budget was killed by the OOM killer): the whole resize is checked before it starts.
+        Case("c10-resize-budget-whole", "10", ["--max-memory", "100M", "resize", p["big.npy"], "--to", "300000",
+                                               "--method", "copy", "-o", "{dir}/o.npy"], (1,),
+             ("resize (the table read, the resized table)", "100"), check=_absent("o.npy")),
         Case("c10-resize-budget-small", "10", ["--max-memory", "1M", "resize", p["big.npy"], "--to", "100000",
                                                "--method", "copy", "-o", "{dir}/o.npy"], (1,), ("--max-memory",)),
         Case("c10-inspect-plot-budget", "10", ["inspect", p["plot.npy"], "--plot", "{dir}/p.png", "--max-memory",
