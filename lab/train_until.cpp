@@ -2,6 +2,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <typeinfo>
 
 #include "lab/experiment.hpp"
 
@@ -35,6 +36,9 @@ TrainDone train_until(Trainer& tr, const TrainPlan& plan,
     } catch (const JobFailure& e) {  // every rank, the same message
       throw JobFailure(with_saved(e.what(), plan, saved));
     } catch (const std::runtime_error& e) {
+      // The trainer's own stops (a non-finite loss or update) are plain runtime_errors; any
+      // other type (a communication or I/O failure) goes on as it is.
+      if (typeid(e) != typeid(std::runtime_error)) throw;
       throw std::runtime_error(with_saved(e.what(), plan, saved));
     }
     if (on_step) on_step(tr.step(), done.last_loss);

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <system_error>
 #include <utility>
@@ -45,27 +46,31 @@ struct Slot {
 constexpr std::size_t kSlots = 64;
 std::array<Slot, kSlots> g_slots;
 
+// Takes a free slot of `slots` for (dirfd, name); its index, or -1 when none is free.
+int claim_slot(std::span<Slot> slots, int dirfd, const std::string& name) {
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    int expected = 0;
+    if (slots[i].state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
+      slots[i].dirfd = dirfd;
+      slots[i].name.fill('\0');
+      std::memcpy(slots[i].name.data(), name.data(),
+                  std::min(name.size(), slots[i].name.size() - 1));
+      slots[i].state.store(2, std::memory_order_release);
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+void release_slot(std::span<Slot> slots, int slot) {
+  if (slot >= 0) slots[static_cast<std::size_t>(slot)].state.store(0, std::memory_order_release);
+}
+
 // Records (dirfd, name) for the lifetime of the object (when a slot is free).
 class Registration {
  public:
-  Registration(int dirfd, const std::string& name) {
-    for (std::size_t i = 0; i < kSlots; ++i) {
-      int expected = 0;
-      if (g_slots[i].state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
-        g_slots[i].dirfd = dirfd;
-        g_slots[i].name.fill('\0');
-        std::memcpy(g_slots[i].name.data(), name.data(),
-                    std::min(name.size(), g_slots[i].name.size() - 1));
-        g_slots[i].state.store(2, std::memory_order_release);
-        slot_ = static_cast<int>(i);
-        return;
-      }
-    }
-  }
-  ~Registration() {
-    if (slot_ >= 0)
-      g_slots[static_cast<std::size_t>(slot_)].state.store(0, std::memory_order_release);
-  }
+  Registration(int dirfd, const std::string& name) : slot_(claim_slot(g_slots, dirfd, name)) {}
+  ~Registration() { release_slot(g_slots, slot_); }
   Registration(const Registration&) = delete;
   Registration& operator=(const Registration&) = delete;
 
@@ -115,25 +120,11 @@ void remove_tree(int dirfd, const char* name, int depth) noexcept {
 
 namespace detail {
 
-PartialFolder::PartialFolder(int parent_fd, const std::string& name) {
-  for (std::size_t i = 0; i < kFolderSlots; ++i) {
-    int expected = 0;
-    if (g_folder_slots[i].state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
-      g_folder_slots[i].dirfd = parent_fd;
-      g_folder_slots[i].name.fill('\0');
-      std::memcpy(g_folder_slots[i].name.data(), name.data(),
-                  std::min(name.size(), g_folder_slots[i].name.size() - 1));
-      g_folder_slots[i].state.store(2, std::memory_order_release);
-      slot_ = static_cast<int>(i);
-      return;
-    }
-  }
-}
+PartialFolder::PartialFolder(int parent_fd, const std::string& name)
+    : slot_(claim_slot(g_folder_slots, parent_fd, name)) {}
 
 PartialFolder::~PartialFolder() {
-  if (slot_ >= 0) {
-    g_folder_slots[static_cast<std::size_t>(slot_)].state.store(0, std::memory_order_release);
-  }
+  release_slot(g_folder_slots, slot_);
 }
 
 }  // namespace detail
