@@ -221,7 +221,7 @@ def signal_cases():
         m = gpt2_folder(d)
         os.makedirs(os.path.join(m, "sub"))
         with open(os.path.join(m, "sub", "extra.bin"), "wb") as f:
-            f.write(b"\0" * (64 << 20))
+            f.write(b"\0" * (192 << 20))  # 64 MiB was sometimes copied before the runner looked
 
     def no_output(d, r):
         return ["an interrupted resize left the output folder"] if os.path.exists(os.path.join(d, "out")) else []

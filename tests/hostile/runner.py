@@ -179,7 +179,11 @@ class Runner:
     def signal_when_temp(self, p, d, sig):
         """Sends sig while a temporary exists (stopping the process to look), or at the end."""
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and p.poll() is None:
+
+        def running():  # without reaping it (p.poll() would, and the os.wait4 after would fail)
+            return os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+
+        while time.monotonic() < deadline and running():
             if temporaries(d):
                 os.killpg(p.pid, signal.SIGSTOP)
                 if temporaries(d):
