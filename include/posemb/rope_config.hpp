@@ -23,7 +23,9 @@
 //                               older `type`; "su" is Phi-3's early name for longrope) and the
 //                               keys of that method (posemb/rope_scaling.hpp), as transformers'
 //                               modeling_rope_utils.py reads them. transformers 5's
-//                               `rope_parameters` block is read the same way.
+//                               `rope_parameters` block is read the same way when rope_scaling
+//                               is absent or null (transformers reads rope_scaling first); both
+//                               set and disagreeing: a warning (and set_rope_scaling refuses).
 // A missing required key, a value of the wrong type or out of range, an unknown method, a
 // factor list of the wrong length, a key given twice: FileFormatError (a std::runtime_error),
 // one line naming the file and the key. A key of rope_scaling the method does not use: a
@@ -91,14 +93,20 @@ struct RopeScalingEdit {
 void validate_rope_scaling_edit(const RopeScalingEdit& edit);
 
 struct EditedRopeConfig {
-  std::string text = {};   // the whole config.json: every other key as it was, in the same order
+  std::string text = {};   // the whole config.json: only the block's value rewritten, every other
+                           // byte as it was (numbers as written, spacing, key order)
   RopeConfig config = {};  // the text read back (validated): what it targets
+  std::vector<std::string> keys = {};  // the blocks written: rope_scaling, rope_parameters
 };
 
-// The config at `path` with rope_scaling replaced by the edit's block (null for none). Reads
-// and validates the input first (FileFormatError naming the file and key); validates the result
-// (std::invalid_argument naming the key, when the edit's values do not make a valid scaling with
-// the file's settings). Writes nothing.
+// The config at `path` with its rope_scaling block replaced by the edit's (null for none). A
+// config with transformers 5's rope_parameters gets the block there too (rope_type "default"
+// for none; its rope_theta and partial_rotary_factor kept), so that transformers 4, which reads
+// rope_scaling, and 5, which reads rope_scaling first and then rope_parameters, both read the
+// edit. Reads and validates the input first (FileFormatError naming the file and key; also when
+// rope_scaling and rope_parameters both set a scaling and disagree, since which was meant is
+// unknown); validates the result (std::invalid_argument naming the key, when the edit's values do
+// not make a valid scaling with the file's settings). Writes nothing.
 EditedRopeConfig set_rope_scaling(const std::string& path, const RopeScalingEdit& edit);
 
 }  // namespace posemb

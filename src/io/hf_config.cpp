@@ -1,16 +1,15 @@
 #include "hf_config.hpp"
 
-#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string_view>
 
-#include "json_depth.hpp"
+#include "config_json.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using Json = detail::ConfigJson;
 
 // A length key: its path in the config, and what it holds.
 struct LengthRule {
@@ -26,12 +25,9 @@ struct Family {
   std::vector<std::string> patch_path;  // for image rules
 };
 
+// Strictly, as `posemb rope` reads a config: a key twice in one object is refused.
 Json parse_config(const std::string& text, const std::string& source) {
-  detail::check_json_depth(text, source);
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw FileFormatError(source, "is not valid JSON");
-  if (!j.is_object()) throw FileFormatError(source, "is JSON but not an object");
-  return j;
+  return detail::parse_config_json(text, source);
 }
 
 std::string model_type(const Json& c) {
@@ -177,13 +173,12 @@ std::string updated_config(const std::string& config_text, const std::string& so
                            const TensorFile& file, const std::string& tensor_name,
                            std::size_t new_rows, std::optional<GridShape> new_grid,
                            std::vector<ConfigLength>& changes) {
-  Json c = parse_config(config_text, source);
+  const Json c = parse_config(config_text, source);
   const Family f = family_of(c, classify_table(file, tensor_name), tensor_name);
+  std::vector<ConfigValueEdit> edits;
   for (const LengthRule& r : f.rules) {
-    Json* cur = &c;
-    for (std::size_t i = 0; i + 1 < r.path.size(); ++i) cur = &(*cur)[r.path[i]];
-    const bool present = cur->contains(r.path.back());
-    if (!present && r.optional) continue;
+    const Json* old = at_path(c, r.path);
+    if (old == nullptr && r.optional) continue;
     Json value;
     if (r.image) {
       const auto patch = pair_of(at_path(c, f.patch_path));
@@ -192,15 +187,21 @@ std::string updated_config(const std::string& config_text, const std::string& so
                                     (!patch ? "no usable " + key_text(f.patch_path)
                                             : std::string("the new grid is not known")));
       }
-      value = image_value(*new_grid, *patch, !present || !(*cur)[r.path.back()].is_array());
+      value = image_value(*new_grid, *patch, old == nullptr || !old->is_array());
     } else {
       value = Json(new_rows >= r.offset ? new_rows - r.offset : 0);
     }
-    Json& slot = (*cur)[r.path.back()];
-    changes.push_back({key_text(r.path), present ? slot.dump() : "(absent)", value.dump()});
-    slot = std::move(value);
+    // The old value as the file writes it; only the changed values are rewritten.
+    const auto written = config_value_text(config_text, r.path);
+    const bool one_line = written && written->find('\n') == std::string_view::npos;
+    changes.push_back({key_text(r.path),
+                       !written   ? "(absent)"
+                       : one_line ? std::string(*written)
+                                  : old->dump(),
+                       value.dump()});
+    edits.push_back({r.path, value.dump()});
   }
-  return c.dump(2) + "\n";
+  return edit_config_text(config_text, edits);
 }
 
 }  // namespace detail

@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "config_json.hpp"
 #include "json_depth.hpp"
 #include "mapped_file.hpp"
 #include "posemb/errors.hpp"
-#include "rope_config_json.hpp"
 
 namespace posemb {
 namespace detail {
@@ -58,6 +58,25 @@ ConfigJson parse_config_json(std::string_view text, std::string_view source) {
   }
   if (!j.is_object()) throw FileFormatError(source, "the top level is not a JSON object");
   return j;
+}
+
+std::string rope_blocks_disagreement(const ConfigJson& root) {
+  const auto s = root.find("rope_scaling"), p = root.find("rope_parameters");
+  if (s == root.end() || p == root.end() || s->is_null() || p->is_null()) return {};
+  // The scaling a block gives: keys in any order (an unordered json), 8 equal to 8.0.
+  const auto scaling_of = [](const ConfigJson& block) {
+    nlohmann::json j = nlohmann::json::parse(block.dump());
+    if (!j.is_object()) return j;
+    j.erase("rope_theta");
+    j.erase("partial_rotary_factor");
+    if (!j.contains("rope_type") && j.contains("type")) j["rope_type"] = j["type"];
+    j.erase("type");
+    return j;
+  };
+  if (scaling_of(*s) == scaling_of(*p)) return {};
+  return "rope_scaling " + quote_untrusted(s->dump(), 120) + " and rope_parameters " +
+         quote_untrusted(p->dump(), 120) +
+         " disagree (transformers 4 reads rope_scaling only, 5 reads rope_scaling first)";
 }
 
 }  // namespace detail
@@ -360,6 +379,9 @@ RopeConfig parse_rope_config(std::string_view json_text, std::string_view source
   // transformers 5 keeps rope_theta and partial_rotary_factor in rope_parameters too.
   Keys* v5 = block && block_name == "rope_parameters" ? &*block : nullptr;
   RopeConfig c;
+  if (const std::string d = detail::rope_blocks_disagreement(root); !d.empty()) {
+    c.warnings.push_back(d + ": rope_scaling is used");
+  }
   c.base = read_base(top, v5, c.warnings);
   c.head_dim = read_head_dim(top);
   c.rotary_dim = read_rotary_dim(top, v5, c.head_dim);

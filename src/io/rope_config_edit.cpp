@@ -1,12 +1,15 @@
-// A config.json with another rope_scaling block (posemb/rope_config.hpp): every other key kept,
-// in its order; the result read back through the reader before anyone writes it.
+// A config.json with another rope_scaling block (posemb/rope_config.hpp): the block's value
+// rewritten in the text (config_json.hpp), every other byte kept; the result read back through
+// the reader before anyone writes it.
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "config_json.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/rope_config.hpp"
-#include "rope_config_json.hpp"
 
 namespace posemb {
 namespace {
@@ -77,42 +80,66 @@ EditedRopeConfig set_rope_scaling(const std::string& path, const RopeScalingEdit
   validate_rope_scaling_edit(edit);
   const std::string text = detail::read_config_text(path);
   const RopeConfig before = parse_rope_config(text, path);  // the input must be valid too
-  Json root = detail::parse_config_json(text, path);
-  Json block = nullptr;
+  const Json root = detail::parse_config_json(text, path);
+  // The block's members, as JSON text.
+  std::vector<std::pair<std::string, std::string>> block;
+  // Sets key (in its place when the block has it already: a default the edit overrides).
+  const auto add = [&](const char* key, const Json& value) {
+    for (auto& member : block) {
+      if (member.first == key) {
+        member.second = value.dump();
+        return;
+      }
+    }
+    block.emplace_back(key, value.dump());
+  };
   if (edit.type != RopeScalingType::none) {
-    block = Json::object();
-    block["rope_type"] = std::string(rope_scaling_name(edit.type));
-    block["factor"] = edit.factor;
+    add("rope_type", std::string(rope_scaling_name(edit.type)));
+    add("factor", edit.factor);
     if (takes_original(edit.type)) {
-      block["original_max_position_embeddings"] =
-          edit.original_max_position_embeddings.value_or(before.trained_length());
+      add("original_max_position_embeddings",
+          edit.original_max_position_embeddings.value_or(before.trained_length()));
     }
     if (edit.type == RopeScalingType::llama3) {
-      block["low_freq_factor"] = edit.low_freq_factor.value_or(1.0);
-      block["high_freq_factor"] = edit.high_freq_factor.value_or(4.0);
+      add("low_freq_factor", edit.low_freq_factor.value_or(1.0));
+      add("high_freq_factor", edit.high_freq_factor.value_or(4.0));
     }
     for (const Param& p : kParams) {
-      if ((edit.*p.field).has_value()) block[p.key] = *(edit.*p.field);
+      if ((edit.*p.field).has_value()) add(p.key, *(edit.*p.field));
     }
   }
-  // transformers 5's rope_parameters would be read before a legacy block: replace that one.
-  const char* key = root.contains("rope_scaling") || !root.contains("rope_parameters")
-                        ? "rope_scaling"
-                        : "rope_parameters";
-  if (std::string(key) == "rope_parameters") {
-    if (block.is_null()) block = Json{{"rope_type", "default"}};
-    for (const char* k : {"rope_theta", "partial_rotary_factor"}) {
-      if (root[key].contains(k)) block[k] = root[key][k];
-    }
+  // transformers 4 reads rope_scaling; 5 reads rope_scaling, or rope_parameters when that is
+  // absent or null. Every block the file has gets the edit, so that each reads it; two that
+  // disagree already are refused (parse_rope_config warns of them): which was meant is unknown.
+  const bool has_scaling = root.contains("rope_scaling");
+  const bool has_parameters = root.contains("rope_parameters");
+  if (const std::string d = detail::rope_blocks_disagreement(root); !d.empty()) {
+    throw FileFormatError(path, d + "; `rope --set` would write one block over both: delete "
+                                    "the one the model does not mean first");
   }
-  root[key] = block;
   EditedRopeConfig out;
-  out.text = root.dump(2) + "\n";
+  std::vector<detail::ConfigValueEdit> edits;
+  if (has_scaling || !has_parameters) {
+    edits.push_back({{"rope_scaling"}, block.empty() ? "null" : detail::config_object_text(block)});
+    out.keys.emplace_back("rope_scaling");
+  }
+  if (has_parameters) {
+    // transformers 5 keeps rope_theta and partial_rotary_factor in the block: kept as written.
+    auto v5 = block.empty() ? decltype(block){{"rope_type", "\"default\""}} : block;
+    for (const char* k : {"rope_theta", "partial_rotary_factor"}) {
+      if (const auto v = detail::config_value_text(text, {"rope_parameters", k})) {
+        v5.emplace_back(k, std::string(*v));
+      }
+    }
+    edits.push_back({{"rope_parameters"}, detail::config_object_text(v5)});
+    out.keys.emplace_back("rope_parameters");
+  }
+  out.text = detail::edit_config_text(text, edits);
   try {
     out.config = parse_rope_config(out.text, path);
   } catch (const FileFormatError& e) {
     // The input was valid: what is wrong is the edit's values (with the file's own settings).
-    throw std::invalid_argument("set_rope_scaling: the new " + std::string(key) + " does not fit " +
+    throw std::invalid_argument("set_rope_scaling: the new " + out.keys.front() + " does not fit " +
                                 quote_untrusted(path) + ": " + e.problem());
   }
   return out;

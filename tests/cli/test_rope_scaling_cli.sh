@@ -2,8 +2,8 @@
 # posemb eval --rope-scaling / --rope-factor on a rope checkpoint, and posemb train --init-from
 # with them: the scaling is applied and named, recorded in the fine-tuned checkpoint's settings
 # and lineage, used again by a later eval unless told otherwise; usage errors (exit 2, one line)
-# for a non-rope checkpoint, a factor <= 0, NaN or below 1, a method without a factor, a factor
-# without a method, and the flags on train without --init-from.
+# for a non-rope checkpoint, a factor <= 0, NaN, below 1 or past 100000 (naming the range), a
+# method without a factor, a factor without a method, and the flags on train without --init-from.
 set -u
 bin="$1"
 py="$2"
@@ -29,11 +29,17 @@ expect 0 "eval none" -- eval --checkpoint "$ck" --lengths 1:3 --samples 4 --rope
 grep -q "rope scaling" "$tmp/out" && fail "eval none names a scaling"
 
 # Usage errors: exit 2, one line, nothing evaluated.
-for f in 0 -1 nan 0.5 inf; do
+for f in 0 -1 nan 0.5 inf 1e308 100001; do
   expect 2 "factor $f" -- eval --checkpoint "$ck" --lengths 1:3 --rope-scaling linear \
     --rope-factor "$f"
   one_line "factor $f"
+  contains err "[1, 100000]" "the message for factor $f names the accepted range"
 done
+expect 2 "fine-tune with factor 1e308" -- train --init-from "$ck" --rope-scaling ntk \
+  --rope-factor 1e308 --steps 2 --quiet --out "$tmp/n"
+contains err "[1, 100000]" "train --init-from names the accepted range"
+expect 0 "eval the largest factor" -- eval --checkpoint "$ck" --lengths 1:3 --samples 4 \
+  --rope-scaling yarn --rope-factor 100000
 expect 2 "method without factor" -- eval --checkpoint "$ck" --lengths 1:3 --rope-scaling yarn
 one_line "method without factor"
 contains err "--rope-factor" "the message names --rope-factor"

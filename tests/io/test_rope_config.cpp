@@ -347,6 +347,66 @@ TEST(RopeConfig, SetRopeScalingKeepsEveryOtherKey) {
   }
 }
 
+// Only the block's value is rewritten: every other byte stays, numbers a parser would round
+// included.
+TEST(RopeConfig, SetRopeScalingRewritesOnlyTheBlock) {
+  test::TempDir dir;
+  const std::string head = R"({"hidden_size":4096, "num_attention_heads": 32,
+  "max_position_embeddings": 4096, "initializer_range": 1e-400,
+  "vocab": 123456789012345678901234567890,
+  "rope_scaling": )";
+  const std::string tail = R"(, "rope_theta": 1.0e4}
+)";
+  std::ofstream(dir.file("config.json")) << head << "null" << tail;
+  RopeScalingEdit e;
+  e.type = RopeScalingType::linear;
+  e.factor = 2;
+  const EditedRopeConfig out = set_rope_scaling(dir.file("config.json"), e);
+  EXPECT_EQ(out.text, head + "{\n    \"rope_type\": \"linear\",\n    \"factor\": 2.0\n  }" + tail);
+  EXPECT_EQ(out.keys, std::vector<std::string>{"rope_scaling"});
+}
+
+// transformers 4 reads rope_scaling, 5 rope_scaling first and then rope_parameters: a config with
+// both gets the edit in both (rope_parameters keeping its rope_theta), and one whose two blocks
+// disagree is refused, naming both.
+TEST(RopeConfig, SetRopeScalingWritesBothBlocksOrRefusesDisagreeingOnes) {
+  test::TempDir dir;
+  const std::string base = R"({"hidden_size": 4096, "num_attention_heads": 32,
+    "max_position_embeddings": 4096, "rope_theta": 500000.0, )";
+  std::ofstream(dir.file("both.json"))
+      << base << R"("rope_scaling": {"type": "linear", "factor": 2.0},
+    "rope_parameters": {"rope_type": "linear", "factor": 2, "rope_theta": 500000.0}})";
+  RopeScalingEdit e;
+  e.type = RopeScalingType::yarn;
+  e.factor = 4;
+  const EditedRopeConfig out = set_rope_scaling(dir.file("both.json"), e);
+  EXPECT_EQ(out.keys, (std::vector<std::string>{"rope_scaling", "rope_parameters"}));
+  const auto j = nlohmann::ordered_json::parse(out.text);
+  EXPECT_EQ(j["rope_scaling"]["rope_type"], "yarn");
+  EXPECT_EQ(j["rope_parameters"]["rope_type"], "yarn");
+  EXPECT_EQ(j["rope_parameters"]["factor"], 4.0);
+  EXPECT_EQ(j["rope_parameters"]["rope_theta"], 500000.0);
+  EXPECT_FALSE(j["rope_scaling"].contains("rope_theta"));
+  EXPECT_TRUE(read_rope_config(dir.file("both.json")).warnings.empty());
+
+  std::ofstream(dir.file("split.json"))
+      << base << R"("rope_scaling": {"rope_type": "linear", "factor": 2.0},
+    "rope_parameters": {"rope_type": "yarn", "factor": 8.0, "rope_theta": 10000.0}})";
+  const RopeConfig read = read_rope_config(dir.file("split.json"));
+  EXPECT_EQ(rope_scaling_type(read.scaling), RopeScalingType::linear);  // as transformers reads it
+  ASSERT_EQ(read.warnings.size(), 1u);
+  EXPECT_NE(read.warnings[0].find("disagree"), std::string::npos) << read.warnings[0];
+  try {
+    (void)set_rope_scaling(dir.file("split.json"), e);
+    ADD_FAILURE() << "no throw";
+  } catch (const FileFormatError& err) {
+    const std::string what = err.what();
+    EXPECT_NE(what.find("rope_scaling"), std::string::npos) << what;
+    EXPECT_NE(what.find("rope_parameters"), std::string::npos) << what;
+    EXPECT_NE(what.find("disagree"), std::string::npos) << what;
+  }
+}
+
 TEST(RopeConfig, EditsTakeOnlyTheirTypesParameters) {
   RopeScalingEdit e;
   e.type = RopeScalingType::llama3;

@@ -54,11 +54,13 @@ void run_set(const RopeCliOptions& o) {
   for (const std::string& w : r.config.warnings) warn(w);
   write_file_atomically(o.out, "posemb rope", r.text);
   const RopeConfig& c = r.config;
+  std::string keys;  // rope_scaling, rope_parameters or both
+  for (const std::string& k : r.keys) keys += (keys.empty() ? "" : " and ") + k;
   fmt::print(
-      "wrote {}: rope_scaling {}; targets {} positions ({} x the trained {}); "
+      "wrote {}: {} {}; targets {} positions ({} x the trained {}); "
       "max_position_embeddings stays {}, every other key as it was\n",
-      quote_untrusted(o.out), o.set == "default" ? "null (no scaling)" : o.set, c.scaled_length(),
-      edit.type == RopeScalingType::none ? 1.0 : edit.factor, c.trained_length(),
+      quote_untrusted(o.out), keys, o.set == "default" ? "default (no scaling)" : o.set,
+      c.scaled_length(), edit.type == RopeScalingType::none ? 1.0 : edit.factor, c.trained_length(),
       c.max_position_embeddings);
 }
 
@@ -133,7 +135,8 @@ void register_rope_command(CLI::App& app) {
   }
   cmd->add_option("--set", o->set,
                   "Write the config with a new rope_scaling block: default (none), linear, "
-                  "dynamic, yarn, llama3")
+                  "dynamic, yarn, llama3 (into rope_parameters too when the config has it; "
+                  "refused when the two disagree); only the block's text changes")
       ->check(CLI::IsMember(types));
   cmd->add_option("-o,--output", o->out, "--set: the config to write");
   add_edit_options(cmd, *o);
