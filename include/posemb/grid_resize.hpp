@@ -39,6 +39,10 @@ namespace posemb {
 
 enum class GridMethod : std::uint8_t { bicubic, bilinear, sincos };
 
+// The most rows a resized grid table may have, prefix tokens included (so a 4096x4096 grid, 2^24
+// cells, fits no prefix token); `posemb resize --to` has the same bound.
+inline constexpr std::size_t kMaxGridTableRows = std::size_t{1} << 24;
+
 // "bicubic", "bilinear", "sincos".
 std::string_view grid_method_name(GridMethod method) noexcept;
 // The method called name; throws std::invalid_argument listing the names otherwise.
@@ -119,8 +123,8 @@ GridShape square_grid_for_rows(std::size_t rows, const VisionLayout& layout);
 // "resize_grid", method the grid method, positions counting grid cells, reserved_rows the
 // prefix) and to provenance ("resize: bicubic grid 14x14 -> 24x24 (196 -> 576 positions), ...").
 // Throws std::invalid_argument when layout does not add up to the table's rows, `to` has no cells
-// or more than 2^24, sincos is asked of a width that is not a multiple of 4, or the table holds NaN
-// or infinity.
+// or makes more than kMaxGridTableRows rows with the prefix, sincos is asked of a width that is
+// not a multiple of 4, or the table holds NaN or infinity.
 PositionTable resize_grid(const PositionTable& table, const VisionLayout& layout, GridShape to,
                           GridMethod method);
 

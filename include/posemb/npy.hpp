@@ -35,7 +35,9 @@ Tensor read_npy_bytes(std::span<const std::byte> bytes, std::string_view source)
 
 // Writes tensor (any dtype above: not BF16 or F8, which numpy lacks; any shape) as .npy with
 // write_file_atomically: format 1.0 (2.0 when the header needs it), header padded to 64 bytes
-// as numpy does. Throws std::invalid_argument for a dtype .npy cannot hold, before writing.
+// as numpy does. Throws std::invalid_argument, before writing, for a dtype .npy cannot hold and
+// for a shape np.load refuses: item size x the product of the non-zero dimensions above 2^63 - 1
+// (numpy's limit, which holds for empty arrays too: [2^62, 0] of F32 does not load).
 void write_npy(const std::string& path, const Tensor& tensor);
 
 // The same with the float tensor converted to float dtype `dtype` first (F16, F32, F64; rounded

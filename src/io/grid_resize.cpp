@@ -16,7 +16,6 @@ namespace posemb {
 namespace {
 
 constexpr std::size_t kMaxGridSide = 65536;
-constexpr std::size_t kMaxGridCells = std::size_t{1} << 24;
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -306,10 +305,11 @@ PositionTable resize_grid(const PositionTable& table, const VisionLayout& layout
                                 " grid do not make the table's " + rows_text(table.values.rows()));
   }
   if (to.height == 0 || to.width == 0 || to.height > kMaxGridSide || to.width > kMaxGridSide ||
-      to.cells() > kMaxGridCells) {
-    throw std::invalid_argument(op + "target grid " + grid_shape_string(to) +
-                                " must have between 1 and " + std::to_string(kMaxGridCells) +
-                                " cells");
+      p > kMaxGridTableRows || to.cells() > kMaxGridTableRows - p) {
+    throw std::invalid_argument(
+        op + "target grid " + grid_shape_string(to) + " with " + prefix_text(p) + " makes " +
+        std::to_string(p + to.cells()) + " rows; a table may have at most " +
+        std::to_string(kMaxGridTableRows) + " (prefix tokens included, as --to counts them)");
   }
   if (method == GridMethod::sincos && C % 4 != 0) {
     throw std::invalid_argument(

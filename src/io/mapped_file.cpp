@@ -63,7 +63,20 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path,
   }
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->size_ = static_cast<std::size_t>(st.st_size);
-  if (f->size_ == 0) return f;
+  if (f->size_ == 0) {
+    // /proc and /sys files say 0 bytes and yet hold text: their size is not known up front.
+    char probe = 0;
+    ssize_t n = 0;
+    do {
+      n = ::read(fd.fd, &probe, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) {
+      throw FileFormatError(path,
+                            "reports a size of 0 bytes but holds data (a /proc or /sys file?); "
+                            "posemb reads regular files whose size is known");
+    }
+    return f;
+  }
   if (f->size_ > kCopyBytes) {
     void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd.fd, 0);
     if (p == MAP_FAILED) throw io_error(errno, operation, "cannot map", path);

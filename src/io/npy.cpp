@@ -261,6 +261,21 @@ void write_npy(const std::string& path, const Tensor& tensor) {
                                 " cannot be written as .npy (numpy has no such type; convert "
                                 "with Tensor::astype(DType::F32) first)");
   }
+  // np.load makes the array's shape before its data, and numpy refuses a shape whose itemsize
+  // times the product of its non-zero dimensions passes 2^63 - 1 ("array is too big"), even
+  // when a zero makes the array empty ([2^62, 0] of F32): such a file would not load.
+  constexpr std::uint64_t kNumpyMaxBytes = std::numeric_limits<std::int64_t>::max();
+  std::uint64_t extent = dtype_size(tensor.dtype());
+  for (const std::uint64_t d : tensor.shape()) {
+    if (d != 0 && extent > kNumpyMaxBytes / d) {
+      throw std::invalid_argument(
+          "write_npy: " + quote_untrusted(path) + ": shape " + shape_string(tensor.shape()) +
+          " of " + std::string(dtype_name(tensor.dtype())) +
+          " is one numpy cannot load: its item size times its non-zero dimensions passes 2^63 - "
+          "1 bytes, numpy's limit even for an empty array");
+    }
+    if (d != 0) extent *= d;
+  }
   std::string dict = "{'descr': '";
   dict += *descr;
   dict += "', 'fortran_order': False, 'shape': (";

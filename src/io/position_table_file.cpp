@@ -1,6 +1,9 @@
 #include "posemb/position_table_file.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -153,9 +156,24 @@ PositionTable load_position_table(const TensorFile& file, const std::string& pat
   const Tensor tensor = shape.size() == 2 ? stored : squeezed(stored);
   t.stored_shape = shape;
   t.values = tensor.to_matrix<float>();
-  if (const std::string bad = detail::non_finite_description(t.values); !bad.empty()) {
-    throw FileFormatError(path,
-                          what + " holds " + bad + "; posemb refuses tables with NaN or infinity");
+  if (const auto at = detail::first_non_finite(t.values)) {
+    if (tensor.dtype() == DType::F64) {
+      // An infinity here may be a finite F64 value that float32 cannot hold: said as it is.
+      double v = 0.0;
+      const std::size_t i = at->first * t.values.cols() + at->second;
+      std::memcpy(&v, tensor.bytes().data() + i * sizeof(double), sizeof v);
+      if (std::isfinite(v)) {
+        char value[32];
+        std::snprintf(value, sizeof value, "%.17g", v);
+        throw FileFormatError(
+            path, what + " holds " + value + " at row " + std::to_string(at->first) + ", column " +
+                      std::to_string(at->second) +
+                      ": finite in F64, but beyond the largest float32 (3.40282347e+38), and "
+                      "posemb's tables are float32; scale the table first");
+      }
+    }
+    throw FileFormatError(path, what + " holds " + detail::non_finite_description(t.values) +
+                                    "; posemb refuses tables with NaN or infinity");
   }
   t.dtype = tensor.dtype();
   t.source_file = path;

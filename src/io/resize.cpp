@@ -89,7 +89,9 @@ void check_resize(const PositionTable& table, std::size_t new_positions, ResizeM
                                 std::to_string(old_n) + "; shrink with truncate");
   }
   if (old_n == 0 && method != ResizeMethod::random) {
-    throw std::invalid_argument("resize_table: the table has no positions to " + name + " from");
+    throw std::invalid_argument("resize_table: the table has no positions, and '" + name +
+                                "' makes new rows from the old ones; only 'random' fills an "
+                                "empty table");
   }
   if (new_positions > (std::size_t{1} << 32)) {
     throw std::invalid_argument("resize_table: " + std::to_string(new_positions) +

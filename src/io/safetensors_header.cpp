@@ -218,7 +218,17 @@ class HeaderSax {
   bool null() { wrong("null"); }
   bool boolean(bool v) { wrong(v ? "true" : "false"); }
   bool binary(json::binary_t&) { wrong("binary"); }
-  bool number_integer(json::number_integer_t v) { wrong(std::to_string(v)); }
+  bool number_integer(json::number_integer_t v) {
+    // Only a number written with a minus sign comes here: -0 is zero, and yet signed.
+    if (v == 0 && (place_ == Place::shape || place_ == Place::offsets)) {
+      fail(entry_.label() + ": " +
+           (place_ == Place::shape
+                ? std::string("a shape entry")
+                : "data_offsets[" + std::to_string(entry_.offsets_seen()) + "]") +
+           " is written -0: sizes and offsets are written without a sign (0)");
+    }
+    wrong(std::to_string(v));
+  }
   bool number_float(json::number_float_t, const json::string_t& text) {
     wrong(quote_untrusted(text, 40));
   }

@@ -19,6 +19,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cases_files import file_cases  # noqa: E402
 from cases_folders import folder_cases  # noqa: E402
+from cases_io4 import io4_cases  # noqa: E402
 from cases_lab import lab_cases  # noqa: E402
 from cases_round3 import round3_cases  # noqa: E402
 from inputs import make_inputs  # noqa: E402
@@ -34,6 +35,7 @@ CLASS_NAMES = {
     "r3-overflow": "values that would overflow to infinity", "r3-wrap": "ids that would wrap",
     "r3-state": "state checked before the work", "r3-threads": "threads in the memory pre-check",
     "folders": "checkpoint folders (issue 22)",
+    "io4": "configs kept byte for byte, numpy's shape limit, idle flags, exact messages",
 }
 
 
@@ -57,7 +59,7 @@ def main():
     p["tiny"] = ["--d-model", "16", "--heads", "2", "--layers", "1", "--train-len", "3", "--alphabet", "4",
                  "--batch", "4", "--micro-batch", "2", "--steps", "2", "--warmup", "1", "--quiet"]
     t_inputs = time.monotonic() - t0
-    cases = [c for c in file_cases(p) + lab_cases(p) + round3_cases(p) + folder_cases(p)
+    cases = [c for c in file_cases(p) + lab_cases(p) + round3_cases(p) + folder_cases(p) + io4_cases(p)
              if a.only in c.name]
     names = collections.Counter(c.name for c in cases)
     dup = [n for n, k in names.items() if k > 1]

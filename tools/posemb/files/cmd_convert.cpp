@@ -21,7 +21,7 @@ struct ConvertOptions {
   std::string in;
   std::string out;
   std::string tensor;
-  std::string name = "position_embeddings";
+  std::string name;  // empty: position_embeddings
   std::string dtype;
 };
 
@@ -54,12 +54,25 @@ void run_convert(const ConvertOptions& o) {
   std::optional<DType> dtype;
   if (!o.dtype.empty()) dtype = parse_float_dtype(o.dtype);
   TensorFile file = read_tensor_file(o.in);  // the format by content; nothing decoded yet
+  const bool npy_in = file.format == TensorFileFormat::npy;
+  // Each flag names one tensor of one kind of conversion; elsewhere it would be silently idle.
+  if (!o.tensor.empty() && (npy_in || !ends_with_npy(o.out))) {
+    throw UsageError(npy_in ? "convert: --tensor does not apply to a .npy input"
+                            : "convert: --tensor picks the tensor of a .npy output; safetensors "
+                              "-> safetensors copies every tensor");
+  }
+  if (!o.name.empty() && (!npy_in || ends_with_npy(o.out))) {
+    throw UsageError(!npy_in ? "convert: --name names the array of a .npy input; a safetensors "
+                               "input's tensors keep their names"
+                             : "convert: --name names the tensor of a safetensors output; a "
+                               ".npy output holds one unnamed array");
+  }
   std::string chosen;
   std::string how;
-  if (file.format == TensorFileFormat::npy) {
-    if (!o.tensor.empty()) throw UsageError("convert: --tensor does not apply to a .npy input");
-    file.tensors.front().set_name(o.name);
-    chosen = o.name;
+  if (npy_in) {
+    const std::string name = o.name.empty() ? "position_embeddings" : o.name;
+    file.tensors.front().set_name(name);
+    chosen = name;
     how = "the only array of a .npy file";
   } else if (ends_with_npy(o.out)) {
     chosen = find_position_tensor(
@@ -98,8 +111,11 @@ void register_convert_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("convert", "Convert between .npy and .safetensors");
   cmd->add_option("input", o->in, "A .npy or .safetensors file")->required();
   cmd->add_option("output", o->out, "Output: .npy, or anything else for safetensors")->required();
-  cmd->add_option("--tensor", o->tensor, "safetensors -> .npy: the tensor to write");
-  cmd->add_option("--name", o->name, ".npy -> safetensors: the tensor's name");
+  cmd->add_option("--tensor", o->tensor,
+                  "safetensors -> .npy only: the tensor to write (default: the position table, "
+                  "found by name)");
+  cmd->add_option("--name", o->name,
+                  ".npy -> safetensors only: the tensor's name (default: position_embeddings)");
   cmd->add_option("--dtype", o->dtype, "Output dtype: f32, f64, f16, bf16 (default: input's)")
       ->check(CLI::IsMember({"f32", "f64", "f16", "bf16"}));
   cmd->callback([o] { run_convert(*o); });

@@ -11,6 +11,7 @@
 
 #include "cli.hpp"
 #include "lab/checkpoint_table.hpp"
+#include "posemb/grid_resize.hpp"
 #include "posemb/resize.hpp"
 #include "table_report.hpp"
 #include "vision_folder.hpp"
@@ -89,7 +90,7 @@ void register_resize_command(CLI::App& app) {
   cmd->add_option("--to", o->to,
                   "Number of positions of the result (reserved rows extra); of a vision table: "
                   "its rows, prefix tokens included (N - prefix must be a square)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
+      ->check(CLI::Range(std::size_t{1}, kMaxGridTableRows));
   std::vector<std::string> methods;
   for (auto m : kResizeMethods) methods.emplace_back(resize_method_name(m));
   for (const char* m : {"bicubic", "bilinear", "sincos"}) methods.emplace_back(m);
@@ -120,7 +121,7 @@ void register_resize_command(CLI::App& app) {
   cmd->add_option("--seed", o->resize.seed, "random: seed of new rows")->check(whole_number());
   cmd->add_option("--grid", o->grid,
                   "The new grid of a vision table, HxW (e.g. 24x24): the prefix tokens kept, the "
-                  "grid resized in 2-D");
+                  "grid resized in 2-D; with them at most 2^24 rows, as --to");
   cmd->add_option("--from-grid", o->from_grid,
                   "The stored grid of a vision table when it is not square, HxW");
   cmd->add_option("--prefix-tokens", o->prefix_tokens,
