@@ -292,18 +292,24 @@ void fill_folder(const CheckpointFolder& in, const ResizedFile& resized, const f
   keep_mode(in.dir, fs::path(), tmp);
 }
 
-// A new, empty folder ".posemb-XXXXXXXX" in parent, made with mkdir(2) so that it gets the
-// usual 0777 & ~umask mode.
-fs::path make_temporary_folder(const fs::path& parent) {
+// A new, empty folder ".posemb-XXXXXXXX" in parent (open as parent_fd, or -1), made with
+// mkdir(2) so that it gets the usual 0777 & ~umask mode. Each name is recorded in `partial`
+// before the folder exists, as the file writer records its temporary file: a signal at any point
+// after the mkdir finds it recorded (one before finds no folder of that name to remove).
+fs::path make_temporary_folder(const fs::path& parent, int parent_fd,
+                               std::optional<detail::PartialFolder>& partial) {
   std::random_device rd;
   for (int attempt = 0; attempt < 16; ++attempt) {
     char name[32];
     std::snprintf(name, sizeof name, ".posemb-%08x", static_cast<unsigned>(rd()));
     const fs::path p = parent / name;
+    if (parent_fd >= 0) partial.emplace(parent_fd, name);
     if (::mkdir(p.c_str(), 0777) == 0) return p;
-    if (errno != EEXIST) {
+    const int err = errno;
+    partial.reset();
+    if (err != EEXIST) {
       throw std::system_error(
-          errno, std::generic_category(),
+          err, std::generic_category(),
           std::string(kOp) + ": cannot create a temporary folder in '" + parent.string() + "'");
     }
   }
@@ -333,26 +339,35 @@ FolderWriteReport write_checkpoint_folder(const CheckpointFolder& in, const Resi
           ? ""
           : updated_index(in.index_text, (fs::path(in.dir) / in.index_file).string(), delta, r);
   const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  const fs::path tmp = make_temporary_folder(parent);
-  const fs::path old = tmp.string() + "-old";
-  bool moved_old = false;
-  // Recorded while it is filled: a signal handler's remove_partial_files() removes it.
+  // The temporary folder is recorded while it is filled: a signal handler's
+  // remove_partial_files() removes it (the record needs the parent open).
   const int parent_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  std::optional<detail::PartialFolder> partial;
-  if (parent_fd >= 0) partial.emplace(parent_fd, tmp.filename().string());
   struct CloseFd {
     int fd;
     ~CloseFd() {
       if (fd >= 0) ::close(fd);
     }
   } close_parent{parent_fd};
+  std::optional<detail::PartialFolder> partial;
+  const fs::path tmp = make_temporary_folder(parent, parent_fd, partial);
+  const fs::path old = tmp.string() + "-old";
+  bool moved_old = false, swapped = false;
   try {
     fill_folder(in, resized, tmp, config, index, r);
     if (exists) {
-      fs::rename(out, old);
-      moved_old = true;
+      // One step where the file system can: the old folder takes the temporary's recorded name,
+      // so that a signal from here on removes it and the output is never missing.
+      if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, out.c_str(), RENAME_EXCHANGE) == 0) {
+        swapped = true;
+      } else if (errno != EINVAL && errno != ENOSYS) {
+        throw std::system_error(errno, std::generic_category(),
+                                std::string(kOp) + ": cannot replace '" + out.string() + "'");
+      } else {
+        fs::rename(out, old);
+        moved_old = true;
+      }
     }
-    fs::rename(tmp, out);
+    if (!swapped) fs::rename(tmp, out);
   } catch (...) {
     std::error_code ec;
     fs::remove_all(tmp, ec);
@@ -360,6 +375,7 @@ FolderWriteReport write_checkpoint_folder(const CheckpointFolder& in, const Resi
     throw;
   }
   std::error_code ec;
+  if (swapped) fs::remove_all(tmp, ec);  // the old folder, still recorded
   if (moved_old) fs::remove_all(old, ec);
   return r;
 }

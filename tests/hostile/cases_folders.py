@@ -122,8 +122,8 @@ def spoiled_folders():
         ("index-subdir", outside("sub/evil.safetensors"), "plain file name"),
         ("two-shards-claim", two_claims, "in two shards"),
         ("config-not-json", config("{\"n_positions\": 16,"), "not valid JSON"),
-        ("config-binary", config("\x00\xff\x1b[2J"), "not valid JSON"),
-        ("config-array", config("[16]"), "not an object"),
+        ("config-binary", config("\x00\xff\x1b[2J"), "not JSON text: a NUL byte"),
+        ("config-array", config("[16]"), "not a JSON object"),
         ("config-missing", no_config, "no config.json"),
         ("index-not-json", index_not_json, "not a JSON object"),
         ("index-deep", deep_index, "deep; posemb reads JSON at most 64 deep"),
@@ -226,10 +226,25 @@ def signal_cases():
     def no_output(d, r):
         return ["an interrupted resize left the output folder"] if os.path.exists(os.path.join(d, "out")) else []
 
+    def big_folder_and_old_output(d):
+        big_folder(d)
+        os.makedirs(os.path.join(d, "out"))
+        write(os.path.join(d, "out", "old.txt"), b"the folder --force replaces")
+
+    def old_output_intact(d, r):
+        old = os.path.join(d, "out", "old.txt")
+        if not os.path.isfile(old) or open(old, "rb").read() != b"the folder --force replaces":
+            return ["an interrupted --force resize lost the folder it was replacing"]
+        return []
+
     return [Case("folder-signal-%s" % sig.name, "folders",
                  ["resize", "{dir}/m", "--to", "32", "--method", "copy", "-o", "{dir}/out"], (-sig, 128 + sig),
                  timeout=60, setup=big_folder, check=no_output, signal_after_temp=sig)
-            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)]
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)] + [
+        Case("folder-signal-force-SIGTERM", "folders",
+             ["resize", "{dir}/m", "--to", "32", "--method", "copy", "-o", "{dir}/out", "--force"],
+             (-signal.SIGTERM, 128 + signal.SIGTERM), timeout=60, setup=big_folder_and_old_output,
+             check=old_output_intact, signal_after_temp=signal.SIGTERM)]
 
 
 def vit_file(d):

@@ -150,6 +150,51 @@ TEST(CheckpointFolder, VitFolderResizedToALargerGridSetsImageSize) {
             nlohmann::json::array({32, 48}));
 }
 
+// Only the length keys are rewritten: numbers a JSON parser would round (1e-400 to 0, a 30-digit
+// integer to a double), spacing and key order stay byte for byte; the old value is reported as
+// written.
+TEST(CheckpointFolder, ConfigRewriteChangesOnlyTheLengthKeys) {
+  TempDir tmp;
+  const fs::path in = tmp.path() / "gpt2", out = tmp.path() / "gpt2-long";
+  make_gpt2_folder(in);
+  const std::string config = R"({"model_type":  "gpt2", "n_ctx": 16,
+   "tiny": 1e-400, "big": 123456789012345678901234567890, "n_positions" : 1.6e1,
+   "nested": {"n_positions": 16}, "text": "{\"n_positions\": 16}"}
+)";
+  write_all((in / "config.json").string(), config);
+  const CheckpointFolder f = read_checkpoint_folder(in.string());
+  const PositionTable t = load_position_table(f.table_file, f.table_path(), f.table_tensor);
+  const ResizedFile shard =
+      replace_position_table(f.table_file, resize_table(t, 32, ResizeMethod::copy));
+  const FolderWriteReport rep = write_checkpoint_folder(f, shard, 32, std::nullopt, out.string());
+  const std::string expected = R"({"model_type":  "gpt2", "n_ctx": 32,
+   "tiny": 1e-400, "big": 123456789012345678901234567890, "n_positions" : 32,
+   "nested": {"n_positions": 16}, "text": "{\"n_positions\": 16}"}
+)";
+  EXPECT_EQ(read_all((out / "config.json").string()), expected);
+  ASSERT_EQ(rep.config_changes.size(), 2u);
+  EXPECT_EQ(rep.config_changes[0].key, "n_positions");
+  EXPECT_EQ(rep.config_changes[0].value, "1.6e1");
+  EXPECT_EQ(rep.config_changes[1].key, "n_ctx");
+  // GPT-2's n_ctx is set only when present; a BERT config lacking max_position_embeddings is
+  // left alone, and an absent key of a vision config is added on a line of its own.
+  const fs::path vit = tmp.path() / "vit";
+  fs::create_directories(vit);
+  write_safetensors((vit / "model.safetensors").string(),
+                    {f32("vit.embeddings.position_embeddings", {1, 5, 8}, 2)});
+  write_all((vit / "config.json").string(),
+            "{\n  \"model_type\": \"vit\",\n  \"patch_size\": 16\n}\n");
+  const CheckpointFolder v = read_checkpoint_folder(vit.string());
+  const PositionTable vt = load_position_table(v.table_file, v.table_path(), v.table_tensor);
+  const PositionTable big =
+      resize_grid(vt, vision_layout(vt, classify_table(v.table_file, v.table_tensor)), {4, 4},
+                  GridMethod::bicubic);
+  write_checkpoint_folder(v, replace_position_table(v.table_file, big), 17, GridShape{4, 4},
+                          (tmp.path() / "vit-big").string());
+  EXPECT_EQ(read_all((tmp.path() / "vit-big" / "config.json").string()),
+            "{\n  \"model_type\": \"vit\",\n  \"patch_size\": 16,\n  \"image_size\": 64\n}\n");
+}
+
 TensorFile with_table(const std::string& name, std::vector<std::uint64_t> shape) {
   TensorFile f;
   f.tensors.push_back(f32(name, std::move(shape), 0));
@@ -260,7 +305,14 @@ TEST(CheckpointFolder, HostileFoldersAreRefused) {
   expect_refused([&](const fs::path& d) { write_all((d / "config.json").string(), "{nope"); },
                  "not valid JSON");
   expect_refused([&](const fs::path& d) { write_all((d / "config.json").string(), "[1]"); },
-                 "not an object");
+                 "not a JSON object");
+  // As `posemb rope` reads a config: a key twice is refused, not one of them silently taken.
+  expect_refused(
+      [&](const fs::path& d) {
+        write_all((d / "config.json").string(),
+                  R"({"model_type": "gpt2", "n_positions": 16, "n_positions": 1024})");
+      },
+      "key 'n_positions' appears twice in one object");
   expect_refused([&](const fs::path& d) { fs::remove(d / "config.json"); }, "no config.json");
   expect_refused([&](const fs::path& d) { fs::remove(d / idx); }, "neither model.safetensors");
   expect_refused(set_shard_name(kShard1), "does not hold it");
