@@ -14,7 +14,8 @@
 // A Matrix passes wherever a view is expected: to a MatrixView<const T> always (a temporary
 // lives until the end of the call it is passed to), to a mutable MatrixView<T> (an output) when
 // it is a named matrix. A mutable view of a temporary matrix would dangle, so that conversion
-// does not compile; nor do view(), cview(), row() and flat() of a temporary (const or not).
+// does not compile; nor do view(), cview(), row(), flat() and data() of a temporary (const or
+// not). An element of a temporary, `make()(0, 0)` or `make().at(0, 0)`, is returned by value.
 #pragma once
 
 #include <algorithm>
@@ -85,21 +86,27 @@ class Matrix {
   std::size_t row_stride() const noexcept { return cols_; }
   std::size_t size() const noexcept { return rows_ * cols_; }
   bool empty() const noexcept { return size() == 0; }
-  T* data() noexcept { return data_.get(); }
-  const T* data() const noexcept { return data_.get(); }
+  T* data() & noexcept { return data_.get(); }
+  const T* data() const& noexcept { return data_.get(); }
 
-  // Element (r, c); unchecked in release builds (asserted in debug builds).
-  T& operator()(std::size_t r, std::size_t c) noexcept {
+  // Element (r, c); unchecked in release builds (asserted in debug builds). Of a temporary
+  // matrix, the element is returned by value (a reference would dangle).
+  T& operator()(std::size_t r, std::size_t c) & noexcept {
     assert(r < rows_ && c < cols_);
     return data_[r * cols_ + c];
   }
-  const T& operator()(std::size_t r, std::size_t c) const noexcept {
+  const T& operator()(std::size_t r, std::size_t c) const& noexcept {
     assert(r < rows_ && c < cols_);
     return data_[r * cols_ + c];
   }
-  // Element (r, c), throwing std::out_of_range outside the matrix.
-  T& at(std::size_t r, std::size_t c) { return view().at(r, c); }
-  const T& at(std::size_t r, std::size_t c) const { return cview().at(r, c); }
+  T operator()(std::size_t r, std::size_t c) const&& noexcept {
+    assert(r < rows_ && c < cols_);
+    return data_[r * cols_ + c];
+  }
+  // Element (r, c), throwing std::out_of_range outside the matrix; by value for a temporary.
+  T& at(std::size_t r, std::size_t c) & { return view().at(r, c); }
+  const T& at(std::size_t r, std::size_t c) const& { return cview().at(r, c); }
+  T at(std::size_t r, std::size_t c) const&& { return cview().at(r, c); }
 
   // Row r as cols() contiguous elements; unchecked in release builds.
   std::span<T> row(std::size_t r) & noexcept {
@@ -122,7 +129,10 @@ class Matrix {
     return MatrixView<const T>(data_.get(), rows_, cols_);
   }
   // Spans and views of a temporary matrix (const or not) would dangle at the end of the
-  // statement: `make().view()`, `make().cview()`, `make().row(0)`, `make().flat()` do not compile.
+  // statement: `make().view()`, `make().cview()`, `make().row(0)`, `make().flat()`,
+  // `make().data()` do not compile.
+  void data() && = delete;
+  void data() const&& = delete;
   void row(std::size_t r) && = delete;
   void row(std::size_t r) const&& = delete;
   void flat() && = delete;

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "posemb/matrix.hpp"
@@ -176,6 +177,35 @@ TYPED_TEST(MatrixTyped, ViewsAndSpansOfATemporaryDoNotCompile) {
   EXPECT_EQ(c.cview().data(), m.data());
   EXPECT_EQ(m.row(1).data(), m.data() + 3);
   EXPECT_EQ(c.flat().size(), 6u);
+}
+
+// data() of a temporary matrix would be a pointer into it, dangling at the end of the
+// statement: it does not compile. An element of a temporary, `mk()(0, 0)` or `mk().at(0, 0)`,
+// is a copy (a reference to it dangled); of a named matrix it stays a reference.
+template <class M>
+concept DataOf = requires(M&& m) {
+  std::forward<M>(m).data();
+};
+template <class M>
+using ElementOf = decltype(std::declval<M>()(0, 0));
+template <class M>
+using AtOf = decltype(std::declval<M>().at(0, 0));
+TYPED_TEST(MatrixTyped, DataOfATemporaryDoesNotCompileAndItsElementsAreCopies) {
+  using T = TypeParam;
+  using M = Matrix<T>;
+  static_assert(DataOf<M&> && DataOf<const M&> && !DataOf<M> && !DataOf<const M>);
+  static_assert(std::is_same_v<ElementOf<M&>, T&> && std::is_same_v<ElementOf<const M&>, const T&>);
+  static_assert(std::is_same_v<ElementOf<M>, T> && std::is_same_v<ElementOf<const M>, T>);
+  static_assert(std::is_same_v<AtOf<M&>, T&> && std::is_same_v<AtOf<const M&>, const T&>);
+  static_assert(std::is_same_v<AtOf<M>, T> && std::is_same_v<AtOf<const M>, T>);
+  const auto mk = [] {
+    M m(2, 3);
+    m(1, 2) = static_cast<T>(5);
+    return m;
+  };
+  EXPECT_EQ(mk()(1, 2), static_cast<T>(5));
+  EXPECT_EQ(mk().at(1, 2), static_cast<T>(5));
+  EXPECT_THROW((void)mk().at(2, 0), std::out_of_range);
 }
 
 // A copy of a view without columns makes no pass over its rows, however many it claims.

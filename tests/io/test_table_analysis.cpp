@@ -233,8 +233,8 @@ TEST(TableAnalysis, UnstatedReservedRowsOnlyWhenNobodySaid) {
 }
 
 // Tables with rows and no columns: answered without a pass over the rows (these looped over
-// 2^40 or 2^64 rows), and row_norms' one double per row is checked against the memory budget
-// (MemoryLimitExceeded, not std::bad_alloc).
+// 2^40 or 2^64 rows; row_norm_stats refused them with MemoryLimitExceeded), and row_norms' one
+// double per row is checked against the memory budget (MemoryLimitExceeded, not bad_alloc).
 TEST(TableAnalysis, RowsWithoutColumnsAreAnsweredAtOnce) {
   for (const std::size_t rows : {std::size_t{1} << 40, SIZE_MAX}) {
     const MatrixView<const float> t(nullptr, rows, 0);
@@ -251,10 +251,16 @@ TEST(TableAnalysis, RowsWithoutColumnsAreAnsweredAtOnce) {
     }
     EXPECT_EQ(p.size(), rows == SIZE_MAX ? 64u : 40u);  // 1, 2, 4, ... below the rows
     EXPECT_THROW((void)row_norms(t), MemoryLimitExceeded);
+    const RowNormStats s = row_norm_stats(t);  // every norm is 0, found without row_norms
+    EXPECT_EQ(s.min, 0.0);
+    EXPECT_EQ(s.mean, 0.0);
+    EXPECT_EQ(s.max, 0.0);
+    EXPECT_EQ(s.stddev, 0.0);
   }
   // A few rows without columns: the same answers as before, norms 0.
   const MatrixView<const float> small(nullptr, 5, 0);
   EXPECT_EQ(row_norms(small), std::vector<double>(5, 0.0));
+  EXPECT_EQ(row_norm_stats(small).max, 0.0);
   const auto p = distance_profile(small);
   ASSERT_EQ(p.size(), 3u);
   EXPECT_EQ(p[2].offset, 4u);
