@@ -5,6 +5,7 @@
 #include <exception>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 
 #include "lab/kernels.hpp"
 #include "posemb/errors.hpp"
@@ -73,6 +74,15 @@ LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalCon
     const auto logits = mode == PositionMode::contiguous ? dec.step(tok) : dec.step(tok, pos);
     if (t < n + 1) continue;
     for (std::size_t b = 0; b < B; ++b) {
+      // The argmax of infinite or NaN logits is no prediction: an accuracy from them would be
+      // garbage (a table of 3e38 values scored 0.000 everywhere), so evaluation stops.
+      if (!all_finite(logits.row(b))) {
+        throw std::runtime_error(
+            "evaluate: the logits are infinite or NaN at length " + std::to_string(n) +
+            ", instance " + std::to_string(b) + ", answer token " + std::to_string(t - n - 1) +
+            ": the model's parameters (or its rope scaling) overflow float; no accuracy is "
+            "reported");
+      }
       pred[b] = static_cast<TokenId>(argmax(logits.row(b)));
       if (pred[b] == batch.targets(b, t)) {
         ++right;

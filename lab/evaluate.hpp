@@ -31,7 +31,9 @@ struct LengthResult {
   std::string detail;  // the SequenceTooLong message for beyond_table
 };
 
-// Throws ConfigError for an unusable cfg. Lengths the learned table cannot hold are reported
+// Throws ConfigError for an unusable cfg, and std::runtime_error naming the length when the
+// logits it decodes from are infinite or NaN (parameters that overflow float: no accuracy is
+// reported from them). Lengths the learned table cannot hold are reported
 // beyond_table from the lengths alone (no batch is built for them); before anything else is
 // built, the memory of the others is checked against the memory budget (MemoryLimitExceeded:
 // evaluation_bytes(..., 1)), and lengths run concurrently, up to one per thread, as far as the

@@ -1,8 +1,10 @@
 #include "lab/kernels.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -223,6 +225,16 @@ double softmax_cross_entropy(MatrixView<float> dlogits, std::span<float> losses,
   double total = 0.0;
   for (std::size_t r = 0; r < m; ++r) total += losses[r];
   return count == 0 ? 0.0 : total / static_cast<double>(count);
+}
+
+bool all_finite(std::span<const float> x) {
+  // Infinity and NaN have every exponent bit set. An OR of integers (a float sum could not be
+  // reordered, so it would not vectorize).
+  std::uint32_t non_finite = 0;
+  for (const float v : x) {
+    non_finite |= (std::bit_cast<std::uint32_t>(v) & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
+  }
+  return non_finite == 0;
 }
 
 std::size_t argmax(std::span<const float> row) {

@@ -63,4 +63,8 @@ double softmax_cross_entropy(MatrixView<float> dlogits, std::span<float> losses,
 // Index of the largest element of a row (the first one on ties).
 std::size_t argmax(std::span<const float> row);
 
+// Whether every element of x is finite (no infinity, no NaN): the trainer's check of its
+// parameters after an update and evaluate()'s of the logits it decodes from.
+bool all_finite(std::span<const float> x);
+
 }  // namespace posemb::lab

@@ -3,7 +3,6 @@
 #include "lab/checkpoint.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <exception>
@@ -11,9 +10,11 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 
+#include "lab/kernels.hpp"
 #include "posemb/memory.hpp"
 #include "posemb/parallel.hpp"
 #include "posemb/position_table_file.hpp"
@@ -246,20 +247,6 @@ void Trainer::apply_gradients() {
   model_.encoding().zero_grad();
 }
 
-namespace {
-
-// Whether every element is finite: inf and NaN have every exponent bit set. An OR of integers
-// (a float sum could not be reordered, so it would not vectorize).
-bool all_finite(std::span<const float> x) {
-  std::uint32_t non_finite = 0;
-  for (const float v : x) {
-    non_finite |= (std::bit_cast<std::uint32_t>(v) & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
-  }
-  return non_finite == 0;
-}
-
-}  // namespace
-
 void Trainer::check_update() {
   // A finite loss does not make a finite update: lr times the weight decay, or a step of a huge
   // gradient, can overflow float and leave infinite or NaN parameters (or moments). Each rank
@@ -405,7 +392,15 @@ void Trainer::save(const std::string& path) {
   }
   share_moments();
   comm_->all_or_none("train: writing the checkpoint", [&] {
-    if (comm_->rank() == 0) write_checkpoint(path, model_, opt_, cfg_, step_, lineage_);
+    if (comm_->rank() != 0) return;
+    try {
+      write_checkpoint(path, model_, opt_, cfg_, step_, lineage_);
+    } catch (const std::system_error& e) {
+      // An I/O failure (a full disk, the file-size limit): the writer's message names the file,
+      // what failed and the reason; this names the step whose checkpoint was lost.
+      throw std::runtime_error("train: the checkpoint of step " + std::to_string(step_) +
+                               " was not written: " + e.what());
+    }
   });
 }
 

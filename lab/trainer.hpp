@@ -105,7 +105,9 @@ class Trainer {
   // no checkpoint holds the broken parameters. Collective.
   double train_step();
   // Writes parameters, optimizer state, settings and step atomically (lab::write_checkpoint).
-  // Collective: rank 0 writes; every rank throws JobFailure when the write fails.
+  // Collective: rank 0 writes; every rank throws JobFailure when the write fails. An I/O failure
+  // (a full disk, the file-size limit) is a std::runtime_error naming the step and carrying the
+  // writer's message (the file, what failed, the reason); the file is left as it was.
   void save(const std::string& path);
 
  private:

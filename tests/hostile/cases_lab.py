@@ -38,6 +38,10 @@ def class9_checkpoints(p):
                          ("moment_negative_v.safetensors", 0, 1), ("moment_shape.safetensors", 0, 1),
                          ("rope_with_table.safetensors", 0, 0)):
         out += both(name, (ev,), (rs,))
+    # A finite table whose values overflow float in the forward: eval stops instead of scoring the
+    # argmax of infinite or NaN logits (it reported 0.000 at every length).
+    out.append(Case("c9-table_huge-eval", "9", ["eval", "--checkpoint", p["table_huge.safetensors"], "--lengths",
+                                                "1:2", "--samples", "2"], (1,), ("logits are infinite or NaN",)))
     # A checkpoint resumed into an output directory whose checkpoint must not be lost.
     out.append(Case("c9-resume-bad-keeps-old", "9", ["train", "--resume", p["meta_step_neg.safetensors"],
                                                      "--out", "{dir}/t", "--quiet"], (1,),
@@ -261,6 +265,11 @@ def overflow_update_cases(p):
         Case("update-overflow-keeps-old", "nan", run + ["--steps", "3", "--checkpoint-every", "1", "--out", "{dir}/t"],
              (1,), ("infinite or NaN",), setup=old_file("t/checkpoint.safetensors"),
              keep=("t/checkpoint.safetensors",)),
+        # A checkpoint past the file-size limit (ulimit -f): the message names the step whose
+        # checkpoint was not written, the file and the reason.
+        Case("train-checkpoint-fsize", "nan", small + ["--steps", "4", "--checkpoint-every", "2", "--out", "{dir}/t"],
+             (1,), ("the checkpoint of step 2 was not written", "File too large"), fsize=4096,
+             check=_no_checkpoint),
         # An output folder that takes no files (read-only, for root too) fails before training
         # (100000 steps would pass the case's timeout).
         Case("train-out-read-only", "nan", small + ["--steps", "100000", "--out", "{dir}/ro"], (1,),

@@ -286,6 +286,8 @@ def make_inputs(posemb, root, env):
     tensor_edit("table_longer.safetensors", replaced("wpe.weight", "F32", (40, 16), f32_table(40, 16)))
     tensor_edit("weight_nan.safetensors", replaced("blocks.0.mlp.fc.weight", "F32", (16, 32), f32_table(16, 32, poison=(3, 5, F32_NAN))))
     tensor_edit("table_inf.safetensors", replaced("wpe.weight", "F32", (8, 16), f32_table(8, 16, poison=(7, 15, F32_INF))))
+    # finite, but every logit overflows float
+    tensor_edit("table_huge.safetensors", replaced("wpe.weight", "F32", (8, 16), f32_table(8, 16, fill=3e38)))
     tensor_edit("moment_inf.safetensors", replaced("optimizer.adamw.m.wte.weight", "F32", (8, 16), f32_table(8, 16, poison=(0, 0, F32_INF))))
     tensor_edit("moment_negative_v.safetensors", replaced("optimizer.adamw.v.wte.weight", "F32", (8, 16), f32_table(8, 16, fill=-1.0)))
     tensor_edit("moment_shape.safetensors", replaced("optimizer.adamw.m.wte.weight", "F32", (8, 15), f32_table(8, 15)))

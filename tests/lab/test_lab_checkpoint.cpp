@@ -13,7 +13,9 @@
 #include <limits>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "lab/checkpoint.hpp"
@@ -493,6 +495,32 @@ TEST(Evaluate, LengthsBeyondTheTableCostNothingAndWorkIsBounded) {
   for (std::size_t i = 0; i < free_rows.size(); ++i) {
     EXPECT_EQ(free_rows[i].exact_match, tight_rows[i].exact_match);
     EXPECT_EQ(free_rows[i].token_accuracy, tight_rows[i].token_accuracy);
+  }
+}
+
+// Parameters that overflow float (a checkpoint's table of 3e38 values) give infinite or NaN
+// logits: evaluation stops naming the length, instead of scoring their argmax (0.000 everywhere).
+TEST(Evaluate, NonFiniteLogitsStopTheEvaluation) {
+  const RunConfig run = tiny_run();
+  Trainer tr(run);
+  EvalConfig ec;
+  ec.max_len = 3;
+  ec.samples = 4;
+  ASSERT_NO_THROW((void)evaluate(tr.model(), run.task, ec));
+  for (const TensorSlot& s : tr.model().tensors()) {
+    if (s.name != "wpe.weight") continue;
+    for (std::size_t r = 0; r < s.value.rows(); ++r) {
+      for (float& v : s.value.row(r)) v = 3e38f;
+    }
+  }
+  try {
+    (void)evaluate(tr.model(), run.task, ec);
+    ADD_FAILURE() << "a table of 3e38 values was evaluated";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(typeid(e), typeid(std::runtime_error));
+    EXPECT_NE(std::string(e.what()).find("evaluate: the logits are infinite or NaN at length 1,"),
+              std::string::npos)
+        << e.what();
   }
 }
 

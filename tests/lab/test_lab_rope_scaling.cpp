@@ -136,6 +136,12 @@ TEST(LabRopeScaling, ConfigRefusesWhatCannotWork) {
   refused(scaling("linear", 0.0, 10), "model.rope_factor", rope);
   refused(scaling("linear", std::nan(""), 10), "model.rope_factor", rope);
   refused(scaling("linear", 0.5, 10), "model.rope_factor", rope);
+  refused(scaling("linear", 1e308, 10), "model.rope_factor", rope);  // was accepted and run
+  refused(scaling("ntk", std::nextafter(limits::rope_factor.max, 1e300), 10), "model.rope_factor",
+          rope);
+  ModelConfig largest = cfg;
+  largest.rope_scaling = scaling("ntk", limits::rope_factor.max, 10);
+  EXPECT_NO_THROW(largest.validate());
   refused(scaling("yarn", 2.0, 0), "model.rope_scaling", rope);
   refused(scaling("llama3", 2.0, 10), "model.rope_scaling", rope);
   for (const auto* e : encodings()) {
