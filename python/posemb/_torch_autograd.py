@@ -104,6 +104,11 @@ class _TokenPosition(torch.autograd.Function):
         if idx.numel():  # an empty batch (B or T 0): an empty output, as nn.Embedding gives
             _ext.embed_forward(_np(idx), table(wte), table(wpe), source, out=_np(out),
                                bfloat16=bits)
+        elif kind == "contiguous" and idx.shape[1]:
+            # (0, T): no kernel runs, but positions start .. start + T - 1 must have rows, as
+            # for any B (the error a (1, T) batch gets from embed_forward)
+            _ext.resolve_positions(source, 1, idx.shape[1], wpe.shape[0],
+                                   operation="embed_forward")
         # idx and source_tensor are this call's own copies (token_position_embedding): the
         # backward reads what the forward read. The caller's tensors are saved only so that
         # autograd refuses a backward after they changed in place, as it does for nn.Embedding.

@@ -283,8 +283,9 @@ class TokenPositionEmbedding(nn.Module):
       [0, 2^31)). One of the three at most.
 
     wte is initialized N(0, stddev) from `seed`, wpe by `init` from (seed + 1) mod 2^64 (posemb's
-    seeded initializers; seed an int in [0, 2^64)); state dicts use GPT-2's names, wte.weight and
-    wpe.weight.
+    seeded initializers; seed an int in [0, 2^64)), and again so by reset_parameters (in
+    float32, rounded or widened to the weights' dtype); state dicts use GPT-2's names,
+    wte.weight and wpe.weight.
     """
 
     def __init__(self, vocab_size, max_seq_len, embed_dim, *, init="normal", stddev=0.02, seed=0):
@@ -297,7 +298,16 @@ class TokenPositionEmbedding(nn.Module):
         self.stddev = float(stddev)
         self.wte = nn.Embedding(vocab_size, embed_dim, _weight=torch.empty(vocab_size, embed_dim))
         self.wpe = LearnedPositionalEmbedding(max_seq_len, embed_dim, init, stddev,
-                                              (self.seed + 1) % 2**64)
+                                              (self.seed + 1) % 2**64)  # initialized
+        self._reset_wte()
+
+    def reset_parameters(self):
+        """Both tables written over as the constructor wrote them: wte N(0, stddev) from seed,
+        wpe by its init from (seed + 1) mod 2^64 (wpe.reset_parameters)."""
+        self._reset_wte()
+        self.wpe.reset_parameters()
+
+    def _reset_wte(self):
         _initialize(self.wte.weight, "normal", self.stddev, self.seed)
 
     def forward(self, idx, position_ids=None, attention_mask=None, *, start=0, separator=None):

@@ -194,18 +194,19 @@ Arrays are referenced, not copied, and read when the source is used, not when it
   m.def(
       "resolve_positions",
       [](const Positions* positions, std::size_t batch, std::size_t seq_len,
-         std::size_t max_seq_len) {
-        constexpr const char* op = "resolve_positions";
+         std::size_t max_seq_len, const std::string& operation) {
         Matrix<std::int64_t> pos = without_gil([&] {
           return posemb::resolve_positions(source_or_default(positions), batch, seq_len,
-                                           max_seq_len, op);
+                                           max_seq_len, operation.c_str());
         });
         return array_owning(std::move(pos));
       },
       py::arg("positions"), py::arg("batch"), py::arg("seq_len"), py::arg("max_seq_len"),
+      py::kw_only(), py::arg("operation") = "resolve_positions",
       R"(The position of every token, an int64 (batch, seq_len) array, -1 for pads. Validates
 like the kernels: SequenceTooLong past max_seq_len, IndexError for a negative id, ValueError for
-shape mismatches.)");
+shape mismatches. operation: the name the error messages give (a kernel's, "embed_forward", for
+a caller that checks positions in its place).)");
 }
 
 }  // namespace posemb::python

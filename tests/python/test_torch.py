@@ -404,6 +404,29 @@ def test_masks_broadcast_over_the_batch_as_position_ids_do(gen):
                 emb(idx, **{name: bad})
 
 
+def test_an_empty_batch_of_contiguous_positions_is_checked_against_the_table():
+    # (0, T) ids whose positions start .. start + T - 1 pass the table: the SequenceTooLong a
+    # (1, T) batch gets from the kernel (the empty batch skipped the check and gave a result)
+    emb = pt.TokenPositionEmbedding(V, MAXT, C)
+    functional = lambda i, start: pt.token_position_embedding(i, emb.wte.weight, emb.wpe.weight,
+                                                              start=start)
+    for start, length in ((0, MAXT + 1), (MAXT - T + 1, T), (MAXT, 1), (0, 2**40)):
+        want = None
+        if length <= MAXT + 1:  # a (1, T) batch small enough to build
+            with pytest.raises(posemb.SequenceTooLong) as want:
+                emb(torch.zeros(1, length, dtype=torch.long), start=start)
+        for call in (emb, functional):
+            with pytest.raises(posemb.SequenceTooLong, match="embed_forward") as got:
+                call(torch.zeros(0, length, dtype=torch.long), start=start)
+            assert (got.value.seq_len, got.value.start, got.value.max_seq_len) == (length, start,
+                                                                                  MAXT)
+            if want is not None:
+                assert str(got.value) == str(want.value)
+    # within the table: an empty result, as before
+    assert emb(torch.zeros(0, MAXT, dtype=torch.long)).shape == (0, MAXT, C)
+    assert emb(torch.zeros(0, 1, dtype=torch.long), start=MAXT - 1).shape == (0, 1, C)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
 @pytest.mark.parametrize("shape", [(0, T), (B, 0), (0, 0)])
 def test_empty_batches_give_empty_results_and_zero_gradients(dtype, shape):

@@ -429,6 +429,26 @@ def test_float64_values_beyond_float32_are_refused_with_an_infinity_in_the_table
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_token_position_reset_parameters_seeds_as_the_constructor(dtype):
+    # wte N(0, stddev) from seed, wpe by init from (seed + 1) mod 2^64 (seed 2^64 - 1: wpe from
+    # 0), in float32, rounded or widened to the dtype; the same Parameters, written over
+    for seed, init in ((9, "sinusoidal"), (2**64 - 1, "normal")):
+        fresh = pt.TokenPositionEmbedding(V, MAXT, C, init=init, stddev=0.5, seed=seed)
+        emb = pt.TokenPositionEmbedding(V, MAXT, C, init=init, stddev=0.5, seed=seed).to(dtype)
+        weights = (emb.wte.weight, emb.wpe.weight)
+        with torch.no_grad():
+            for w in weights:
+                w.fill_(7)
+        emb.reset_parameters()
+        assert (emb.wte.weight, emb.wpe.weight) == weights
+        for w, want in zip(weights, (fresh.wte.weight, fresh.wpe.weight)):
+            assert w.dtype == dtype and w.requires_grad
+            assert torch.equal(w, want.detach().to(dtype))
+    alone = pt.LearnedPositionalEmbedding(MAXT, C, init="normal", stddev=0.5, seed=0)
+    assert torch.equal(emb.wpe.weight, alone.weight.detach().to(dtype))  # (2^64 - 1 + 1) mod 2^64
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_reset_parameters_in_every_dtype(dtype):
     # posemb's initializers fill float32: another dtype gets those values rounded (float16,
     # bfloat16) or widened exactly (float64), the weight staying the same Parameter.
