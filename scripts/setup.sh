@@ -8,12 +8,11 @@
 #   scripts/setup.sh link TOOL DIR
 #                             DIR/posemb -> TOOL (a symlink; `make build` and `make demo` put
 #                             the built tool on PATH this way; unchanged when already there)
-#   scripts/setup.sh test     bench + test frameworks, clang (format, fuzzing, sanitizers), the
-#                             numpy / torch oracles and Open MPI (the data-parallel tests; MPI
-#                             stays optional when building)
-#                             numpy / torch oracles and what the Python module needs to build
-#                             and be tested (pybind11, Python headers, pytest, venv + setuptools
-#                             + wheel for the offline `pip install` check)
+#   scripts/setup.sh test     bench + test frameworks, clang (format, fuzzing, sanitizers),
+#                             Open MPI (the data-parallel tests; MPI stays optional when
+#                             building) and what the Python module needs to build and be tested
+#                             (pybind11, Python headers, pytest, venv + setuptools + wheel for
+#                             the offline `pip install` check)
 set -euo pipefail
 
 build=(
