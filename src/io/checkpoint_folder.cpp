@@ -10,15 +10,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
 #include <system_error>
 
+#include "config_json.hpp"
 #include "hf_config.hpp"
-#include "json_depth.hpp"
 #include "mapped_file.hpp"
 #include "partial_folder.hpp"
 #include "posemb/atomic_file.hpp"
@@ -30,7 +29,7 @@ namespace posemb {
 namespace {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json;
+using Json = detail::ConfigJson;
 
 constexpr std::string_view kConfig = "config.json";
 constexpr std::string_view kSingle = "model.safetensors";
@@ -78,9 +77,9 @@ bool has(const std::vector<std::string>& files, std::string_view name) {
 // The shards of an index, in order of first appearance, each checked to be a plain file name.
 std::vector<std::string> index_shards(const std::string& text, const std::string& source,
                                       std::map<std::string, std::string>& weight_map) {
-  detail::check_json_depth(text, source);
-  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) throw FileFormatError(source, "is not a JSON object");
+  // Strictly, as config.json is read: a tensor or key given twice is refused (which shard was
+  // meant cannot be known).
+  const Json j = detail::parse_config_json(text, source);
   const auto wm = j.find("weight_map");
   if (wm == j.end() || !wm->is_object() || wm->empty()) {
     throw FileFormatError(source, "has no weight_map object naming the shards");
@@ -195,31 +194,30 @@ std::uint64_t tensor_bytes(const std::vector<Tensor>& tensors) {
   return n;
 }
 
-// The index with metadata.total_size moved by delta bytes (2-space indent, order kept).
-// A total_size the new one cannot follow from (past 2^63 - 1, or below the bytes the table loses)
-// is refused: it wrapped around to a small number before.
+// The index with metadata.total_size moved by delta bytes, written over the old value's text
+// (edit_config_text): every other byte is kept. A total_size the new one cannot follow from (past
+// 2^63 - 1, or below the bytes the table loses) is refused: it wrapped around to a small number
+// before. text is an index that index_shards accepted.
 std::string updated_index(const std::string& text, const std::string& source, std::int64_t delta,
                           FolderWriteReport& r) {
-  Json j = Json::parse(text);
-  if (auto md = j.find("metadata"); md != j.end() && md->is_object()) {
-    if (auto ts = md->find("total_size"); ts != md->end()) {
-      const auto old = ts->get<std::uint64_t>();
-      constexpr auto kMax = static_cast<std::uint64_t>(INT64_MAX);
-      const std::uint64_t lost = delta < 0 ? static_cast<std::uint64_t>(-(delta + 1)) + 1 : 0;
-      if (old > kMax || old < lost ||
-          (delta > 0 && old > kMax - static_cast<std::uint64_t>(delta))) {
-        throw FileFormatError(source, "metadata.total_size = " + std::to_string(old) +
-                                          " cannot be the shards' size (the resized table moves "
-                                          "it by " +
-                                          std::to_string(delta) + " bytes)");
-      }
-      r.old_total_size = old;
-      r.new_total_size =
-          static_cast<std::uint64_t>(static_cast<std::int64_t>(*r.old_total_size) + delta);
-      *ts = *r.new_total_size;
-    }
+  const Json j = detail::parse_config_json(text, source);
+  const auto md = j.find("metadata");
+  if (md == j.end() || !md->is_object()) return text;
+  const auto ts = md->find("total_size");
+  if (ts == md->end()) return text;
+  const auto old = ts->get<std::uint64_t>();
+  constexpr auto kMax = static_cast<std::uint64_t>(INT64_MAX);
+  const std::uint64_t lost = delta < 0 ? static_cast<std::uint64_t>(-(delta + 1)) + 1 : 0;
+  if (old > kMax || old < lost || (delta > 0 && old > kMax - static_cast<std::uint64_t>(delta))) {
+    throw FileFormatError(source,
+                          "metadata.total_size = " + std::to_string(old) +
+                              " cannot be the shards' size (the resized table moves it by " +
+                              std::to_string(delta) + " bytes)");
   }
-  return j.dump(2) + "\n";
+  r.old_total_size = old;
+  r.new_total_size = static_cast<std::uint64_t>(static_cast<std::int64_t>(old) + delta);
+  return detail::edit_config_text(
+      text, {{{"metadata", "total_size"}, std::to_string(*r.new_total_size)}});
 }
 
 // out_dir checked: refused when it is the input or inside it, holds the input, is not a

@@ -98,6 +98,11 @@ TEST(CheckpointFolder, ShardedGpt2ResizedByCopyWritesAWholeFolder) {
             nlohmann::json::parse(before.at("model.safetensors.index.json"))["weight_map"]);
   ASSERT_TRUE(rep.new_total_size.has_value());
   EXPECT_EQ(*rep.new_total_size, std::uint64_t{(40 + 32 + 256 + 128) * 4});
+  // Only total_size's text changes in the index: spacing and order as the input has them.
+  std::string index = before.at("model.safetensors.index.json");
+  const std::string old_total = std::to_string((40 + 32 + 256 + 64) * 4);
+  index.replace(index.find(old_total), old_total.size(), std::to_string((40 + 32 + 256 + 128) * 4));
+  EXPECT_EQ(after.at("model.safetensors.index.json"), index);
   const TensorFile s2 = read_safetensors((out / kShard2).string());
   const Matrix<float> wpe = s2.at("transformer.wpe.weight").to_matrix<float>();
   ASSERT_EQ(wpe.rows(), 32u);
@@ -314,6 +319,19 @@ TEST(CheckpointFolder, HostileFoldersAreRefused) {
       },
       "key 'n_positions' appears twice in one object");
   expect_refused([&](const fs::path& d) { fs::remove(d / "config.json"); }, "no config.json");
+  // The index is read as strictly: a tensor given twice names two shards, or one twice.
+  expect_refused(
+      [&](const fs::path& d) {
+        std::string s = read_all((d / idx).string());
+        s.insert(s.find("\"transformer.wte.weight\""),
+                 std::string("\"transformer.wpe.weight\": \"") + kShard1 + "\",\n  ");
+        write_all((d / idx).string(), s);
+      },
+      "key 'transformer.wpe.weight' appears twice in one object");
+  expect_refused([&](const fs::path& d) { write_all((d / idx).string(), "[1]"); },
+                 "not a JSON object");
+  expect_refused([&](const fs::path& d) { write_all((d / idx).string(), "{\"weight_map\": "); },
+                 "not valid JSON");
   expect_refused([&](const fs::path& d) { fs::remove(d / idx); }, "neither model.safetensors");
   expect_refused(set_shard_name(kShard1), "does not hold it");
 }
