@@ -31,13 +31,6 @@ struct LengthResult {
   std::string detail;  // the SequenceTooLong message for beyond_table
 };
 
-// Throws ConfigError for an unusable cfg, and std::runtime_error naming the length when the
-// logits it decodes from are infinite or NaN (parameters that overflow float: no accuracy is
-// reported from them). Lengths the learned table cannot hold are reported
-// beyond_table from the lengths alone (no batch is built for them); before anything else is
-// built, the memory of the others is checked against the memory budget (MemoryLimitExceeded:
-// evaluation_bytes(..., 1)), and lengths run concurrently, up to one per thread, as far as the
-// budget allows. progress(done, total) is called after each length (may be empty).
 // The bytes evaluate() needs for a model of these settings (its learned table's rows: model.
 // max_seq_len) with `concurrent` lengths at a time: the batch and decoder of the longest length
 // the table holds, and a computed encoding's cache (saturating; 0 when no length fits).
@@ -53,6 +46,13 @@ double evaluation_work(const ModelConfig& model, const EvalConfig& cfg);
 // within the memory budget (MemoryLimitExceeded). For a front end to call before training.
 void check_evaluation(const ModelConfig& model, const EvalConfig& cfg);
 
+// Throws ConfigError for an unusable cfg, and std::runtime_error naming the length when the
+// logits it decodes from are infinite or NaN (parameters that overflow float: no accuracy is
+// reported from them). Lengths the learned table cannot hold are reported beyond_table
+// from the lengths alone (no batch is built for them); before anything else is
+// built, the memory of the others is checked against the memory budget (MemoryLimitExceeded:
+// evaluation_bytes(..., 1)), and lengths run concurrently, up to one per thread, as far as the
+// budget allows. progress(done, total) is called after each length (may be empty).
 std::vector<LengthResult> evaluate(
     Model& model, const TaskConfig& task, const EvalConfig& cfg,
     const std::function<void(std::size_t, std::size_t)>& progress = {});
