@@ -102,6 +102,17 @@ def spoiled_folders():
     def index_not_json(d):
         write(os.path.join(gpt2_folder(d), "model.safetensors.index.json"), "{\"weight_map\": ")
 
+    def index_text(text):
+        def spoil(d):
+            write(os.path.join(gpt2_folder(d), "model.safetensors.index.json"), text)
+        return spoil
+
+    def index_twice(d):  # the table listed under both shards: which one was meant is not known
+        path = os.path.join(gpt2_folder(d), "model.safetensors.index.json")
+        with open(path) as f:
+            text = f.read()
+        write(path, text.replace('"weight_map": {', '"weight_map": {"wpe.weight": "%s", ' % SHARD1, 1))
+
     def deep_index(d):  # 200,000 levels crashed the tool (stack overflow)
         m = gpt2_folder(d)
         path = os.path.join(m, "model.safetensors.index.json")
@@ -125,7 +136,9 @@ def spoiled_folders():
         ("config-binary", config("\x00\xff\x1b[2J"), "not JSON text: a NUL byte"),
         ("config-array", config("[16]"), "not a JSON object"),
         ("config-missing", no_config, "no config.json"),
-        ("index-not-json", index_not_json, "not a JSON object"),
+        ("index-not-json", index_not_json, "not valid JSON"),
+        ("index-array", index_text("[1]"), "not a JSON object"),
+        ("index-twice", index_twice, "key 'wpe.weight' appears twice in one object"),
         ("index-deep", deep_index, "deep; posemb reads JSON at most 64 deep"),
         ("config-deep", config('{"model_type": "gpt2", "n_positions": 16, "x": ' + "[" * 8000 + "]" * 8000 + "}"),
          "8001 deep"),
