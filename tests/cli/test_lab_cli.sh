@@ -88,6 +88,16 @@ contains err "logits are infinite or NaN" "eval says the logits are not finite"
 expect 0 "eval" -- eval --checkpoint "$tmp/a/checkpoint.safetensors" --lengths 3:6 --samples 8 \
   --out "$tmp/ev"
 contains out "beyond_table" "n = 5, 6 need positions past the 10-row table"
+# Progress on stderr: nothing on a pipe from an evaluation this quick (a line every 5 s once one
+# takes longer); on a terminal a bar that ends with every length done; none with --quiet.
+[ -s "$tmp/err" ] && fail "a quick eval printed on stderr: $(head -c 200 "$tmp/err")"
+ev=(eval --checkpoint "$tmp/a/checkpoint.safetensors" --lengths 3:6 --samples 8)
+script -qec "$(printf '%q ' "$bin" "${ev[@]}")" /dev/null >"$tmp/tty" 2>&1 ||
+  fail "eval on a terminal exited $?"
+grep -aq "eval learned *\[#*\] 4/4 " "$tmp/tty" || fail "eval on a terminal: no finished bar: $(tr '\r' '\n' <"$tmp/tty" | head -c 300)"
+script -qec "$(printf '%q ' "$bin" "${ev[@]}" --quiet)" /dev/null >"$tmp/tty" 2>&1 ||
+  fail "eval --quiet on a terminal exited $?"
+grep -aq "4/4" "$tmp/tty" && fail "eval --quiet on a terminal drew a bar"
 "$py" - "$tmp/ev/results.json" <<'PY' || fail "eval results.json"
 import json, sys
 j = json.load(open(sys.argv[1]))

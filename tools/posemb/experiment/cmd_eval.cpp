@@ -16,6 +16,7 @@
 #include "lab_options.hpp"
 #include "posemb/atomic_file.hpp"
 #include "posemb/errors.hpp"
+#include "progress.hpp"
 #include "results_table.hpp"
 
 namespace posemb::cli {
@@ -31,6 +32,7 @@ struct EvalOptions {
   std::string out;
   std::string table;
   RopeScalingFlags rope;
+  bool quiet = false;
 };
 
 // "A:B" as whole numbers; the range itself is checked by EvalConfig::validate.
@@ -95,7 +97,9 @@ void run_eval(const EvalOptions& o) {
              has_table ? fmt::format(", {} table rows", mc.max_seq_len) : "",
              scaled ? ", rope scaling " + mc.rope_scaling.text() : "",
              lab::task_kind_name(run.task.kind), run.task.train_len);
-  const auto rows = lab::evaluate(model, run.task, ec);
+  Progress progress = Progress::lengths("eval " + mc.pe, ec.max_len - ec.min_len + 1, o.quiet);
+  const auto rows = lab::evaluate(model, run.task, ec,
+                                  [&](std::size_t done, std::size_t) { progress.update(done); });
   print_results_table({{mc.pe, rows}}, run.task.train_len, has_table ? mc.max_seq_len : 0);
   if (!o.out.empty()) {
     lab::RunResults rr;
@@ -150,6 +154,9 @@ void register_eval_command(CLI::App& app) {
                          "Absent: the checkpoint's own (none, or the scaling `posemb train "
                          "--init-from ... --rope-scaling` fine-tuned it with); none: no scaling.");
   cmd->add_option("--out", o->out, "Also write results.csv and results.json here");
+  cmd->add_flag("--quiet", o->quiet,
+                "No progress on stderr (shown on a terminal, and on a pipe or file every 5 s "
+                "once an evaluation takes longer)");
   cmd->callback([o] { run_eval(*o); });
 }
 

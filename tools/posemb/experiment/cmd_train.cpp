@@ -68,7 +68,11 @@ void train(TrainOptions& o, lab::Communicator& comm) {
       *tr, plan, [&](std::size_t step, double loss) { progress.update(step, loss); });
   if (!quiet) print_train_done(done, plan.checkpoint);
   if (o.eval_max > 0 && root) {
-    const auto rows = lab::evaluate(tr->model(), cfg.task, ec);
+    Progress eval_progress =
+        Progress::lengths("eval " + cfg.model.pe, ec.max_len - ec.min_len + 1, quiet);
+    const auto rows = lab::evaluate(tr->model(), cfg.task, ec, [&](std::size_t done, std::size_t) {
+      eval_progress.update(done);
+    });
     print_results_table({{cfg.model.pe, rows}}, cfg.task.train_len);
   }
 }

@@ -1,5 +1,7 @@
-// tools/posemb/progress.hpp: progress on stderr for long commands. A bar redrawn in place with
-// step, loss and time left when stderr is a terminal; otherwise a plain line every few seconds.
+// tools/posemb/experiment/progress.hpp: progress on stderr for long commands. A bar redrawn in
+// place with what is done, the loss and the time left when stderr is a terminal; otherwise a plain
+// line every few seconds. Training counts steps with a loss; evaluation counts lengths, without
+// one, and on a pipe or file says nothing when it ends within the first few seconds.
 #pragma once
 
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -25,41 +28,63 @@ class Progress {
         start_(Clock::now()),
         last_(start_) {}
 
-  // Reports `done` of total steps with the latest loss.
-  void update(std::size_t done, double loss) {
+  // A bar of lengths evaluated, without a loss ("eval learned: 12/48 lengths done elapsed 5.0s
+  // left 15s"), silent on a pipe or file when the evaluation ends within kLogEverySeconds.
+  static Progress lengths(std::string label, std::size_t total, bool quiet = false) {
+    Progress p(std::move(label), total, quiet);
+    p.unit_ = "length";
+    p.loss_ = false;
+    p.silent_if_quick_ = true;
+    return p;
+  }
+
+  // Reports `done` of total with the latest loss (not shown by a bar of lengths).
+  void update(std::size_t done, double loss = 0.0) {
     if (quiet_) return;
     done = std::min(done, total_);
     const auto now = Clock::now();
     const double since = std::chrono::duration<double>(now - last_).count();
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
     const bool end = done >= total_;
     // The end is printed once: runs sharing one bar (the demo's grid) report their last step
     // after the total is reached, each with its own loss.
     if (end && ended_) return;
-    if (!end && since < (tty_ ? 0.1 : 5.0)) return;
+    if (!end && since < (tty_ ? 0.1 : kLogEverySeconds)) return;
+    if (end && !tty_ && silent_if_quick_ && !printed_ && elapsed < kLogEverySeconds) return;
     ended_ = end;
+    printed_ = true;
     last_ = now;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
     const double left =
         done == 0 ? 0.0 : elapsed * static_cast<double>(total_ - done) / static_cast<double>(done);
+    const std::string loss_text = loss_ ? fmt::format(" loss {:.4f}", loss) : "";
     if (tty_) {
       constexpr std::size_t width = 30;
       const std::size_t fill = total_ == 0 ? width : width * done / total_;
-      fmt::print(stderr, "\r{:<24} [{}{}] {}/{} loss {:.4f} {:.0f}s left ", label_,
-                 std::string(fill, '#'), std::string(width - fill, '.'), done, total_, loss, left);
+      fmt::print(stderr, "\r{:<24} [{}{}] {}/{}{} {:.0f}s left ", label_, std::string(fill, '#'),
+                 std::string(width - fill, '.'), done, total_, loss_text, left);
       if (end) fmt::print(stderr, "\n");
     } else {
-      fmt::print(stderr, "{}: step {}/{} loss {:.4f} elapsed {:.1f}s left {:.0f}s\n", label_, done,
-                 total_, loss, elapsed, left);
+      // "step 3/10" of training; "12/48 lengths done" of evaluation (longest first, so no
+      // length number is implied).
+      const std::string count = unit_ == "step"
+                                    ? fmt::format("step {}/{}", done, total_)
+                                    : fmt::format("{}/{} {}s done", done, total_, unit_);
+      fmt::print(stderr, "{}: {}{} elapsed {:.1f}s left {:.0f}s\n", label_, count, loss_text,
+                 elapsed, left);
     }
     std::fflush(stderr);
   }
 
  private:
   using Clock = std::chrono::steady_clock;
+  static constexpr double kLogEverySeconds = 5.0;  // between lines on a pipe or file
   std::string label_;
   std::size_t total_;
   bool quiet_, tty_;
-  bool ended_ = false;
+  std::string unit_ = "step";
+  bool loss_ = true;
+  bool silent_if_quick_ = false;
+  bool ended_ = false, printed_ = false;
   Clock::time_point start_, last_;
 };
 
