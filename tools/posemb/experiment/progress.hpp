@@ -32,9 +32,7 @@ class Progress {
   // left 15s"), silent on a pipe or file when the evaluation ends within kLogEverySeconds.
   static Progress lengths(std::string label, std::size_t total, bool quiet = false) {
     Progress p(std::move(label), total, quiet);
-    p.unit_ = "length";
-    p.loss_ = false;
-    p.silent_if_quick_ = true;
+    p.lengths_ = true;
     return p;
   }
 
@@ -50,13 +48,13 @@ class Progress {
     // after the total is reached, each with its own loss.
     if (end && ended_) return;
     if (!end && since < (tty_ ? 0.1 : kLogEverySeconds)) return;
-    if (end && !tty_ && silent_if_quick_ && !printed_ && elapsed < kLogEverySeconds) return;
+    if (end && !tty_ && lengths_ && !printed_ && elapsed < kLogEverySeconds) return;
     ended_ = end;
     printed_ = true;
     last_ = now;
     const double left =
         done == 0 ? 0.0 : elapsed * static_cast<double>(total_ - done) / static_cast<double>(done);
-    const std::string loss_text = loss_ ? fmt::format(" loss {:.4f}", loss) : "";
+    const std::string loss_text = lengths_ ? "" : fmt::format(" loss {:.4f}", loss);
     if (tty_) {
       constexpr std::size_t width = 30;
       const std::size_t fill = total_ == 0 ? width : width * done / total_;
@@ -66,9 +64,8 @@ class Progress {
     } else {
       // "step 3/10" of training; "12/48 lengths done" of evaluation (longest first, so no
       // length number is implied).
-      const std::string count = unit_ == "step"
-                                    ? fmt::format("step {}/{}", done, total_)
-                                    : fmt::format("{}/{} {}s done", done, total_, unit_);
+      const std::string count = lengths_ ? fmt::format("{}/{} lengths done", done, total_)
+                                         : fmt::format("step {}/{}", done, total_);
       fmt::print(stderr, "{}: {}{} elapsed {:.1f}s left {:.0f}s\n", label_, count, loss_text,
                  elapsed, left);
     }
@@ -81,9 +78,7 @@ class Progress {
   std::string label_;
   std::size_t total_;
   bool quiet_, tty_;
-  std::string unit_ = "step";
-  bool loss_ = true;
-  bool silent_if_quick_ = false;
+  bool lengths_ = false;  // a bar of lengths (Progress::lengths), else of steps with a loss
   bool ended_ = false, printed_ = false;
   Clock::time_point start_, last_;
 };
