@@ -228,8 +228,8 @@ def folder_cases(p):
 def signal_cases():
     """A signal while a folder is written (its temporary folder exists): the temporary folder goes
     with everything in it, the process dies of the signal, no output appears (it was left, with
-    the copies made so far). The runner's `timeout` wrapper dies of SIGUSR1 itself and takes
-    SIGALRM for its own timer, so the other signals posemb handles are checked by hand."""
+    the copies made so far). The signal goes to posemb alone (not its `timeout` wrapper, which takes
+    SIGALRM for its own timer)."""
     def big_folder(d):
         m = gpt2_folder(d)
         os.makedirs(os.path.join(m, "sub"))
@@ -253,7 +253,7 @@ def signal_cases():
     return [Case("folder-signal-%s" % sig.name, "folders",
                  ["resize", "{dir}/m", "--to", "32", "--method", "copy", "-o", "{dir}/out"], (-sig, 128 + sig),
                  timeout=60, setup=big_folder, check=no_output, signal_after_temp=sig)
-            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)] + [
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE, signal.SIGUSR1)] + [
         Case("folder-signal-force-SIGTERM", "folders",
              ["resize", "{dir}/m", "--to", "32", "--method", "copy", "-o", "{dir}/out", "--force"],
              (-signal.SIGTERM, 128 + signal.SIGTERM), timeout=60, setup=big_folder_and_old_output,

@@ -108,6 +108,16 @@ def temporaries(root):
     return found
 
 
+def posemb_pid(wrapper):
+    """The pid of posemb under the `timeout` wrapper (its one child; prlimit execs posemb)."""
+    try:
+        with open("/proc/%d/task/%d/children" % (wrapper, wrapper)) as f:
+            children = f.read().split()
+    except OSError:
+        children = []
+    return int(children[0]) if len(children) == 1 else wrapper
+
+
 class Runner:
     def __init__(self, posemb, work, env, is_root):
         self.posemb = posemb
@@ -177,7 +187,9 @@ class Runner:
         return r
 
     def signal_when_temp(self, p, d, sig):
-        """Sends sig while a temporary exists (stopping the process to look), or at the end."""
+        """Sends sig to posemb while a temporary exists (stopping the process group to look). Only
+        posemb gets it: the `timeout` wrapper would die of a signal it does not forward (SIGPIPE,
+        SIGUSR1) and leave posemb cleaning up unwaited for."""
         deadline = time.monotonic() + 60
 
         def running():  # without reaping it (p.poll() would, and the os.wait4 after would fail)
@@ -187,7 +199,7 @@ class Runner:
             if temporaries(d):
                 os.killpg(p.pid, signal.SIGSTOP)
                 if temporaries(d):
-                    os.killpg(p.pid, sig)
+                    os.kill(posemb_pid(p.pid), sig)
                     os.killpg(p.pid, signal.SIGCONT)
                     return sig
                 os.killpg(p.pid, signal.SIGCONT)

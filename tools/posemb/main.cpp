@@ -243,9 +243,10 @@ int runtime_error(std::string_view message) {
 }
 
 // Signals that end the process (SIGINT, SIGTERM, SIGHUP; and, when their action is the default,
-// SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU): remove the temporary files and folders of writes
-// in progress (posemb::remove_partial_files is async-signal-safe), then die of the signal as if
-// unhandled.
+// SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGPIPE): remove the temporary files and folders of
+// writes in progress (posemb::remove_partial_files is async-signal-safe), then die of the signal
+// as if unhandled. SIGPIPE comes when the reader of a pipe stops (`posemb train ... | head -1`):
+// the process still ends at its next print, as a pipeline expects, but leaves nothing behind.
 void on_terminating_signal(int sig) {
   posemb::remove_partial_files();
   std::signal(sig, SIG_DFL);
@@ -253,7 +254,7 @@ void on_terminating_signal(int sig) {
 }
 
 void install_signal_handlers() {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU}) {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGPIPE}) {
     struct sigaction old {};
     if (::sigaction(sig, nullptr, &old) != 0) continue;
     if (old.sa_handler == SIG_IGN) continue;  // nohup, &
