@@ -214,6 +214,11 @@ cp -r "$tmp/vit384" "$tmp/vitbad"
 expect 0 "inspect a folder whose config disagrees" -- inspect "$tmp/vitbad"
 contains out "DISAGREES" "the disagreeing key is flagged"
 contains out "config vs table: disagree" "inspect says they disagree"
+# The right size written as a float: still flagged, and said why.
+"$py" -c "p='$tmp/vitbad/config.json'; t=open(p).read().replace('224', '384.0'); open(p, 'w').write(t)"
+expect 0 "inspect a folder whose image_size is a float" -- inspect "$tmp/vitbad"
+contains out "image_size = 384.0" "the value as written"
+contains out "written as a float" "the float named as the reason"
 
 # BART: 2 offset rows; the encoder's table shares the decoder's key, which the CLI warns about.
 expect 0 "BART decoder folder" -- resize "$tmp/bart" --tensor model.decoder.embed_positions.weight --reserved-rows 2 --to 32 --method copy -o "$tmp/bart-long"

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -241,6 +243,29 @@ bool resize_grid_or_folder(const GridResizeRequest& q) {
   return true;
 }
 
+namespace {
+
+// "agrees", or "DISAGREES" and, when the number is the right one written as a float (16.0, 1.6e1),
+// why that still disagrees: transformers keeps it a float (nn.Embedding(16.0, ...) fails).
+std::string length_verdict(const ConfigLength& l) {
+  if (l.agrees()) return "agrees";
+  const bool integer_expected =
+      !l.expected.empty() && std::all_of(l.expected.begin(), l.expected.end(),
+                                         [](char ch) { return ch >= '0' && ch <= '9'; });
+  if (integer_expected && !l.value.empty() &&
+      (l.value[0] == '-' || std::isdigit(static_cast<unsigned char>(l.value[0])) != 0)) {
+    char* end = nullptr;
+    const double v = std::strtod(l.value.c_str(), &end);
+    if (end == l.value.c_str() + l.value.size() && v == std::strtod(l.expected.c_str(), nullptr)) {
+      return "DISAGREES: the right number, but written as a float (transformers reads " + l.value +
+             " as a float, where the model needs an integer; write " + l.expected + ")";
+    }
+  }
+  return "DISAGREES";
+}
+
+}  // namespace
+
 void print_vision_and_config(const PositionTable& t, const TensorFile& file,
                              const CheckpointFolder* folder) {
   const TableClass kind =
@@ -260,7 +285,7 @@ void print_vision_and_config(const PositionTable& t, const TensorFile& file,
                                                 file, t.source_tensor, t.values.rows());
   for (const auto& l : c.lengths) {
     fmt::print("config.json:     {} = {} (the table's {} rows imply {}): {}\n", l.key, l.value,
-               t.values.rows(), l.expected, l.agrees() ? "agrees" : "DISAGREES");
+               t.values.rows(), l.expected, length_verdict(l));
   }
   if (!c.note.empty()) fmt::print("config.json:     {}\n", c.note);
   fmt::print("config vs table: {} ({})\n", c.agrees() ? "agree" : "disagree", c.family);
