@@ -68,6 +68,14 @@ Resized resize_2d(const GridResizeRequest& q, const PositionTable& t, const Tabl
                                   "): " + e.what());
     }
   });
+  // The row cap is the flag's limit, as --to's is (checked here so that it is a usage error too).
+  if (to.cells() > kMaxGridTableRows - std::min(layout.prefix_tokens, kMaxGridTableRows)) {
+    throw UsageError(fmt::format(
+        "resize: --grid {} with {} prefix token(s) makes {} rows; a table may have at most {} "
+        "(prefix tokens included, as --to counts them)",
+        grid_shape_string(to), layout.prefix_tokens, layout.prefix_tokens + to.cells(),
+        kMaxGridTableRows));
+  }
   const GridMethod method = q.method.empty() ? GridMethod::bicubic : parse_grid_method(q.method);
   Resized r{resize_grid(t, layout, to, method), to, "", std::nullopt};
   r.done = fmt::format("tensor {} ({}): {}; grid {} -> {} by {}, {} -> {} rows",
