@@ -154,11 +154,12 @@ def empty_table_cases():
 
 
 def grid_cap_cases():
-    """--grid 4096x4096 with a class token made 2^24 + 1 rows, one past the --to cap."""
+    """--grid 4096x4096 with a class token made 2^24 + 1 rows, one past the --to cap: a usage
+    error, as --to past the cap is."""
     vit = safetensors_bytes({"vit.embeddings.position_embeddings": ("F32", (1, 5, 4), (0, 80))}, data=b"\0" * 80)
     # 1 class token + 4096 x 4096 cells is 2^24 + 1 rows, one past --to's cap.
     return [Case("io4-grid-cap-counts-prefix", "io4",
-                 ["resize", "{dir}/in.safetensors", "--grid", "4096x4096", "-o", "{dir}/o.safetensors"], (1,),
+                 ["resize", "{dir}/in.safetensors", "--grid", "4096x4096", "-o", "{dir}/o.safetensors"], (2,),
                  ("16777217 rows", "at most 16777216"), setup=write("in.safetensors", vit),
                  check=absent("o.safetensors"))]
 
