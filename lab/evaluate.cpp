@@ -106,6 +106,19 @@ std::size_t longest_in_table(const Model& model, const EvalConfig& cfg) {
   return n >= cfg.min_len ? n : 0;
 }
 
+// One instance of length n (0 beyond the table).
+double length_work(const ModelConfig& m, std::size_t n) {
+  const std::size_t rows =
+      find_encoding(m.pe).has_table ? m.max_seq_len : static_cast<std::size_t>(-1);
+  if (input_len(n) > rows) return 0.0;
+  const auto C = static_cast<double>(m.d_model), F = static_cast<double>(m.d_ff);
+  const auto L = static_cast<double>(m.n_layers), V = static_cast<double>(m.vocab_size);
+  const auto len = static_cast<double>(input_len(n));
+  // Each token: the projections and MLP of every layer and the head, and attention over the
+  // tokens before it (scores and values).
+  return len * (L * (4 * C * C + 2 * C * F) + C * V) + L * C * len * (len + 1);
+}
+
 }  // namespace
 
 std::size_t evaluation_bytes(const ModelConfig& model, const EvalConfig& cfg,
@@ -123,17 +136,21 @@ std::size_t evaluation_bytes(const ModelConfig& model, const EvalConfig& cfg,
                                               length_bytes(model, cfg.samples, n)));
 }
 
+std::vector<double> evaluation_work_by_length(const ModelConfig& m, const EvalConfig& cfg) {
+  cfg.validate();
+  std::vector<double> work;
+  for (std::size_t n = cfg.max_len + 1; n-- > cfg.min_len;) {
+    work.push_back(length_work(m, n) * static_cast<double>(cfg.samples));
+  }
+  return work;
+}
+
 double evaluation_work(const ModelConfig& m, const EvalConfig& cfg) {
-  const std::size_t rows =
-      find_encoding(m.pe).has_table ? m.max_seq_len : static_cast<std::size_t>(-1);
-  const auto C = static_cast<double>(m.d_model), F = static_cast<double>(m.d_ff);
-  const auto L = static_cast<double>(m.n_layers), V = static_cast<double>(m.vocab_size);
   double work = 0.0;
-  for (std::size_t n = cfg.min_len; n <= cfg.max_len && input_len(n) <= rows; ++n) {
-    const auto len = static_cast<double>(input_len(n));
-    // Each token: the projections and MLP of every layer and the head, and attention over the
-    // tokens before it (scores and values).
-    work += len * (L * (4 * C * C + 2 * C * F) + C * V) + L * C * len * (len + 1);
+  for (std::size_t n = cfg.min_len; n <= cfg.max_len; ++n) {
+    const double w = length_work(m, n);
+    if (w == 0.0) break;  // this length and every longer one are beyond the table
+    work += w;
   }
   return work * static_cast<double>(cfg.samples);
 }

@@ -40,6 +40,10 @@ std::size_t evaluation_bytes(const ModelConfig& model, const EvalConfig& cfg,
 // The multiply-adds of evaluate() for a model of these settings: greedy decoding of every
 // length the table holds, samples at a time (an estimate: the products and the attention).
 double evaluation_work(const ModelConfig& model, const EvalConfig& cfg);
+// The same estimate for each length, in the order evaluate() runs them (the longest first): 0
+// for a length the table cannot hold (reported beyond_table without being decoded). For a
+// progress bar's time left.
+std::vector<double> evaluation_work_by_length(const ModelConfig& model, const EvalConfig& cfg);
 
 // What evaluate() checks before it builds anything: the work within limits::eval_work
 // (ConfigError naming eval.max_len and eval.samples) and the memory of one length at a time

@@ -14,8 +14,10 @@
 
 #include "lab/config.hpp"
 #include "lab/encoding.hpp"
+#include "lab/evaluate.hpp"
 #include "lab/model.hpp"
 #include "lab/trainer.hpp"
+#include "lab_runs.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -281,6 +283,40 @@ TEST(Encodings, LearnedTableRecordsTheRowsTrainingReached) {
   for (int s = 0; s < 3; ++s) rnd.train_step();
   const auto left = rnd.model().encoding().learned_table()->untrained_rows();
   EXPECT_LT(left.size(), 64u - input_len(r.task.train_len));
+}
+
+// The work of each length, for the time left of eval's progress: in evaluate()'s order (the
+// longest first), growing with the length, 0 for the lengths the learned table cannot hold, and
+// summing to evaluation_work.
+TEST(EvaluationWork, ByLengthLongestFirstZeroBeyondTheTable) {
+  EvalConfig ec;
+  ec.min_len = 2;
+  ec.max_len = 9;
+  ec.samples = 3;
+  const ModelConfig learned = testing::tiny_model_config("learned", 14);  // n <= 6 fits
+  const std::vector<double> w = evaluation_work_by_length(learned, ec);
+  ASSERT_EQ(w.size(), 8u);  // n = 9, 8, ..., 2
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    const std::size_t n = ec.max_len - k;
+    if (input_len(n) > 14) {
+      EXPECT_EQ(w[k], 0.0) << "n = " << n;
+    } else {
+      EXPECT_GT(w[k], 0.0) << "n = " << n;
+      if (k > 0 && w[k - 1] > 0.0) {
+        EXPECT_LT(w[k], w[k - 1]) << "n = " << n;
+      }
+    }
+  }
+  double sum = 0.0;
+  for (const double x : w) sum += x;
+  EXPECT_DOUBLE_EQ(sum, evaluation_work(learned, ec));
+  // A computed encoding decodes every length; the attention makes long lengths cost more than
+  // in proportion.
+  const std::vector<double> r =
+      evaluation_work_by_length(testing::tiny_model_config("rope", 0), ec);
+  ASSERT_EQ(r.size(), 8u);
+  for (const double x : r) EXPECT_GT(x, 0.0);
+  EXPECT_GT(r.front() / r.back(), static_cast<double>(input_len(9)) / input_len(2));
 }
 
 }  // namespace

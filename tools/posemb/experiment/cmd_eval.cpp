@@ -97,7 +97,8 @@ void run_eval(const EvalOptions& o) {
              has_table ? fmt::format(", {} table rows", mc.max_seq_len) : "",
              scaled ? ", rope scaling " + mc.rope_scaling.text() : "",
              lab::task_kind_name(run.task.kind), run.task.train_len);
-  Progress progress = Progress::lengths("eval " + mc.pe, ec.max_len - ec.min_len + 1, o.quiet);
+  Progress progress = Progress::lengths("eval " + mc.pe, ec.max_len - ec.min_len + 1, o.quiet,
+                                        lab::evaluation_work_by_length(mc, ec));
   const auto rows = lab::evaluate(model, run.task, ec,
                                   [&](std::size_t done, std::size_t) { progress.update(done); });
   print_results_table({{mc.pe, rows}}, run.task.train_len, has_table ? mc.max_seq_len : 0);

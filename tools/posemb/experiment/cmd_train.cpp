@@ -69,7 +69,8 @@ void train(TrainOptions& o, lab::Communicator& comm) {
   if (!quiet) print_train_done(done, plan.checkpoint);
   if (o.eval_max > 0 && root) {
     Progress eval_progress =
-        Progress::lengths("eval " + cfg.model.pe, ec.max_len - ec.min_len + 1, quiet);
+        Progress::lengths("eval " + cfg.model.pe, ec.max_len - ec.min_len + 1, quiet,
+                          lab::evaluation_work_by_length(tr->model().config(), ec));
     const auto rows = lab::evaluate(tr->model(), cfg.task, ec, [&](std::size_t done, std::size_t) {
       eval_progress.update(done);
     });

@@ -1,7 +1,8 @@
 // tools/posemb/experiment/progress.hpp: progress on stderr for long commands. A bar redrawn in
 // place with what is done, the loss and the time left when stderr is a terminal; otherwise a plain
 // line every few seconds. Training counts steps with a loss; evaluation counts lengths, without
-// one, and on a pipe or file says nothing when it ends within the first few seconds.
+// one, estimates the time left from each length's work, and on a pipe or file says nothing when
+// it ends within the first few seconds.
 #pragma once
 
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/core.h>
 
@@ -30,9 +32,17 @@ class Progress {
 
   // A bar of lengths evaluated, without a loss ("eval learned: 12/48 lengths done elapsed 5.0s
   // left 15s"), silent on a pipe or file when the evaluation ends within kLogEverySeconds.
-  static Progress lengths(std::string label, std::size_t total, bool quiet = false) {
+  // work[k] (optional, one per length): the estimated cost of the k-th length to finish; the time
+  // left is then the elapsed time scaled by the work left, not by the lengths left (the longest
+  // lengths run first and cost the most).
+  static Progress lengths(std::string label, std::size_t total, bool quiet = false,
+                          const std::vector<double>& work = {}) {
     Progress p(std::move(label), total, quiet);
     p.lengths_ = true;
+    if (work.size() == total) {
+      p.work_done_.assign(total + 1, 0.0);
+      for (std::size_t k = 0; k < total; ++k) p.work_done_[k + 1] = p.work_done_[k] + work[k];
+    }
     return p;
   }
 
@@ -52,8 +62,11 @@ class Progress {
     ended_ = end;
     printed_ = true;
     last_ = now;
-    const double left =
+    double left =
         done == 0 ? 0.0 : elapsed * static_cast<double>(total_ - done) / static_cast<double>(done);
+    if (!work_done_.empty() && work_done_[done] > 0.0) {
+      left = elapsed * (work_done_.back() - work_done_[done]) / work_done_[done];
+    }
     const std::string loss_text = lengths_ ? "" : fmt::format(" loss {:.4f}", loss);
     if (tty_) {
       constexpr std::size_t width = 30;
@@ -80,6 +93,7 @@ class Progress {
   bool quiet_, tty_;
   bool lengths_ = false;  // a bar of lengths (Progress::lengths), else of steps with a loss
   bool ended_ = false, printed_ = false;
+  std::vector<double> work_done_;  // lengths: the work of the first k lengths done (k <= total)
   Clock::time_point start_, last_;
 };
 
