@@ -1,15 +1,17 @@
-// posemb/npy.hpp: NumPy's .npy format (versions 1.0, 2.0 and 3.0), little-endian, C order.
+// posemb/npy.hpp: NumPy's .npy format (versions 1.0, 2.0 and 3.0).
 //
 //   posemb::write_npy("wpe.npy", posemb::Tensor::from_matrix("", table));   // np.load reads it
 //   posemb::Tensor t = posemb::read_npy("wpe.npy");   // t.shape() == {1024, 768}, DType::F32
 //   posemb::Matrix<float> m = t.to_matrix<float>();
 //
 // dtypes: '<f2' (F16), '<f4' (F32), '<f8' (F64), '|b1' (BOOL), '|i1' '|u1' (I8, U8), '<i2'
-// '<u2' '<i4' '<u4' '<i8' '<u8' (I16 ... U64). Reading validates the magic, the version, the
-// header (a Python dict literal with 'descr', 'fortran_order' and 'shape' and nothing else, at
-// most kNpyMaxHeaderBytes, shape of at most 64 dimensions), the dtype, the order (Fortran order
-// is refused: save with np.ascontiguousarray) and that the data is exactly shape-product x
-// itemsize bytes, before any element is read. Errors throw FileFormatError naming the file.
+// '<u2' '<i4' '<u4' '<i8' '<u8' (I16 ... U64), and the same with '>' (big-endian). Reading
+// validates the magic, the version, the header (a Python dict literal with 'descr',
+// 'fortran_order' and 'shape' and nothing else, at most kNpyMaxHeaderBytes, shape of at most 64
+// dimensions), the dtype and that the data is exactly shape-product x itemsize bytes, before any
+// element is read. Errors throw FileFormatError naming the file. A tensor read is always C order
+// (row-major) and little-endian, as np.load gives it: Fortran-order and big-endian data are
+// decoded into a copy. Writing is C order, little-endian.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +27,9 @@ namespace posemb {
 inline constexpr std::size_t kNpyMaxHeaderBytes = 1 << 20;
 
 // Reads a .npy file (a regular file, opened once without blocking, mapped): the tensor, named
-// "", views the mapping, so nothing is copied. Throws FileFormatError for a malformed file or
+// "", views the mapping, so nothing is copied, unless the file is in Fortran order or
+// big-endian; then it owns a decoded copy (checked against the memory budget:
+// MemoryLimitExceeded). Throws FileFormatError for a malformed file or
 // one that is not a regular file, std::system_error when it cannot be opened or mapped.
 Tensor read_npy(const std::string& path);
 

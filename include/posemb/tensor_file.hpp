@@ -106,6 +106,10 @@ inline constexpr DType dtype_of = std::is_same_v<T, float>           ? DType::F3
 // Metadata of a file: safetensors' `__metadata__` (string to string).
 using Metadata = std::map<std::string, std::string>;
 
+namespace detail {
+struct TensorAccess;  // the readers' way to hand over a buffer they decoded into
+}  // namespace detail
+
 // One named tensor: a dtype, a row-major shape ({} is a scalar) and element_count() *
 // dtype_size(dtype()) bytes.
 class Tensor {
@@ -165,6 +169,7 @@ class Tensor {
   Tensor astype(DType dtype) const;
 
  private:
+  friend struct detail::TensorAccess;
   static Tensor from_rows(std::string name, DType dtype, std::size_t rows, std::size_t cols,
                           const std::byte* data, std::size_t row_stride_bytes);
 

@@ -48,6 +48,98 @@ std::optional<DType> dtype_of_descr(std::string_view descr) {
   return std::nullopt;
 }
 
+// A descr's dtype, and whether its elements are big-endian ('>' before a type of more than one
+// byte: numpy writes it for an array of non-native byte order, as a.astype('>f4') is).
+struct NpyDescr {
+  DType dtype;
+  bool big_endian;
+};
+std::optional<NpyDescr> parse_descr(std::string_view descr) {
+  if (const auto d = dtype_of_descr(descr)) return NpyDescr{*d, false};
+  if (descr.size() == 3 && descr[0] == '>') {
+    if (const auto d = dtype_of_descr("<" + std::string(descr.substr(1)))) {
+      return NpyDescr{*d, dtype_size(*d) > 1};
+    }
+  }
+  return std::nullopt;
+}
+
+// Fortran order to C order, K-byte items. The element (i0, ..., in-1) of a Fortran-order array
+// of shape (d0, ..., dn-1) sits at i0 + d0 * (i1 + d1 * (i2 + ...)). Two dimensions (a table
+// saved as np.save(path, a.T) of a C array, or from a column-major program) are a transpose,
+// done in tiles so that both sides stay in cache; more go element by element.
+template <std::size_t K>
+void fortran_to_c(const std::byte* in, std::byte* out, const std::vector<std::uint64_t>& shape) {
+  const std::size_t n = shape.size();
+  if (n == 2) {
+    const auto rows = static_cast<std::size_t>(shape[0]);
+    const auto cols = static_cast<std::size_t>(shape[1]);
+    constexpr std::size_t kTile = 32;
+    for (std::size_t i0 = 0; i0 < rows; i0 += kTile) {
+      const std::size_t i1 = std::min(rows, i0 + kTile);
+      for (std::size_t j0 = 0; j0 < cols; j0 += kTile) {
+        const std::size_t j1 = std::min(cols, j0 + kTile);
+        for (std::size_t i = i0; i < i1; ++i) {
+          for (std::size_t j = j0; j < j1; ++j) {
+            std::memcpy(out + (i * cols + j) * K, in + (j * rows + i) * K, K);
+          }
+        }
+      }
+    }
+    return;
+  }
+  // The prefix (i0, ..., in-2) in C order, its Fortran offset kept as it counts; the last index
+  // strides by the product of the others.
+  const auto last = static_cast<std::size_t>(shape[n - 1]);
+  std::size_t prefix_count = 1;
+  std::vector<std::size_t> stride(n - 1), index(n - 1, 0);
+  for (std::size_t k = 0; k + 1 < n; ++k) {
+    stride[k] = prefix_count;
+    prefix_count *= static_cast<std::size_t>(shape[k]);
+  }
+  std::size_t offset = 0;
+  for (std::size_t p = 0; p < prefix_count; ++p) {
+    for (std::size_t j = 0; j < last; ++j) {
+      std::memcpy(out + (p * last + j) * K, in + (offset + j * prefix_count) * K, K);
+    }
+    for (std::size_t k = n - 1; k-- > 0;) {  // next prefix: the last index of it fastest
+      offset += stride[k];
+      if (++index[k] < shape[k]) break;
+      offset -= index[k] * stride[k];
+      index[k] = 0;
+    }
+  }
+}
+
+template <std::size_t K>
+void decode_items(std::span<const std::byte> data, std::byte* out,
+                  const std::vector<std::uint64_t>& shape, bool reorder, bool swap) {
+  if (reorder) {
+    fortran_to_c<K>(data.data(), out, shape);
+  } else {
+    std::memcpy(out, data.data(), data.size());
+  }
+  if (swap) {
+    for (std::byte* p = out; p != out + data.size(); p += K) std::reverse(p, p + K);
+  }
+}
+
+// The data of a .npy file in posemb's layout, C order and little-endian, written to out
+// (data.size() bytes): reordered from Fortran order when `reorder`, byte-swapped when `swap`.
+void decode_data(std::span<const std::byte> data, std::byte* out, std::size_t item,
+                 const std::vector<std::uint64_t>& shape, bool reorder, bool swap) {
+  switch (item) {
+    case 1:
+      return decode_items<1>(data, out, shape, reorder, swap);
+    case 2:
+      return decode_items<2>(data, out, shape, reorder, swap);
+    case 4:
+      return decode_items<4>(data, out, shape, reorder, swap);
+    default:
+      return decode_items<8>(data, out, shape, reorder, swap);
+  }
+}
+
 std::optional<std::string_view> descr_of_dtype(DType d) {
   for (const auto& t : kNpyTypes) {
     if (t.dtype == d) return t.descr;
@@ -206,22 +298,13 @@ Tensor parse_npy(std::span<const std::byte> bytes, std::string_view source,
   if (!p.at_end()) p.fail("has text after the dict");
   if (!descr || !fortran || !shape) p.fail("lacks one of 'descr', 'fortran_order', 'shape'");
 
-  const std::optional<DType> dtype = dtype_of_descr(*descr);
-  if (!dtype) {
-    if (descr->size() == 3 && (*descr)[0] == '>' && dtype_of_descr("<" + descr->substr(1))) {
-      throw FileFormatError(source, ".npy dtype " + quote_untrusted(*descr) +
-                                        " is big-endian; posemb reads little-endian "
-                                        "(convert with arr.astype(arr.dtype.newbyteorder('<')))");
-    }
+  const std::optional<NpyDescr> type = parse_descr(*descr);
+  if (!type) {
     throw FileFormatError(source, ".npy dtype " + quote_untrusted(*descr, 40) +
                                       " is not supported (posemb reads <f2 <f4 <f8, |b1, "
-                                      "|i1 |u1, <i2 <u2 <i4 <u4 <i8 <u8)");
+                                      "|i1 |u1, <i2 <u2 <i4 <u4 <i8 <u8, and the same with >)");
   }
-  if (*fortran) {
-    throw FileFormatError(source,
-                          ".npy data is in Fortran (column-major) order, which posemb does not "
-                          "read; save a C-order array (np.save(path, np.ascontiguousarray(a)))");
-  }
+  const std::optional<DType> dtype = type->dtype;
   std::uint64_t count = 1;
   for (std::uint64_t d : *shape) {
     if (d != 0 && count > std::numeric_limits<std::uint64_t>::max() / 8 / d) {
@@ -239,7 +322,14 @@ Tensor parse_npy(std::span<const std::byte> bytes, std::string_view source,
   }
   const std::span<const std::byte> data(bytes.data() + prefix + hlen,
                                         static_cast<std::size_t>(need));
-  return file_tensor("", *dtype, std::move(*shape), data, owner);
+  const bool reorder =
+      *fortran && std::count_if(shape->begin(), shape->end(), [](auto d) { return d > 1; }) > 1;
+  if (need == 0 || (!reorder && !type->big_endian)) {
+    return file_tensor("", *dtype, std::move(*shape), data, owner);
+  }
+  auto buffer = TensorAccess::allocate(data.size(), "read_npy");
+  decode_data(data, buffer.get(), dtype_size(*dtype), *shape, reorder, type->big_endian);
+  return TensorAccess::adopt("", *dtype, std::move(*shape), std::move(buffer), data.size());
 }
 
 }  // namespace detail

@@ -24,6 +24,18 @@ Tensor parse_npy(std::span<const std::byte> bytes, std::string_view source,
 Tensor file_tensor(std::string name, DType dtype, std::vector<std::uint64_t> shape,
                    std::span<const std::byte> bytes, const std::shared_ptr<const void>& owner);
 
+// For readers that decode a file's bytes into a buffer of their own (a byte-swapped or
+// reordered .npy): the tensor takes the buffer over, without a copy, and owns it (is_view()
+// is false).
+struct TensorAccess {
+  // An uninitialized buffer of n bytes, checked against the memory budget (check_allocation
+  // naming op); nullptr when n is 0.
+  static std::shared_ptr<std::byte[]> allocate(std::size_t n, std::string_view op);
+  // Same checks as Tensor::from_bytes; buffer holds exactly `size` bytes.
+  static Tensor adopt(std::string name, DType dtype, std::vector<std::uint64_t> shape,
+                      std::shared_ptr<std::byte[]> buffer, std::size_t size);
+};
+
 // Throws std::invalid_argument naming op and the numeric value when dtype is no listed DType
 // (a value cast from an out-of-range number).
 void check_dtype(DType dtype, std::string_view op);

@@ -152,6 +152,22 @@ Tensor Tensor::from_bytes(std::string name, DType dtype, std::vector<std::uint64
   return t;
 }
 
+std::shared_ptr<std::byte[]> detail::TensorAccess::allocate(std::size_t n, std::string_view op) {
+  return allocate_bytes(n, op);
+}
+
+Tensor detail::TensorAccess::adopt(std::string name, DType dtype, std::vector<std::uint64_t> shape,
+                                   std::shared_ptr<std::byte[]> buffer, std::size_t size) {
+  Tensor t;
+  t.count_ = check_bytes(name, dtype, shape, size, "Tensor (decoded file data)");
+  t.name_ = std::move(name);
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.bytes_ = {buffer.get(), size};
+  t.owner_ = std::move(buffer);
+  return t;
+}
+
 Tensor Tensor::view(std::string name, DType dtype, std::vector<std::uint64_t> shape,
                     std::span<const std::byte> bytes, std::shared_ptr<const void> owner) {
   Tensor t;

@@ -6,9 +6,11 @@
 #include <bit>
 #include <cmath>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "file_test_util.hpp"
+#include "posemb/memory.hpp"
 #include "posemb/npy.hpp"
 #include "posemb/safetensors.hpp"
 
@@ -253,6 +255,74 @@ for dt in ["<f2", "|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8"]
 print("numpy reads posemb's integer, bool and float16 .npy files")
 )");
   EXPECT_EQ(back, 0);
+}
+
+// numpy writes Fortran order for a column-major array (np.save(path, a.T) of a C array) and '>'
+// dtypes for a big-endian one; np.load reads both, and so does posemb, into C order and
+// little-endian: the same bytes as np.ascontiguousarray(a).astype(little-endian dtype).
+TEST(NumpyInterop, FortranOrderAndBigEndianReadAsNumpyLoadsThem) {
+  TempDir dir;
+  const int rc = test::run_python(dir, R"(
+import sys, os
+import numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(11)
+shapes = [(37, 70), (1, 9), (9, 1), (5,), (3, 4, 5), (2, 1, 3, 4), (0, 6), (33, 17, 1)]
+names = []
+for dt in ["<f4", "<f8", "<f2", "<i2", "<u4", "<i8", "|u1", "|b1"]:
+    for si, shape in enumerate(shapes):
+        n = int(np.prod(shape))
+        a = np.frombuffer(rng.bytes(n * np.dtype(dt).itemsize), dtype=dt).reshape(shape)
+        if dt == "|b1":
+            a = rng.integers(0, 2, size=shape).astype(dt)
+        for order in ["F", "C"]:
+            for endian in ["<", ">"]:
+                b = np.asarray(a, order=order)
+                if endian == ">":
+                    b = b.astype(b.dtype.newbyteorder(">"))
+                name = "%s_%d_%s%s" % (dt[1:], si, order, "be" if endian == ">" else "le")
+                np.save(os.path.join(d, name + ".npy"), b)
+                expect = np.ascontiguousarray(b).astype(a.dtype.newbyteorder("<"))
+                open(os.path.join(d, name + ".bin"), "wb").write(expect.tobytes())
+                names.append(name)
+# The files really are Fortran order and big-endian where the name says so.
+with open(os.path.join(d, "f4_0_Fbe.npy"), "rb") as f:
+    head = f.read(128).decode("latin1")
+assert "'fortran_order': True" in head and "'>f4'" in head, head
+open(os.path.join(d, "names.txt"), "w").write("\n".join(names))
+)");
+  ASSERT_EQ(rc, 0);
+  std::istringstream names(test::read_all(dir.file("names.txt")));
+  std::size_t checked = 0;
+  for (std::string name; std::getline(names, name);) {
+    const Tensor t = read_npy(dir.file(name + ".npy"));
+    const Tensor c = read_npy(dir.file(name.substr(0, name.size() - 3) + "Cle.npy"));
+    ASSERT_EQ(bytes_of(t), test::read_all(dir.file(name + ".bin"))) << name;
+    EXPECT_EQ(t.shape(), c.shape()) << name;
+    EXPECT_EQ(t.dtype(), c.dtype()) << name;
+    EXPECT_EQ(bytes_of(t), bytes_of(c)) << name;
+    // A file in posemb's own layout stays a view of the mapping; a decoded one owns its bytes.
+    const bool plain = name.ends_with("Cle");
+    if (t.element_count() > 0 && plain) {
+      EXPECT_TRUE(t.is_view()) << name;
+    }
+    if (t.element_count() > 0 && name.ends_with("be") && dtype_size(t.dtype()) > 1) {
+      EXPECT_FALSE(t.is_view()) << name;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8u * 8u * 4u);
+  // The 37 x 70 F32 table read from Fortran order is the table: row r is a.T's column r.
+  const Matrix<float> m = read_npy(dir.file("f4_0_Fle.npy")).to_matrix<float>();
+  EXPECT_EQ(m.rows(), 37u);
+  EXPECT_EQ(m.cols(), 70u);
+  // The decoded copy is an allocation like any other: over the budget it is refused, while the
+  // same table in C order, mapped, needs none.
+  set_memory_limit(4096);
+  EXPECT_THROW(read_npy(dir.file("f4_0_Fle.npy")), MemoryLimitExceeded);
+  EXPECT_THROW(read_npy(dir.file("f4_0_Cbe.npy")), MemoryLimitExceeded);
+  EXPECT_NO_THROW(read_npy(dir.file("f4_0_Cle.npy")));
+  set_memory_limit(0);
 }
 
 // float64 -> float16 in one rounding, as numpy's astype does (never through float32 first).
