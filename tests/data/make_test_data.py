@@ -70,6 +70,9 @@ for major in (1, 2, 3):
     with open(os.path.join(VALID, f"v{major}.npy"), "wb") as f:
         np.lib.format.write_array(f, wpe, version=(major, 0))
 np.save(os.path.join(VALID, "f64_1d.npy"), other.reshape(-1))
+# Fortran order and big-endian (read into C order, little-endian), 2-D and 3-D.
+np.save(os.path.join(VALID, "fortran_be.npy"), np.asfortranarray(wpe).astype(">f4"))
+np.save(os.path.join(VALID, "fortran_3d.npy"), np.asfortranarray(other.reshape(1, 2, 3)[:, :, :]).astype("<f8"))
 
 # ---- malformed safetensors ----
 good = st_bytes({"a": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}, bytes(16))

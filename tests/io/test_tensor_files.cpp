@@ -244,6 +244,14 @@ TEST(Npy, ReadsVersions1To3WrittenByNumpy) {
   const TensorFile st = read_safetensors(d + "gpt2_like.safetensors");
   EXPECT_TRUE(same_bytes(st.at("wpe.weight"), v1));
   EXPECT_TRUE(same_bytes(read_npy(d + "f64_1d.npy"), st.at("h.0.attn.bias")));
+  // The same arrays saved by numpy in Fortran order (one of them big-endian) read as the same
+  // C-order, little-endian bytes.
+  const Tensor f = read_npy(d + "fortran_be.npy");
+  EXPECT_EQ(f.shape(), (std::vector<std::uint64_t>{6, 4}));
+  EXPECT_TRUE(same_bytes(f, v1));
+  const Tensor f3 = read_npy(d + "fortran_3d.npy");
+  EXPECT_EQ(f3.shape(), (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_TRUE(same_bytes(f3, st.at("h.0.attn.bias")));
 }
 
 TEST(TensorFiles, ReadTensorFileTellsTheFormatByContent) {
