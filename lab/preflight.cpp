@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -118,6 +119,9 @@ std::string grid_settings(std::span<const GridRun> runs) {
     if (r.probe) eval(*r.probe);
     for (const std::size_t at : r.eval_at) s += std::to_string(at) + ' ';
     s += '\n' + r.init_from + '\n' + r.table + '\n' + (r.keep_table ? "keep" : "") + '\n';
+    for (const auto& sc : r.eval_scalings)
+      s += sc.method + ' ' + std::to_string(std::bit_cast<std::uint64_t>(sc.factor)) + ' ';
+    s += '\n';
   }
   return s;
 }

@@ -35,6 +35,13 @@ double estimated_cost(const RunConfig& r) {
          per_token;
 }
 
+// The model of run `trained` evaluated with the scaling s (its L0 from rope_scaling_for).
+ModelConfig scaled_model(const RunConfig& trained, const RopeScalingConfig& s) {
+  ModelConfig m = trained.model;
+  m.rope_scaling = rope_scaling_for(trained, s.method, s.factor);
+  return m;
+}
+
 void validate(std::span<const GridRun> runs) {
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& g = runs[i];
@@ -43,6 +50,7 @@ void validate(std::span<const GridRun> runs) {
       g.run.validate();
       g.eval.validate();
       if (g.probe) g.probe->validate();
+      for (const RopeScalingConfig& s : g.eval_scalings) scaled_model(g.run, s).validate();
     } catch (const ConfigError& e) {
       throw ConfigError(e.fields(), who + e.what());
     }
@@ -99,6 +107,8 @@ std::vector<std::uint8_t> encode(std::size_t index, const GridOutcome& o) {
   // NaN has no JSON number: the losses travel as their bits.
   j["loss_bits"] = std::bit_cast<std::uint64_t>(o.final_loss);
   j["first_loss_bits"] = std::bit_cast<std::uint64_t>(o.first_loss);
+  j["scaled"] = json::array();
+  for (const auto& rows : o.scaled) j["scaled"].push_back(lengths_json(rows));
   j["rank"] = o.rank;
   j["error"] = o.error;
   j["table_rows"] = o.table.rows();
@@ -120,6 +130,7 @@ std::pair<std::size_t, GridOutcome> decode(std::span<const std::uint8_t> bytes) 
   }
   o.final_loss = std::bit_cast<double>(j.at("loss_bits").get<std::uint64_t>());
   o.first_loss = std::bit_cast<double>(j.at("first_loss_bits").get<std::uint64_t>());
+  for (const auto& rows : j.at("scaled")) o.scaled.push_back(lengths_from(rows));
   o.rank = j.at("rank");
   o.error = j.at("error");
   const std::size_t rows = j.at("table_rows"), cols = j.at("table_cols");
@@ -129,6 +140,12 @@ std::pair<std::size_t, GridOutcome> decode(std::span<const std::uint8_t> bytes) 
     std::memcpy(o.table.data(), bin.data(), rows * cols * sizeof(float));
   }
   return {j.at("index").get<std::size_t>(), std::move(o)};
+}
+
+// Building a model sets OpenBLAS's thread count (a process-wide setting): one at a time.
+std::mutex& model_setup() {
+  static std::mutex m;
+  return m;
 }
 
 // Trains and evaluates one run on this thread; failures go into the outcome.
@@ -144,9 +161,7 @@ GridOutcome run_one(std::size_t index, const GridRun& g, const GridOptions& opt,
   try {
     std::unique_ptr<Trainer> tr;
     {
-      // Building a model sets OpenBLAS's thread count (a process-wide setting): one at a time.
-      static std::mutex setup;
-      const std::lock_guard<std::mutex> lock(setup);
+      const std::lock_guard<std::mutex> lock(model_setup());
       tr = g.init_from.empty()
                ? std::make_unique<Trainer>(g.run)
                : std::make_unique<Trainer>(Trainer::from_checkpoint(g.init_from, g.run, g.table));
@@ -174,6 +189,24 @@ GridOutcome run_one(std::size_t index, const GridRun& g, const GridOptions& opt,
     }
     out.results.train_seconds = seconds;
     out.results.results = evaluate(tr->model(), cfg.task, g.eval);
+    for (const RopeScalingConfig& s : g.eval_scalings) {
+      const ModelConfig mc = scaled_model(cfg, s);
+      if (mc.rope_scaling == cfg.model.rope_scaling) {  // the model's own: evaluated above
+        out.scaled.push_back(out.results.results);
+        continue;
+      }
+      std::unique_ptr<Model> scaled;
+      {
+        const std::lock_guard<std::mutex> lock(model_setup());
+        scaled = std::make_unique<Model>(mc);
+      }
+      auto from = tr->model().tensors();
+      auto to = scaled->tensors();
+      for (std::size_t k = 0; k < to.size(); ++k) {
+        copy_into(to[k].value, from[k].value, to[k].name, "the trained model");
+      }
+      out.scaled.push_back(evaluate(*scaled, cfg.task, g.eval));
+    }
     if (g.keep_table) {
       if (const auto* t = tr->model().encoding().learned_table()) {
         const auto v = t->table();

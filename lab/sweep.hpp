@@ -52,6 +52,11 @@ struct GridRun {
   std::string init_from;
   std::string table;
   bool keep_table = false;  // return the trained learned table (GridOutcome::table)
+  // RoPE scalings (method and factor; L0 from rope_scaling_for the run) to evaluate the trained
+  // weights with, zero-shot, each with `eval`: one evaluation per entry, in
+  // GridOutcome::scaled, besides the model's own in results. Only for a model that rotates q
+  // and k (rope); empty: none.
+  std::vector<RopeScalingConfig> eval_scalings;
   // When not empty: the trained checkpoint is written here (lab::write_checkpoint, atomic) by the
   // rank that trained the run.
   std::string checkpoint;
@@ -66,8 +71,9 @@ struct GridOutcome {
   double first_loss = 0.0;  // the first step's loss, before any update (NaN when no step ran)
   double final_loss = 0.0;  // the last step's loss (NaN when no step ran)
   Matrix<float> table;      // (max_seq_len, d_model): keep_table and a learned table; else empty
-  int rank = 0;             // the rank that ran it
-  std::string error;        // not empty: the run failed with this message (and stopped there)
+  std::vector<std::vector<LengthResult>> scaled;  // one per GridRun::eval_scalings, in order
+  int rank = 0;                                   // the rank that ran it
+  std::string error;  // not empty: the run failed with this message (and stopped there)
 };
 
 // Reported by the process that trains a run, after each step and when the run ends.

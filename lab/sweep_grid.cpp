@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lab/encoding.hpp"
+#include "posemb/errors.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -22,6 +23,36 @@ struct Point {
   float lr;
   std::uint64_t seed;
 };
+
+// The scalings of a.rope_scaling x a.rope_factor ("none" once), checked to go together.
+std::vector<RopeScalingConfig> eval_scalings(const SweepAxes& a) {
+  const auto& methods = rope_scaling_methods();
+  std::vector<RopeScalingConfig> out;
+  bool factor_used = false;
+  for (const auto& m : a.rope_scaling) {
+    if (std::find(methods.begin(), methods.end(), m) == methods.end()) {
+      throw ConfigError({"model.rope_scaling"},
+                        "sweep: rope scaling " + quote_untrusted(m, 64) + " is not a method");
+    }
+    if (m == methods.front()) {
+      out.push_back(RopeScalingConfig{});
+      continue;
+    }
+    if (a.rope_factor.empty()) {
+      throw ConfigError({"model.rope_factor"},
+                        "sweep: rope scaling " + m + " needs a factor (e.g. 2)");
+    }
+    factor_used = true;
+    for (const double f : a.rope_factor) out.push_back(RopeScalingConfig{m, f, 0});
+  }
+  if (!a.rope_factor.empty() && !factor_used) {
+    throw ConfigError({"model.rope_factor"},
+                      a.rope_scaling.empty()
+                          ? "sweep: a rope factor needs a rope scaling method"
+                          : "sweep: a rope factor is not used with rope scaling none alone");
+  }
+  return out;
+}
 
 SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v) {
   RunChoices c = base;
@@ -45,6 +76,14 @@ SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v
   p.run.eval.max_len = a.eval_max != 0 ? a.eval_max : 3 * v.train_len;
   p.run.eval.samples = a.samples;
   p.run.eval.seed = a.eval_seed;
+  if (find_encoding(v.pe).site == EncodingSite::attention) {
+    p.run.eval_scalings = eval_scalings(a);
+    for (const auto& s : p.run.eval_scalings) {
+      ModelConfig m = p.run.run.model;
+      m.rope_scaling = rope_scaling_for(p.run.run, s.method, s.factor);
+      m.validate();
+    }
+  }
   std::string group;
   auto axis = [&](const char* name, std::size_t values, const auto& value) {
     if (values < 2) return;
@@ -126,6 +165,16 @@ std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& a,
   once("train.lr", "lr", a.lr);
   once("model.pe", "pe", a.pe);
   once("train.seed", "seed", seeds);
+  once("model.rope_scaling", "rope_scaling", a.rope_scaling);
+  once("model.rope_factor", "rope_factor", a.rope_factor);
+  eval_scalings(a);  // the scalings' own errors before any run's
+  if (!a.rope_scaling.empty() && std::none_of(a.pe.begin(), a.pe.end(), [](const auto& pe) {
+        return find_encoding(pe).site == EncodingSite::attention;
+      })) {
+    throw ConfigError({"model.rope_scaling", "model.pe"},
+                      "sweep: rope scalings stretch the rotation of q and k, and none of the "
+                      "grid's encodings has one (rope does)");
+  }
   std::vector<SweepPoint> grid;
   grid.reserve(total);
   Point v{};

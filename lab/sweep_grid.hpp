@@ -27,6 +27,11 @@ struct SweepAxes {
   std::size_t eval_max = 0;  // 0: 3 * train_len of each run
   std::size_t samples = 100;
   std::uint64_t eval_seed = 1234;
+  // RoPE scalings each run of an encoding that rotates q and k (rope) is also evaluated with,
+  // zero-shot after training, once per method and factor ("none" once, without a factor):
+  // GridRun::eval_scalings. Not axes: no run is added. Empty: none.
+  std::vector<std::string> rope_scaling;
+  std::vector<double> rope_factor;
 };
 
 // The most runs one grid may have.
@@ -38,7 +43,9 @@ inline constexpr std::size_t kMaxSweepRuns = 100000;
 // and seed) with more than one value, its name adds pe and seed. Throws ConfigError naming the
 // fields of the first run that is not valid, the field of an axis that lists a value twice (the
 // same runs twice), or (field "sweep.runs") when there would be more than kMaxSweepRuns runs or
-// an axis is empty.
+// an axis is empty; fields model.rope_scaling / model.rope_factor for scalings that do not go
+// together (a method but no factor, a factor but no method, none of the encodings rotating, a
+// factor out of range).
 std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& axes,
                                   const std::vector<std::uint64_t>& seeds);
 

@@ -21,16 +21,26 @@ struct SweepPoint {
   std::string task;
   std::uint64_t seed = 0;
   std::string group;  // the axes other than pe and seed that vary, "task=copy train_len=8"; or ""
+  // "none", "yarn x4": a zero-shot evaluation with this RoPE scaling (expand_rope_scalings);
+  // "" for a run's own evaluation.
+  std::string rope_scaling;
 };
+
+// A run evaluated with RoPE scalings (GridRun::eval_scalings) as one entry per scaling, in
+// their order: the point named "<name> rope_scaling=yarn x4" with rope_scaling set, the
+// outcome with that evaluation as its results (a failed run stays one entry). Every other run
+// as it is. The files, charts and summary then list each as a run of its own.
+std::pair<std::vector<SweepPoint>, std::vector<GridOutcome>> expand_rope_scalings(
+    const std::vector<SweepPoint>& points, const std::vector<GridOutcome>& outcomes);
 
 // results.csv: one row per run and evaluated length (a failed run: one row, status "failed").
 // Columns: run,task,alphabet,train_len,pe,seed,d_model,layers,heads,d_ff,batch,micro_batch,
-// steps,lr,max_seq_len,final_loss,length,status,exact_match,token_accuracy. No timings: the same
-// grid gives the same file however it is spread over ranks.
+// steps,lr,max_seq_len,final_loss,rope_scaling,length,status,exact_match,token_accuracy. No
+// timings: the same grid gives the same file however it is spread over ranks.
 std::string sweep_csv(const std::vector<SweepPoint>& points,
                       const std::vector<GridOutcome>& outcomes);
-// results.json: {"runs": [{the csv's settings, "name", "train_seconds", "rank", "error",
-// "results": [{"length", "status", "exact_match", "token_accuracy"}]}]}.
+// results.json: {"runs": [{the csv's settings (rope_scaling null when ""), "name", "train_seconds",
+// "rank", "error", "results": [{"length", "status", "exact_match", "token_accuracy"}]}]}.
 std::string sweep_json(const std::vector<SweepPoint>& points,
                        const std::vector<GridOutcome>& outcomes);
 

@@ -59,6 +59,52 @@ grep -q "pe=learned seed=1,copy,4,3,learned,1,16,2,2,64,4,8,2,0.001,20," "$tmp/m
 grep -q "pe=sinusoidal seed=1,copy,4,3,sinusoidal,1,16,2,2,64,4,8,2,0.001,," "$tmp/m/results.csv" ||
   fail "the sinusoidal run has no table"
 
+# --rope-scaling: each rope run also evaluated with each scaling, zero-shot, reported as a run of
+# its own; the scaled rows are those of `posemb eval --rope-scaling` on the checkpoint `posemb
+# train` makes with the same settings, the "none" rows those of a plain eval.
+small=(--train-len 3 --d-model 16 --heads 2 --alphabet 4 --batch 8 --micro-batch 4 --steps 150
+       --warmup 2)
+expect 0 "rope scalings" -- sweep --pe learned,rope --seeds 1 "${small[@]}" --samples 8 \
+  --eval-max 9 --rope-scaling none,linear,yarn --rope-factor 2,3 --out "$tmp/rs" --quiet
+grep -q "<svg" "$tmp/rs/length_generalization.svg" || fail "no chart of the rope scalings"
+grep -q "rope (yarn x3)" "$tmp/rs/length_generalization.svg" || fail "no chart line for yarn x3"
+expect 0 "the rope run alone" -- train --pe rope --seed 1 "${small[@]}" --out "$tmp/rt" --quiet
+for s in "none" "linear 2" "yarn 3"; do
+  set -- $s
+  flags=(--rope-scaling "$1")
+  [ $# -eq 2 ] && flags+=(--rope-factor "$2")
+  expect 0 "eval with $s" -- eval --checkpoint "$tmp/rt/checkpoint.safetensors" --lengths 1:9 \
+    --samples 8 --seed 1234 "${flags[@]}" --out "$tmp/re_$1" --quiet
+done
+"$py" - "$tmp" <<'PY' || fail "the sweep's scaled evaluations"
+import csv, sys
+d = sys.argv[1]
+rows = list(csv.DictReader(open(d + "/rs/results.csv")))
+scalings = [r["rope_scaling"] for r in rows[::9]]
+assert scalings == ["", "none", "linear x2", "linear x3", "yarn x2", "yarn x3"], scalings
+assert all(r["pe"] == "rope" for r in rows[9:]), "only rope runs are scaled"
+assert rows[9]["run"] == "pe=rope seed=1 rope_scaling=none", rows[9]["run"]
+def cells(rs):
+    return [(r["length"], r["status"], r["exact_match"], r["token_accuracy"]) for r in rs]
+for name, label in (("none", "none"), ("linear", "linear x2"), ("yarn", "yarn x3")):
+    ev = cells(csv.DictReader(open(d + "/re_%s/results.csv" % name)))
+    sw = cells(r for r in rows if r["rope_scaling"] == label)
+    assert ev == sw, (label, ev, sw)
+# The scalings change something past the training length (n > 3).
+far = lambda label: [r["token_accuracy"] for r in rows if r["rope_scaling"] == label][3:]
+assert far("none") != far("yarn x3") or far("none") != far("linear x2"), "scalings changed nothing"
+PY
+expect 2 "a rope scaling without its factor" -- sweep --pe rope --rope-scaling yarn
+contains err "--rope-factor" "the missing factor named"
+one_line "a rope scaling without its factor"
+expect 2 "a rope factor without a scaling" -- sweep --pe rope --rope-factor 2
+contains err "--rope-factor" "the factor without a method named"
+expect 2 "rope scalings without a rotating encoding" -- sweep --pe learned,alibi --rope-scaling none
+contains err "--rope-scaling" "the scaling named when no encoding rotates"
+expect 2 "a rope factor below 1" -- sweep --pe rope --rope-scaling ntk --rope-factor 0.5
+expect 2 "a rope scaling twice" -- sweep --pe rope --rope-scaling yarn,yarn --rope-factor 2
+contains err "(flag --rope-scaling)" "the repeated scaling named"
+
 # Usage errors: exit 2 with one line naming the flag.
 expect 2 "seeds backwards" -- sweep --seeds 3:1
 contains err "--seeds" "the message names --seeds"

@@ -13,6 +13,7 @@
 #include "lab/config.hpp"
 #include "lab/encoding.hpp"
 #include "lab/sweep_grid.hpp"
+#include "lab/sweep_report.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -152,6 +153,95 @@ TEST(SweepGrid, RefusesTooManyRunsAnEmptyAxisAndAnInvalidPoint) {
   twice = SweepAxes{};
   twice.lr = {1e-3f, std::nanf(""), 2e-3f, std::nanf("")};
   EXPECT_EQ(fields_of([&] { make_grid(base, twice, {1}); }), std::vector<std::string>{"train.lr"});
+}
+
+TEST(SweepGrid, RopeScalingsEvaluateRotatingRunsWithEachMethodAndFactorAddingNoRun) {
+  RunChoices base;
+  SweepAxes a;
+  a.pe = {"learned", "rope"};
+  a.rope_scaling = {"none", "yarn", "linear"};
+  a.rope_factor = {2, 4};
+  const auto grid = make_grid(base, a, {1});
+  ASSERT_EQ(grid.size(), 2u);
+  EXPECT_TRUE(grid[0].run.eval_scalings.empty()) << "learned has no rotation to scale";
+  const auto& s = grid[1].run.eval_scalings;
+  ASSERT_EQ(s.size(), 5u);
+  const std::vector<std::pair<std::string, double>> want = {
+      {"none", 1.0}, {"yarn", 2.0}, {"yarn", 4.0}, {"linear", 2.0}, {"linear", 4.0}};
+  for (std::size_t k = 0; k < want.size(); ++k) {
+    EXPECT_EQ(s[k].method, want[k].first) << k;
+    EXPECT_EQ(s[k].factor, want[k].second) << k;
+  }
+  const std::vector<std::string> factor{"model.rope_factor"};
+  SweepAxes b = a;
+  b.rope_factor.clear();  // yarn without a factor
+  EXPECT_EQ(fields_of([&] { make_grid(base, b, {1}); }), factor);
+  b.rope_scaling = {"none"};
+  b.rope_factor = {2};  // a factor nothing uses
+  EXPECT_EQ(fields_of([&] { make_grid(base, b, {1}); }), factor);
+  b.rope_scaling.clear();
+  EXPECT_EQ(fields_of([&] { make_grid(base, b, {1}); }), factor);
+  b.rope_scaling = {"ntk"};
+  b.rope_factor = {0.5};  // below 1: the model's own check
+  EXPECT_EQ(fields_of([&] { make_grid(base, b, {1}); }), factor);
+  b.rope_factor = {2, 2};
+  EXPECT_EQ(fields_of([&] { make_grid(base, b, {1}); }), factor);
+  b.rope_factor = {2};
+  b.rope_scaling = {"yarn", "none", "yarn"};
+  EXPECT_EQ(fields_of([&] { make_grid(base, b, {1}); }),
+            std::vector<std::string>{"model.rope_scaling"});
+  b.rope_scaling = {"banana"};
+  EXPECT_EQ(fields_of([&] { make_grid(base, b, {1}); }),
+            std::vector<std::string>{"model.rope_scaling"});
+  b.rope_scaling = {"none"};
+  b.rope_factor.clear();
+  b.pe = {"learned", "alibi"};
+  EXPECT_EQ(fields_of([&] { make_grid(base, b, {1}); }),
+            (std::vector<std::string>{"model.rope_scaling", "model.pe"}));
+}
+
+// Each scaled evaluation becomes an entry of its own in the files; a failed run stays one.
+TEST(SweepReport, ExpandsEachRopeScalingIntoAnEntryWithItsColumn) {
+  RunChoices base;
+  SweepAxes a;
+  a.pe = {"rope", "learned"};
+  a.rope_scaling = {"none", "yarn"};
+  a.rope_factor = {3};
+  a.eval_max = 2;
+  auto grid = make_grid(base, a, {7, 8});
+  ASSERT_EQ(grid.size(), 4u);
+  auto length = [](std::size_t n, double exact) {
+    LengthResult l;
+    l.length = n;
+    l.exact_match = exact;
+    l.token_accuracy = exact;
+    l.samples = 1;
+    return l;
+  };
+  std::vector<GridOutcome> out(4);
+  for (auto& o : out) o.results.results = {length(1, 0.5), length(2, 0.25)};
+  out[0].scaled = {{length(1, 0.5), length(2, 0.25)}, {length(1, 0.75), length(2, 0.125)}};
+  out[1].error = "the loss is NaN";  // the second rope run failed: no scaled results
+  const auto [points, outcomes] = expand_rope_scalings(grid, out);
+  ASSERT_EQ(points.size(), 5u);
+  ASSERT_EQ(outcomes.size(), 5u);
+  EXPECT_EQ(points[0].run.name, grid[0].run.name + " rope_scaling=none");
+  EXPECT_EQ(points[0].rope_scaling, "none");
+  EXPECT_EQ(points[1].run.name, grid[0].run.name + " rope_scaling=yarn x3");
+  EXPECT_EQ(points[1].rope_scaling, "yarn x3");
+  EXPECT_EQ(outcomes[1].results.results[0].exact_match, 0.75);
+  EXPECT_EQ(outcomes[1].results.results[1].exact_match, 0.125);
+  EXPECT_EQ(points[2].run.name, grid[1].run.name);  // failed: one entry, no scaling
+  EXPECT_EQ(points[2].rope_scaling, "");
+  EXPECT_EQ(outcomes[2].error, "the loss is NaN");
+  EXPECT_EQ(points[3].run.name, grid[2].run.name);  // learned: as it is
+  const std::string csv = sweep_csv(points, outcomes);
+  EXPECT_NE(csv.find(",final_loss,rope_scaling,length,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",yarn x3,2,ok,0.125000,0.125000\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",none,1,ok,0.500000,0.500000\n"), std::string::npos) << csv;
+  const std::string json = sweep_json(points, outcomes);
+  EXPECT_NE(json.find("\"rope_scaling\": \"yarn x3\""), std::string::npos);
+  EXPECT_NE(json.find("\"rope_scaling\": null"), std::string::npos);
 }
 
 }  // namespace

@@ -83,14 +83,16 @@ mpi 0 "resume on 2 ranks" -- 2 train --resume "$tmp/r12/checkpoint.safetensors" 
   --out "$tmp/r12" --quiet
 same "$tmp/r1/checkpoint.safetensors" "$tmp/r12/checkpoint.safetensors" "1 process then 2 ranks"
 
-# 3. A sweep on 2 ranks writes the sequential results.csv (and results.json but for timings).
+# 3. A sweep on 2 ranks writes the sequential results.csv (and results.json but for timings),
+# the rope runs' zero-shot scaled evaluations included.
 grid=(--pe learned,sinusoidal,rope --seeds 1:2 --task copy,reverse --train-len 3 --d-model 16
       --heads 2 --alphabet 4 --batch 8 --micro-batch 4 --steps 8 --warmup 2 --samples 8
-      --eval-max 5 --quiet)
+      --eval-max 5 --rope-scaling none,ntk --rope-factor 2 --quiet)
 expect 0 "sequential sweep" -- sweep "${grid[@]}" --threads 1 --out "$tmp/s1"
 mpi 0 "2-rank sweep" -- 2 sweep "${grid[@]}" --threads 1 --out "$tmp/s2"
 same "$tmp/s1/results.csv" "$tmp/s2/results.csv" "sweep results.csv"
-[ "$(wc -l <"$tmp/s1/results.csv")" -eq 61 ] || fail "12 runs x 5 lengths + header"
+# The 4 rope runs are reported once per scaling (none, ntk x2): 16 entries.
+[ "$(wc -l <"$tmp/s1/results.csv")" -eq 81 ] || fail "16 entries x 5 lengths + header"
 strip='import json,sys
 r=json.load(open(sys.argv[1]))
 for x in r["runs"]: x.pop("train_seconds"); ranks=x.pop("rank"); print(json.dumps(x))

@@ -51,29 +51,31 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
       std::fflush(stderr);
     };
   }
-  std::vector<lab::GridOutcome> outcomes;
+  std::vector<lab::GridOutcome> run_outcomes;
   try {
-    outcomes = lab::run_grid(runs, go, comm);
+    run_outcomes = lab::run_grid(runs, go, comm);
   } catch (const lab::ConfigError& e) {
     throw usage_error(e);
   }
+  // A rope run evaluated with --rope-scaling is reported once per scaling.
+  const auto [points, outcomes] = lab::expand_rope_scalings(grid, run_outcomes);
   comm.all_or_none("sweep: writing the results", [&] {
     if (!root) return;
-    auto files = sweep_charts(grid, outcomes);
-    files.insert(files.begin(), {{"results.csv", lab::sweep_csv(grid, outcomes)},
-                                 {"results.json", lab::sweep_json(grid, outcomes)}});
+    auto files = sweep_charts(points, outcomes);
+    files.insert(files.begin(), {{"results.csv", lab::sweep_csv(points, outcomes)},
+                                 {"results.json", lab::sweep_json(points, outcomes)}});
     std::string names;
     for (const auto& [file, bytes] : files) {
       write_file_atomically((std::filesystem::path(o.out) / file).string(), "posemb sweep", bytes);
       names += (names.empty() ? "" : ", ") + file;
     }
     if (!o.quiet) {
-      print_sweep_summary(grid, outcomes);
+      print_sweep_summary(points, outcomes);
       fmt::print("\nwrote {}/{}\n", quote_untrusted(o.out), names);
     }
   });
   // Every rank holds every outcome: every rank fails here, rank 0 reports.
-  if (const std::string failed = lab::sweep_failures(grid, outcomes); !failed.empty()) {
+  if (const std::string failed = lab::sweep_failures(grid, run_outcomes); !failed.empty()) {
     throw lab::JobFailure("sweep: " + failed);
   }
 }
@@ -120,6 +122,17 @@ void register_sweep_command(CLI::App& app) {
                   "Seeds of initialization and data: a comma-separated list of seeds and ranges "
                   "A:B (e.g. 1:3,7)")
       ->capture_default_str();
+  std::string methods;
+  for (const auto& m : lab::rope_scaling_methods()) methods += (methods.empty() ? "" : ", ") + m;
+  add_list(cmd, "--rope-scaling", o->rope_scaling,
+           "RoPE scalings each rope run is also evaluated with after training, zero-shot, "
+           "each reported as a run of its own (rope_scaling column; one chart line each): " +
+               methods +
+               " (the library's methods, posemb/rope_scaling.hpp; L0 is the run's "
+               "2 * train_len + 2 positions). Trains no more runs")
+      ->check(CLI::IsMember(lab::rope_scaling_methods()));
+  add_list(cmd, "--rope-factor", o->rope_factor, "Factors s of each --rope-scaling method but none")
+      ->check(within(lim::rope_factor));
   cmd->add_option("--eval-max", o->eval_max,
                   "Evaluate lengths 1..N after training (default: 3 x each run's --train-len)")
       ->check(within(lim::eval_len));

@@ -175,7 +175,8 @@ std::vector<std::pair<std::string, std::string>> sweep_charts(
     std::map<std::string, std::vector<std::size_t>> by_pe;
     for (const std::size_t i : members[group]) {
       if (!outcomes[i].error.empty()) continue;
-      const auto& pe = points[i].run.run.model.pe;
+      const auto& rs = points[i].rope_scaling;  // one line per scaling of rope
+      const std::string pe = points[i].run.run.model.pe + (rs.empty() ? "" : " (" + rs + ")");
       if (!by_pe.count(pe)) pes.push_back(pe);
       by_pe[pe].push_back(i);
     }
