@@ -306,8 +306,9 @@ read into memory and are not affected.)")
         return tensor_array(f->tensors.front(), owner, "read_npy");
       },
       py::arg("path"),
-      "The array of a .npy file (C order), read-only, a view of the file (mapped when over "
-      "1 MiB: see TensorFile for the SIGBUS limit).");
+      "The array of a .npy file, read-only, in C order and little-endian: a view of the file "
+      "(mapped when over 1 MiB: see TensorFile for the SIGBUS limit), or for a file in Fortran "
+      "order or big-endian, a copy decoded as np.load reads it.");
 
   m.def(
       "write_safetensors",

@@ -81,6 +81,19 @@ def test_npy_round_trips_with_numpy(tmp_path, rng):
     assert np.load(tmp_path / "y.npy").tobytes() == x.astype(np.float64).tobytes()
 
 
+def test_npy_in_fortran_order_or_big_endian_reads_as_np_load(tmp_path, rng):
+    x = rng.normal(size=(6, 7)).astype(np.float32)
+    for name, saved in [("f", np.asfortranarray(x)), ("be", x.astype(">f4")),
+                        ("fbe", np.asfortranarray(x).astype(">f4")), ("t", x.T)]:
+        np.save(tmp_path / (name + ".npy"), saved)
+        got = posemb.read_npy(str(tmp_path / (name + ".npy")))
+        want = np.load(tmp_path / (name + ".npy"))
+        assert got.dtype == np.float32 and got.flags["C_CONTIGUOUS"], name
+        assert not got.flags.writeable, name
+        np.testing.assert_array_equal(got, want)
+        assert got.tobytes() == np.ascontiguousarray(want, dtype="<f4").tobytes(), name
+
+
 def test_write_safetensors_in_a_chosen_dtype(tmp_path, rng):
     a = rng.normal(size=(3, 2)).astype(np.float32)
     path = tmp_path / "w.safetensors"
