@@ -22,7 +22,7 @@
 namespace posemb::lab {
 namespace {
 
-const ModelConfig& validated(const RunConfig& cfg) {
+const ModelConfig& validated(const RunConfig& cfg, int ranks) {
   cfg.validate();
   const auto& t = cfg.train;
   check_allocation("train (batch " + std::to_string(t.batch) + " in micro-batches of " +
@@ -31,7 +31,7 @@ const ModelConfig& validated(const RunConfig& cfg) {
                        std::to_string(cfg.model.n_layers) + " layers, d_model " +
                        std::to_string(cfg.model.d_model) + ", d_ff " +
                        std::to_string(cfg.model.d_ff) + ")",
-                   Trainer::memory_bytes(cfg));
+                   Trainer::memory_bytes(cfg, ranks));
   return cfg.model;
 }
 
@@ -70,7 +70,7 @@ void fnv(std::uint64_t& h, const void* data, std::size_t n) {
 Trainer::Trainer(const RunConfig& cfg, Communicator& comm) try
     : cfg_(cfg),
       comm_(&comm),
-      model_(validated(cfg_)),
+      model_(validated(cfg_, comm.size())),
       exchange_(comm, micro_batch_count(cfg_.train), gradient_segments(model_)),
       opt_(AdamWConfig{cfg_.train.lr, cfg_.train.beta1, cfg_.train.beta2, 1e-8f,
                        cfg_.train.weight_decay}) {
@@ -91,7 +91,7 @@ Trainer::Trainer(const RunConfig& cfg, Communicator& comm) try
   comm.check(std::current_exception(), "train: setting up");  // throws
 }
 
-std::size_t Trainer::memory_bytes(const RunConfig& cfg) {
+std::size_t Trainer::memory_bytes(const RunConfig& cfg, int ranks) {
   const auto& m = cfg.model;
   const std::size_t T = input_len(cfg.task.train_len);
   const std::size_t mb = std::min(cfg.train.micro_batch, cfg.train.batch);
@@ -104,6 +104,16 @@ std::size_t Trainer::memory_bytes(const RunConfig& cfg) {
   std::size_t total = saturating_mul(2, model);
   total = saturating_add(total,
                          saturating_mul(nm, saturating_add(model, Activations::bytes(m, mb, T))));
+  if (ranks > 1) {
+    // GradientExchange's message buffers (lab/gradient_exchange.hpp): this rank's gradients
+    // outside its range, the other micro-batches' parts inside it, its range and one whole
+    // gradient, at most nm + 2 gradients of G floats. Shared memory needs less (its own block).
+    std::size_t elements = 0;
+    for (const auto& p : Model::tensor_shapes(m)) {
+      elements = saturating_add(elements, saturating_mul(p.rows, p.cols));
+    }
+    total = saturating_add(total, saturating_mul(saturating_mul(nm + 2, elements), sizeof(float)));
+  }
   return saturating_add(
       total,
       saturating_mul(cfg.train.batch, saturating_add(saturating_mul(T, 16), sizeof(std::size_t))));

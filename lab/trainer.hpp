@@ -58,8 +58,9 @@ class Trainer {
   // when the ranks' states differ (different settings).
   explicit Trainer(const RunConfig& cfg, Communicator& comm = single_process());
   // The bytes a Trainer of cfg allocates (an upper bound, saturating): the model, AdamW's
-  // moments, each micro-batch's gradients and activations, the batch.
-  static std::size_t memory_bytes(const RunConfig& cfg);
+  // moments, each micro-batch's gradients and activations, the batch; on `ranks` > 1 ranks also
+  // the gradient exchange's message buffers (at most micro-batches + 2 gradients).
+  static std::size_t memory_bytes(const RunConfig& cfg, int ranks = 1);
   // A trainer restored from a checkpoint written by save(): parameters, AdamW state, step.
   // With several ranks, every rank reads path (collective; JobFailure on every rank when one
   // cannot, or when the ranks read different states).

@@ -18,9 +18,11 @@
 #include "lab/distributed.hpp"
 #include "lab/encoding.hpp"
 #include "lab/gradient_exchange.hpp"
+#include "lab/model.hpp"
 #include "lab/sweep.hpp"
 #include "lab/trainer.hpp"
 #include "lab_runs.hpp"
+#include "posemb/memory.hpp"
 #include "temp_dir.hpp"
 #include "thread_group.hpp"
 
@@ -318,6 +320,45 @@ TEST(DataParallel, ASetupFailureOnOneRankReachesEveryRank) {
   for (const auto& m : msgs) {
     EXPECT_NE(m.find("train: reading the checkpoint: rank 1 of 2 failed"), std::string::npos) << m;
   }
+}
+
+// On several ranks a trainer's estimate also counts the gradient exchange's message buffers: it
+// bounds what each rank's exchange sizes, and a budget between the one-process estimate and the
+// 2-rank one refuses the 2-rank trainer on every rank, before it trains.
+TEST(DataParallel, TheMemoryEstimateCountsTheExchangeBuffers) {
+  const RunConfig cfg = small_run();
+  std::size_t elements = 0;
+  for (const auto& p : Model::tensor_shapes(cfg.model)) elements += p.rows * p.cols;
+  const std::size_t nm = 4;  // micro-batches of 2, 2, 2, 1
+  const std::size_t one = Trainer::memory_bytes(cfg), two = Trainer::memory_bytes(cfg, 2);
+  EXPECT_EQ(two - one, (nm + 2) * elements * sizeof(float));
+  EXPECT_EQ(Trainer::memory_bytes(cfg, 3), two);
+  for (const int ranks : {2, 3, 5}) {
+    ThreadGroup group(ranks);
+    for (const auto& e : group.run([&](Communicator& comm) {
+           const GradientExchange ex(comm, nm, {elements}, GradientExchange::Transport::messages);
+           // The buffers connect() sizes: this rank's gradients outside its range, the other
+           // micro-batches' parts inside it, its range, one whole gradient.
+           const std::size_t len = ex.range().end - ex.range().begin, k = ex.mine().size();
+           const std::size_t floats = k * (elements - len) + (nm - k) * len + len + elements;
+           EXPECT_LE(floats * sizeof(float), two - one) << "rank " << comm.rank();
+         })) {
+      EXPECT_FALSE(e) << ranks << " ranks";
+    }
+  }
+  const std::size_t limit = memory_limit();
+  set_memory_limit((one + two) / 2);
+  EXPECT_NO_THROW(Trainer{cfg}) << "one process fits";
+  ThreadGroup group(2);
+  for (const auto& m :
+       job_failures(group.run([&](Communicator& comm) { Trainer tr(cfg, comm); }))) {
+    EXPECT_NE(m.find("memory"), std::string::npos) << m;
+  }
+  set_memory_limit(two);
+  for (const auto& e : group.run([&](Communicator& comm) { Trainer(cfg, comm).train_step(); })) {
+    EXPECT_FALSE(e);
+  }
+  set_memory_limit(limit);
 }
 
 TEST(DataParallel, RankZeroAloneWrites) {
