@@ -130,9 +130,11 @@ void register_sweep_command(CLI::App& app) {
                methods +
                " (the library's methods, posemb/rope_scaling.hpp; L0 is the run's "
                "2 * train_len + 2 positions). Trains no more runs")
-      ->check(CLI::IsMember(lab::rope_scaling_methods()));
+      ->check(CLI::IsMember(lab::rope_scaling_methods()))
+      ->default_str("");  // empty: no scaled evaluation
   add_list(cmd, "--rope-factor", o->rope_factor, "Factors s of each --rope-scaling method but none")
-      ->check(within(lim::rope_factor));
+      ->check(within(lim::rope_factor))
+      ->default_str("");
   cmd->add_option("--eval-max", o->eval_max,
                   "Evaluate lengths 1..N after training (default: 3 x each run's --train-len)")
       ->check(within(lim::eval_len));
