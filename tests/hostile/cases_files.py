@@ -4,6 +4,7 @@ against every command that reads it, every bad output against every command that
 import os
 import signal
 import stat
+import struct
 
 from runner import Case
 
@@ -65,6 +66,22 @@ def class1_empty_rows(p):
     return out
 
 
+def c_order_ramp(name, rows, cols):
+    """Check: `name` is a C-order little-endian float32 .npy of (rows, cols) with (r, c) = r + rows * c."""
+    def check(d, r):
+        if r.rc != 0:
+            return []
+        raw = open(os.path.join(d, name), "rb").read()
+        hlen = struct.unpack("<H", raw[8:10])[0]
+        header, data = raw[10:10 + hlen].decode("latin-1"), raw[10 + hlen:]
+        if "'<f4'" not in header or "'fortran_order': False" not in header:
+            return ["%s header %r" % (name, header)]
+        vals = struct.unpack("<%df" % (rows * cols), data)
+        want = tuple(float(i + rows * j) for i in range(rows) for j in range(cols))
+        return [] if vals == want else ["%s does not hold the table in C order" % name]
+    return check
+
+
 def class2_headers(p):
     out = []
     bad = ["tensors_262145.safetensors", "shape_3m_entries.safetensors", "rank_65.safetensors",
@@ -73,6 +90,7 @@ def class2_headers(p):
            "metadata_65537.safetensors", "metadata_17mib.safetensors", "deep_nesting.safetensors",
            "npy_header_2mib.npy", "shape_2p64.npy", "shape_2p63.safetensors",
            "offsets_overflow.safetensors", "truncated.safetensors", "truncated.npy",
+           "fortran_truncated.npy",
            "empty_file", "not_a_tensor_file.txt"]
     for name in bad:
         for tag, args in readers(p, p[name]):
@@ -89,6 +107,12 @@ def class2_headers(p):
                                      "-o", "{dir}/o.npy"], (0,), timeout=15),
         Case("c2-rank64-convert", "2", ["convert", p["rank_64.safetensors"], "{dir}/o.safetensors"], (0,)),
         Case("c2-rank64-inspect", "2", ["inspect", p["rank_64.safetensors"]], (1,), ("2-D",)),
+        Case("c2-fortran-be-convert", "2", ["convert", p["fortran_be.npy"], "{dir}/o.npy"], (0,),
+             check=c_order_ramp("o.npy", 64, 8)),
+        Case("c2-fortran-be-inspect", "2", ["inspect", p["fortran_be.npy"]], (0,), ("64 x 8",)),
+        Case("c2-fortran-over-budget", "2", ["--max-memory", "1M", "convert", p["fortran_4mib.npy"],
+                                             "{dir}/o.safetensors"], (1,), ("over the memory budget",),
+             check=absent("o.safetensors")),
     ]
     return out
 

@@ -172,6 +172,13 @@ def make_inputs(posemb, root, env):
                                            header="{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }\0junk"))
     put("truncated.safetensors", table_file("wpe.weight", 64, 8)[:-100])
     put("truncated.npy", npy_bytes("<f4", (64, 8), f32_table(64, 8))[:-100])
+    # Fortran order and big-endian are read (decoded into a copy): a short one is still refused
+    # before anything is decoded, and the copy counts against the memory budget.
+    fortran = "{'descr': '%s', 'fortran_order': True, 'shape': (%d, %d), }"
+    put("fortran_truncated.npy", npy_bytes("", (), f32_table(64, 8)[:-100], header=fortran % (">f4", 64, 8)))
+    ramp = b"".join(struct.pack(">f", float(i)) for i in range(64 * 8))  # (r, c) = r + 64 c
+    put("fortran_be.npy", npy_bytes("", (), ramp, header=fortran % (">f4", 64, 8)))
+    put("fortran_4mib.npy", npy_bytes("", (), f32_table(2048, 512), header=fortran % ("<f4", 2048, 512)))
 
     # 3. Non-regular inputs: made by the runner (FIFO, socket, directory, device symlinks).
     p["fifo"] = os.path.join(d, "fifo")
