@@ -64,14 +64,31 @@ std::optional<NpyDescr> parse_descr(std::string_view descr) {
   return std::nullopt;
 }
 
-// Fortran order to C order, K-byte items. The element (i0, ..., in-1) of a Fortran-order array
-// of shape (d0, ..., dn-1) sits at i0 + d0 * (i1 + d1 * (i2 + ...)). Two dimensions (a table
-// saved as np.save(path, a.T) of a C array, or from a column-major program) are a transpose,
-// done in tiles so that both sides stay in cache; more go element by element.
-template <std::size_t K>
-void fortran_to_c(const std::byte* in, std::byte* out, const std::vector<std::uint64_t>& shape) {
-  const std::size_t n = shape.size();
-  if (n == 2) {
+// One K-byte item, its bytes reversed when kSwap (big-endian to little-endian).
+template <std::size_t K, bool kSwap>
+void copy_item(std::byte* dst, const std::byte* src) {
+  if constexpr (kSwap) {
+    std::reverse_copy(src, src + K, dst);
+  } else {
+    std::memcpy(dst, src, K);
+  }
+}
+
+// The data of a .npy file (n items) in posemb's layout, C order and little-endian, written to
+// out in one pass: reordered from Fortran order when `reorder`, each item byte-swapped when
+// kSwap. The element (i0, ..., in-1) of a Fortran-order array of shape (d0, ..., dn-1) sits at
+// i0 + d0 * (i1 + d1 * (i2 + ...)). Two dimensions (a table saved as np.save(path, a.T) of a C
+// array, or from a column-major program) are a transpose, done in tiles so that both sides stay
+// in cache; more go element by element.
+template <std::size_t K, bool kSwap>
+void decode_items(const std::byte* in, std::byte* out, std::size_t n,
+                  const std::vector<std::uint64_t>& shape, bool reorder) {
+  const std::size_t rank = shape.size();
+  if (!reorder) {
+    for (std::size_t i = 0; i < n; ++i) copy_item<K, kSwap>(out + i * K, in + i * K);
+    return;
+  }
+  if (rank == 2) {
     const auto rows = static_cast<std::size_t>(shape[0]);
     const auto cols = static_cast<std::size_t>(shape[1]);
     constexpr std::size_t kTile = 32;
@@ -81,7 +98,7 @@ void fortran_to_c(const std::byte* in, std::byte* out, const std::vector<std::ui
         const std::size_t j1 = std::min(cols, j0 + kTile);
         for (std::size_t i = i0; i < i1; ++i) {
           for (std::size_t j = j0; j < j1; ++j) {
-            std::memcpy(out + (i * cols + j) * K, in + (j * rows + i) * K, K);
+            copy_item<K, kSwap>(out + (i * cols + j) * K, in + (j * rows + i) * K);
           }
         }
       }
@@ -90,19 +107,19 @@ void fortran_to_c(const std::byte* in, std::byte* out, const std::vector<std::ui
   }
   // The prefix (i0, ..., in-2) in C order, its Fortran offset kept as it counts; the last index
   // strides by the product of the others.
-  const auto last = static_cast<std::size_t>(shape[n - 1]);
+  const auto last = static_cast<std::size_t>(shape[rank - 1]);
   std::size_t prefix_count = 1;
-  std::vector<std::size_t> stride(n - 1), index(n - 1, 0);
-  for (std::size_t k = 0; k + 1 < n; ++k) {
+  std::vector<std::size_t> stride(rank - 1), index(rank - 1, 0);
+  for (std::size_t k = 0; k + 1 < rank; ++k) {
     stride[k] = prefix_count;
     prefix_count *= static_cast<std::size_t>(shape[k]);
   }
   std::size_t offset = 0;
   for (std::size_t p = 0; p < prefix_count; ++p) {
     for (std::size_t j = 0; j < last; ++j) {
-      std::memcpy(out + (p * last + j) * K, in + (offset + j * prefix_count) * K, K);
+      copy_item<K, kSwap>(out + (p * last + j) * K, in + (offset + j * prefix_count) * K);
     }
-    for (std::size_t k = n - 1; k-- > 0;) {  // next prefix: the last index of it fastest
+    for (std::size_t k = rank - 1; k-- > 0;) {  // next prefix: the last index of it fastest
       offset += stride[k];
       if (++index[k] < shape[k]) break;
       offset -= index[k] * stride[k];
@@ -112,31 +129,24 @@ void fortran_to_c(const std::byte* in, std::byte* out, const std::vector<std::ui
 }
 
 template <std::size_t K>
-void decode_items(std::span<const std::byte> data, std::byte* out,
+void decode_sized(std::span<const std::byte> data, std::byte* out,
                   const std::vector<std::uint64_t>& shape, bool reorder, bool swap) {
-  if (reorder) {
-    fortran_to_c<K>(data.data(), out, shape);
-  } else {
-    std::memcpy(out, data.data(), data.size());
-  }
-  if (swap) {
-    for (std::byte* p = out; p != out + data.size(); p += K) std::reverse(p, p + K);
-  }
+  if (swap) return decode_items<K, true>(data.data(), out, data.size() / K, shape, reorder);
+  decode_items<K, false>(data.data(), out, data.size() / K, shape, reorder);
 }
 
-// The data of a .npy file in posemb's layout, C order and little-endian, written to out
-// (data.size() bytes): reordered from Fortran order when `reorder`, byte-swapped when `swap`.
+// decode_items for items of `item` bytes (1, 2, 4 or 8).
 void decode_data(std::span<const std::byte> data, std::byte* out, std::size_t item,
                  const std::vector<std::uint64_t>& shape, bool reorder, bool swap) {
   switch (item) {
     case 1:
-      return decode_items<1>(data, out, shape, reorder, swap);
+      return decode_sized<1>(data, out, shape, reorder, swap);
     case 2:
-      return decode_items<2>(data, out, shape, reorder, swap);
+      return decode_sized<2>(data, out, shape, reorder, swap);
     case 4:
-      return decode_items<4>(data, out, shape, reorder, swap);
+      return decode_sized<4>(data, out, shape, reorder, swap);
     default:
-      return decode_items<8>(data, out, shape, reorder, swap);
+      return decode_sized<8>(data, out, shape, reorder, swap);
   }
 }
 
@@ -304,7 +314,7 @@ Tensor parse_npy(std::span<const std::byte> bytes, std::string_view source,
                                       " is not supported (posemb reads <f2 <f4 <f8, |b1, "
                                       "|i1 |u1, <i2 <u2 <i4 <u4 <i8 <u8, and the same with >)");
   }
-  const std::optional<DType> dtype = type->dtype;
+  const DType dtype = type->dtype;
   std::uint64_t count = 1;
   for (std::uint64_t d : *shape) {
     if (d != 0 && count > std::numeric_limits<std::uint64_t>::max() / 8 / d) {
@@ -312,12 +322,12 @@ Tensor parse_npy(std::span<const std::byte> bytes, std::string_view source,
     }
     count *= d;
   }
-  const std::uint64_t need = count * dtype_size(*dtype);
+  const std::uint64_t need = count * dtype_size(dtype);
   const std::uint64_t have = bytes.size() - prefix - hlen;
   if (need != have) {
     throw FileFormatError(source, ".npy header promises " + std::to_string(need) +
                                       " bytes of data (shape " + shape_string(*shape) + ", " +
-                                      std::string(dtype_name(*dtype)) + ") but the file holds " +
+                                      std::string(dtype_name(dtype)) + ") but the file holds " +
                                       std::to_string(have));
   }
   const std::span<const std::byte> data(bytes.data() + prefix + hlen,
@@ -325,11 +335,11 @@ Tensor parse_npy(std::span<const std::byte> bytes, std::string_view source,
   const bool reorder =
       *fortran && std::count_if(shape->begin(), shape->end(), [](auto d) { return d > 1; }) > 1;
   if (need == 0 || (!reorder && !type->big_endian)) {
-    return file_tensor("", *dtype, std::move(*shape), data, owner);
+    return file_tensor("", dtype, std::move(*shape), data, owner);
   }
   auto buffer = TensorAccess::allocate(data.size(), "read_npy");
-  decode_data(data, buffer.get(), dtype_size(*dtype), *shape, reorder, type->big_endian);
-  return TensorAccess::adopt("", *dtype, std::move(*shape), std::move(buffer), data.size());
+  decode_data(data, buffer.get(), dtype_size(dtype), *shape, reorder, type->big_endian);
+  return TensorAccess::adopt("", dtype, std::move(*shape), std::move(buffer), data.size());
 }
 
 }  // namespace detail
