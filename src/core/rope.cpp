@@ -111,12 +111,11 @@ RopePlan prepare(const char* op, MatrixView<const float> x, std::size_t heads, s
     plan.contiguous = true;
     plan.start = positions.start();
     plan.b_per_task = std::min({batch, rows, share});
-    // Batch rows that share a task each get a run of positions as long as a one-row task's:
-    // with short runs (GPT-2's queries in 24 KiB pieces, 4 batch rows x 8 positions) the
-    // uncached rotation was slower, most clearly at two threads (0.49-0.55 ms against
-    // 0.60-0.65 ms in alternating runs; docs/layer.md).
-    plan.t_per_task =
-        std::min(seq_len, std::max<std::size_t>(1, share > 1 ? rows : rows / plan.b_per_task));
+    // Every batch row of a task gets a run of `rows` positions, however many share it: with
+    // shorter runs (GPT-2's queries in 24 KiB pieces, 4 batch rows x 8 positions) the uncached
+    // rotation was slower, most clearly at two threads (0.49-0.55 ms against 0.60-0.65 ms in
+    // alternating runs; docs/layer.md).
+    plan.t_per_task = std::min(seq_len, rows);
     plan.t_tasks = ceil_div(seq_len, plan.t_per_task);
     plan.tasks = plan.t_tasks * ceil_div(batch, plan.b_per_task);
   } else {
