@@ -35,13 +35,6 @@ double estimated_cost(const RunConfig& r) {
          per_token;
 }
 
-// The model of run `trained` evaluated with the scaling s (its L0 from rope_scaling_for).
-ModelConfig scaled_model(const RunConfig& trained, const RopeScalingConfig& s) {
-  ModelConfig m = trained.model;
-  m.rope_scaling = rope_scaling_for(trained, s.method, s.factor);
-  return m;
-}
-
 void validate(std::span<const GridRun> runs) {
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& g = runs[i];
@@ -227,6 +220,12 @@ GridOutcome run_one(std::size_t index, const GridRun& g, const GridOptions& opt,
 }
 
 }  // namespace
+
+ModelConfig scaled_model(const RunConfig& trained, const RopeScalingConfig& s) {
+  ModelConfig m = trained.model;
+  m.rope_scaling = rope_scaling_for(trained, s.method, s.factor);
+  return m;
+}
 
 std::vector<int> assign_runs(std::span<const GridRun> runs, int ranks) {
   if (ranks < 1) throw std::invalid_argument("assign_runs: " + std::to_string(ranks) + " ranks");

@@ -65,6 +65,11 @@ struct GridRun {
   std::function<void(Trainer&)> prepare;
 };
 
+// The model config the trained run `trained` is evaluated with for its eval scaling s: the run's,
+// with s's method and factor, its L0 from rope_scaling_for (checked by ModelConfig::validate,
+// not here).
+ModelConfig scaled_model(const RunConfig& trained, const RopeScalingConfig& s);
+
 struct GridOutcome {
   RunResults results;  // pe, max_seq_len (a table's rows), train_seconds, the final evaluation
   std::vector<std::pair<std::size_t, std::vector<LengthResult>>> at_steps;  // (step, results)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lab/encoding.hpp"
+#include "lab/sweep.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb::lab {
@@ -78,11 +79,7 @@ SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v
   p.run.eval.seed = a.eval_seed;
   if (find_encoding(v.pe).site == EncodingSite::attention) {
     p.run.eval_scalings = eval_scalings(a);
-    for (const auto& s : p.run.eval_scalings) {
-      ModelConfig m = p.run.run.model;
-      m.rope_scaling = rope_scaling_for(p.run.run, s.method, s.factor);
-      m.validate();
-    }
+    for (const auto& s : p.run.eval_scalings) scaled_model(p.run.run, s).validate();
   }
   std::string group;
   auto axis = [&](const char* name, std::size_t values, const auto& value) {
