@@ -122,12 +122,10 @@ void register_sweep_command(CLI::App& app) {
                   "Seeds of initialization and data: a comma-separated list of seeds and ranges "
                   "A:B (e.g. 1:3,7)")
       ->capture_default_str();
-  std::string methods;
-  for (const auto& m : lab::rope_scaling_methods()) methods += (methods.empty() ? "" : ", ") + m;
   add_list(cmd, "--rope-scaling", o->rope_scaling,
            "RoPE scalings each rope run is also evaluated with after training, zero-shot, "
            "each reported as a run of its own (rope_scaling column; one chart line each): " +
-               methods +
+               rope_scaling_method_names() +
                " (the library's methods, posemb/rope_scaling.hpp; L0 is the run's "
                "2 * train_len + 2 positions). Trains no more runs")
       ->check(CLI::IsMember(lab::rope_scaling_methods()))

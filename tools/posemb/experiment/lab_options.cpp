@@ -222,11 +222,16 @@ void set_threads(int threads) {
 
 namespace posemb::cli {
 
-void add_rope_scaling_flags(CLI::App* cmd, RopeScalingFlags& f, const std::string& when) {
+std::string rope_scaling_method_names() {
   std::string methods;
   for (const auto& m : lab::rope_scaling_methods()) methods += (methods.empty() ? "" : ", ") + m;
+  return methods;
+}
+
+void add_rope_scaling_flags(CLI::App* cmd, RopeScalingFlags& f, const std::string& when) {
   f.method_opt = cmd->add_option("--rope-scaling", f.method,
-                                 "RoPE past its trained length, for a rope checkpoint: " + methods +
+                                 "RoPE past its trained length, for a rope checkpoint: " +
+                                     rope_scaling_method_names() +
                                      " (the library's methods, posemb/rope_scaling.hpp; "
                                      "the trained length L0 is the checkpoint's, 2 * train_len + "
                                      "2 positions). " +

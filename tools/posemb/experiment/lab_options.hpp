@@ -71,6 +71,8 @@ struct RopeScalingFlags {
   CLI::Option* factor_opt = nullptr;
 };
 void add_rope_scaling_flags(CLI::App* cmd, RopeScalingFlags& f, const std::string& when);
+// "none, linear, ntk, dynamic, yarn": the RoPE scaling methods, for --help.
+std::string rope_scaling_method_names();
 // The scaling the flags ask for (L0 is set from the checkpoint by the lab), or nullopt when
 // --rope-scaling is absent. Throws UsageError for a factor without a method, a method other
 // than none without a factor, or a factor with none.
