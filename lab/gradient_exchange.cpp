@@ -301,25 +301,105 @@ void GradientExchange::sum(std::span<const std::vector<std::span<const float>>> 
   share(out);
 }
 
+namespace {
+
+constexpr std::size_t kLanes = GradientExchange::kSquareLanes;
+
+// A run of the flat vector's elements held in memory: elements [at, at + data.size()).
+struct Run {
+  std::size_t at;
+  std::span<const float> data;
+};
+
+// lanes[k mod kLanes] += double(x) * x for the elements x of `data`, k its flat index (from at).
+void add_squares(double* lanes, std::span<const float> data, std::size_t at) {
+  const float* x = data.data();
+  const std::size_t n = data.size();
+  std::size_t i = 0;
+  for (; i < n && (at + i) % kLanes != 0; ++i) lanes[(at + i) % kLanes] += double(x[i]) * x[i];
+  for (; i + kLanes <= n; i += kLanes) {
+    for (std::size_t j = 0; j < kLanes; ++j) lanes[j] += double(x[i + j]) * x[i + j];
+  }
+  for (; i < n; ++i) lanes[(at + i) % kLanes] += double(x[i]) * x[i];
+}
+
+// The block sum of elements [begin, end) of the flat vector, read from `runs` (sorted by at,
+// covering [begin, end)): the lanes, then the lanes halved pairwise (lane j + lane j + w).
+double block_sum(std::span<const Run> runs, std::size_t begin, std::size_t end) {
+  double lanes[kLanes] = {};
+  auto r = std::upper_bound(runs.begin(), runs.end(), begin,
+                            [](std::size_t k, const Run& run) { return k < run.at; });
+  if (r != runs.begin()) --r;
+  for (; r != runs.end() && r->at < end; ++r) {
+    const std::size_t lo = std::max(begin, r->at), hi = std::min(end, r->at + r->data.size());
+    if (lo < hi) add_squares(lanes, r->data.subspan(lo - r->at, hi - lo), lo);
+  }
+  for (std::size_t w = kLanes / 2; w >= 1; w /= 2) {
+    for (std::size_t j = 0; j < w; ++j) lanes[j] += lanes[j + w];
+  }
+  return lanes[0];
+}
+
+// The first block start at or after k.
+std::size_t block_start_from(std::size_t k) {
+  constexpr std::size_t K = GradientExchange::kSquareBlock;
+  return k / K * K + (k % K != 0 ? K : 0);
+}
+
+}  // namespace
+
 double GradientExchange::sum_of_squares(std::span<const std::span<float>> segs) {
-  double sq = 0.0;
-  auto add_mine = [&] {
-    for (const Piece& p : pieces(segs)) {
-      for (const float x : p.data) sq += double(x) * x;
-    }
-  };
+  constexpr std::size_t K = kSquareBlock;
   const auto n = static_cast<std::size_t>(comm_->size());
-  if (n == 1) {
-    add_mine();
-    return sq;
+  const Range me = range();
+  // This rank's elements as runs of the flat vector.
+  std::vector<Run> runs;
+  std::vector<std::size_t> seg_at(segments_.size() + 1, 0);
+  for (std::size_t s = 0; s < segments_.size(); ++s) seg_at[s + 1] = seg_at[s] + segments_[s];
+  for (const Piece& p : pieces(segs)) runs.push_back({seg_at[p.segment] + p.offset, p.data});
+  // The blocks that start in a rank's range are its to add. The elements of a rank's range
+  // before its first block start belong to a block that starts in an earlier range: every rank
+  // hands them to every rank (small: fewer than kSquareBlock each).
+  std::vector<float> heads;
+  if (n > 1) {
+    std::vector<std::size_t> counts(n), at(n + 1, 0);
+    for (std::size_t r = 0; r < n; ++r) {
+      const Range q = range_of(r);
+      counts[r] = std::min(q.end, block_start_from(q.begin)) - q.begin;
+      at[r + 1] = at[r] + counts[r];
+    }
+    std::vector<float> mine(counts[rank()]);
+    std::vector<std::span<const float>> read(segs.begin(), segs.end());
+    copy_out(read, me.begin, me.begin + mine.size(), mine.data());
+    heads.resize(at[n]);
+    comm_->allgatherv(std::span<const float>(mine), std::span<float>(heads), counts);
+    for (std::size_t r = rank() + 1; r < n; ++r) {
+      if (counts[r] > 0) runs.push_back({range_of(r).begin, {heads.data() + at[r], counts[r]}});
+    }
   }
-  check_segments("sum_of_squares", segs);
-  // A relay in rank order: rank r continues the sum where rank r - 1 left it, then every rank
-  // learns where rank r left it. n small exchanges, and the terms added in one process's order.
-  for (std::size_t r = 0; r < n; ++r) {
-    if (r == rank()) add_mine();
-    sq = comm_->allgather(sq)[r];
+  const std::size_t first = block_start_from(me.begin);
+  const std::size_t blocks = (block_start_from(me.end) - first) / K;
+  std::vector<double> sums(blocks);
+  parallel_for(blocks, 16, blocks * K, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b) {
+      const std::size_t begin = first + b * K;
+      sums[b] = block_sum(runs, begin, std::min(begin + K, total_));
+    }
+  });
+  std::vector<double> all;
+  if (n > 1) {
+    std::vector<std::size_t> counts(n);
+    for (std::size_t r = 0; r < n; ++r) {
+      const Range q = range_of(r);
+      counts[r] = (block_start_from(q.end) - block_start_from(q.begin)) / K;
+    }
+    all.resize(block_start_from(total_) / K);
+    comm_->allgatherv(std::span<const double>(sums), std::span<double>(all), counts);
+  } else {
+    all = std::move(sums);
   }
+  double sq = 0.0;
+  for (const double s : all) sq += s;
   return sq;
 }
 

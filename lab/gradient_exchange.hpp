@@ -5,7 +5,7 @@
 //   lab::GradientExchange ex(comm, 4, sizes);   // 4 micro-batches a step; one size per tensor
 //   for (std::size_t i : ex.mine()) { ... gradient of micro-batch i into parts[k] ... }
 //   ex.reduce(parts, grads);        // grads in ex.range() = g_0 + g_1 + g_2 + g_3, in order
-//   double sq = ex.sum_of_squares(grads);   // of the whole sum, as one process adds it
+//   double sq = ex.sum_of_squares(grads);   // of the whole sum, the same bits on any ranks
 //   ... update the parameters in ex.range() (posemb::AdamW::step over a range) ...
 //   ex.share(values);               // every rank's range of the parameters to every rank
 //   ex.gather(my_losses, losses);   // every micro-batch's loss, in micro-batch order
@@ -97,10 +97,15 @@ class GradientExchange {
   // reduce() then share(): out (each segment written over) = the whole sum, on every rank.
   void sum(std::span<const std::vector<std::span<const float>>> parts,
            std::span<const std::span<float>> out);
-  // The sum over every element x of the flat vector, in order, of double(x) * x, from 0.0: the
-  // bits of one process's loop over the whole vector (each rank adds its range's terms to the
-  // sum the rank before it passes on; one small exchange per rank). Reads the elements in
-  // range() only. Collective.
+  // The sum of squares of the flat vector, the same bits on any number of ranks and threads and
+  // on any CPU: the vector is cut into blocks of kSquareBlock elements (the last may be
+  // shorter); in a block, lane j adds double(x) * x of the elements whose flat index is j modulo
+  // kSquareLanes, in increasing order, from 0.0, and the lanes are then halved pairwise (lane j
+  // + lane j + w, for w = kSquareLanes / 2, ..., 1); the block sums are added in block order,
+  // from 0.0. Each rank adds the blocks that start in its range (their tails in the next ranges
+  // come to it in one small exchange), in parallel; one exchange of the block sums. Reads the
+  // elements in range() only. Collective.
+  static constexpr std::size_t kSquareBlock = 2048, kSquareLanes = 16;
   double sum_of_squares(std::span<const std::span<float>> segs);
   // all (micro_batches()) = every micro-batch's value in micro-batch order, from mine (one per
   // mine() entry, in that order). Collective.

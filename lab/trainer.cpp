@@ -37,7 +37,7 @@ const ModelConfig& validated(const RunConfig& cfg, int ranks) {
 
 // The sizes of the pieces of one micro-batch gradient (the layout GradientExchange sums): one per
 // tensor of model.tensors(), the optimizer's parameter order, so that element k of the flat
-// gradient is element k of AdamW's parameters and of the one-process norm's loop.
+// gradient is element k of AdamW's parameters and of the norm's blocks.
 std::vector<std::size_t> gradient_segments(Model& model) {
   std::vector<std::size_t> segs;
   for (const auto& t : model.tensors()) segs.push_back(t.grad.size());
@@ -233,12 +233,16 @@ void Trainer::apply_gradients() {
   // sum on one process; the same bits either way).
   exchange_.reduce(micro_batch_gradients(), grads);
   if (cfg_.train.grad_clip > 0.0f) {
-    // The norm of the whole sum, its squares added in one process's order across the ranks.
+    // The norm of the whole sum: the same bits on any number of ranks and threads.
     const double norm = std::sqrt(exchange_.sum_of_squares(grads));
     if (norm > cfg_.train.grad_clip) {
       const auto scale = static_cast<float>(cfg_.train.grad_clip / norm);
       for (const auto& piece : exchange_.pieces(grads)) {
-        for (float& g : piece.data) g *= scale;
+        const std::size_t n = piece.data.size();
+        parallel_for(n, std::size_t{1} << 14, streaming_work(2 * n * sizeof(float)),
+                     [&](std::size_t begin, std::size_t end) {
+                       for (std::size_t k = begin; k < end; ++k) piece.data[k] *= scale;
+                     });
       }
     }
   }

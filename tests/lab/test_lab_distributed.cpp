@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 
 #include <string>
@@ -23,6 +24,7 @@
 #include "lab/trainer.hpp"
 #include "lab_runs.hpp"
 #include "posemb/memory.hpp"
+#include "posemb/parallel.hpp"
 #include "temp_dir.hpp"
 #include "thread_group.hpp"
 
@@ -128,8 +130,8 @@ void sums_in_micro_batch_order(GradientExchange::Transport transport) {
         want[k] = s;
         reversed[k] = t;
       }
-      double want_sq = 0.0;  // one process's loop, element by element
-      for (const float x : want) want_sq += double(x) * x;
+      const double want_sq = testing::blocked_sum_of_squares(want, GradientExchange::kSquareBlock,
+                                                             GradientExchange::kSquareLanes);
       if (nm >= 3) {
         EXPECT_NE(std::memcmp(want.data(), reversed.data(), G * sizeof(float)), 0)
             << "the data cannot tell summation orders apart";
@@ -175,6 +177,54 @@ void sums_in_micro_batch_order(GradientExchange::Transport transport) {
         EXPECT_EQ(std::memcmp(&squares[ri], &want_sq, sizeof want_sq), 0) << "rank " << r;
       }
     }
+  }
+}
+
+// sum_of_squares on 1 to 5 ranks (and on 2 threads in one process) gives the bits of its
+// definition (testing::blocked_sum_of_squares) for vectors shorter than a block, of whole blocks,
+// and of ranges shorter than a block (a block then spans three ranks), reading only the rank's
+// range: the rest of each rank's copy is NaN.
+TEST(GradientExchange, SumOfSquaresIsItsDefinitionOnAnyRanksAndThreads) {
+  constexpr std::size_t K = GradientExchange::kSquareBlock, L = GradientExchange::kSquareLanes;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> expo(-30, 30);
+  for (const std::size_t G : {std::size_t{0}, std::size_t{1}, std::size_t{17}, K - 1, K, K + 1,
+                              2 * K + K / 2, 5 * K + 3, std::size_t{300007}}) {
+    std::vector<float> x(G);
+    for (float& v : x) v = std::ldexp(mant(rng), expo(rng));
+    const double want = testing::blocked_sum_of_squares(x, K, L);
+    double sequential = 0.0;
+    for (const float v : x) sequential += double(v) * v;
+    if (G > 2 * K) {
+      EXPECT_NE(want, sequential) << "the data cannot tell the definition from a plain loop";
+    }
+    // Segments of uneven sizes, one empty, that do not line up with the blocks.
+    std::vector<std::size_t> segs = {G / 3, 0, G / 7};
+    segs.push_back(G - segs[0] - segs[2]);
+    for (int ranks = 1; ranks <= 5; ++ranks) {
+      SCOPED_TRACE(std::to_string(G) + " elements, " + std::to_string(ranks) + " ranks");
+      ThreadGroup group(ranks);
+      std::vector<double> got(static_cast<std::size_t>(ranks));
+      expect_no_errors(group.run([&](Communicator& comm) {
+        GradientExchange ex(comm, 1, segs);
+        std::vector<float> mine(G, std::numeric_limits<float>::quiet_NaN());
+        const auto range = ex.range();
+        std::copy(x.begin() + static_cast<std::ptrdiff_t>(range.begin),
+                  x.begin() + static_cast<std::ptrdiff_t>(range.end),
+                  mine.begin() + static_cast<std::ptrdiff_t>(range.begin));
+        got[static_cast<std::size_t>(comm.rank())] =
+            ex.sum_of_squares(testing::segments_of(mine.data(), segs));
+      }));
+      for (const double g : got) EXPECT_EQ(std::memcmp(&g, &want, sizeof g), 0) << g << " " << want;
+    }
+    const std::size_t threads = parallel_threads();
+    set_parallel_threads(2);
+    GradientExchange ex(single_process(), 1, segs);
+    std::vector<float> copy(x);
+    const double two_threads = ex.sum_of_squares(testing::segments_of(copy.data(), segs));
+    set_parallel_threads(threads);
+    EXPECT_EQ(std::memcmp(&two_threads, &want, sizeof want), 0) << G << " elements, 2 threads";
   }
 }
 

@@ -155,11 +155,11 @@ TEST(MpiWorld, GradientExchangeSumsInMicroBatchOrder) {
 
 // reduce(): each rank's range of the sum in micro-batch order, the rest of its output untouched;
 // the ranges tile the flat vector and pieces() cuts this rank's at the segments; share(): every
-// rank's range to every rank; sum_of_squares(): one process's sequential double sum, bit for bit.
+// rank's range to every rank; sum_of_squares(): its definition (blocks of lanes), bit for bit.
 void reduces_shares_and_adds_squares_in_order(GradientExchange::Transport transport) {
   auto& comm = job();
-  const std::vector<std::size_t> segs = {700, 1, 0, 333, 5};
-  const std::size_t G = 1039, nm = 5;
+  const std::vector<std::size_t> segs = {700, 1, 0, 333, 5, 4500};  // more than 2 square blocks
+  const std::size_t G = 5539, nm = 5;
   std::mt19937 rng(7);  // the same data on every rank
   std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
   std::uniform_int_distribution<int> expo(-30, 30);
@@ -168,15 +168,16 @@ void reduces_shares_and_adds_squares_in_order(GradientExchange::Transport transp
     for (float& x : v) x = std::ldexp(mant(rng), expo(rng));
   }
   std::vector<float> want(G);
-  double want_sq = 0.0, reversed_sq = 0.0;
+  double sequential_sq = 0.0;
   for (std::size_t k = 0; k < G; ++k) {
     float s = 0.0f;
     for (std::size_t i = 0; i < nm; ++i) s += g[i][k];
     want[k] = s;
-    want_sq += double(s) * s;
+    sequential_sq += double(s) * s;
   }
-  for (std::size_t k = G; k-- > 0;) reversed_sq += double(want[k]) * want[k];
-  ASSERT_NE(want_sq, reversed_sq) << "the data cannot tell orders of summation apart";
+  const double want_sq = testing::blocked_sum_of_squares(want, GradientExchange::kSquareBlock,
+                                                         GradientExchange::kSquareLanes);
+  ASSERT_NE(want_sq, sequential_sq) << "the data cannot tell orders of summation apart";
   GradientExchange ex(comm, nm, segs, transport);
   std::vector<std::vector<std::span<const float>>> parts;
   for (const std::size_t i : ex.mine()) {

@@ -44,6 +44,25 @@ inline ModelConfig tiny_model_config(const std::string& pe, std::size_t table_ro
   return cfg;
 }
 
+// GradientExchange::sum_of_squares's definition, written out plainly: blocks of `block`
+// elements, in each lane j the squares of the elements whose index is j modulo `lanes` in
+// increasing order, the lanes halved pairwise, the block sums added in order.
+inline double blocked_sum_of_squares(std::span<const float> x, std::size_t block,
+                                     std::size_t lanes) {
+  double total = 0.0;
+  for (std::size_t b = 0; b < x.size(); b += block) {
+    std::vector<double> lane(lanes, 0.0);
+    for (std::size_t k = b; k < x.size() && k < b + block; ++k) {
+      lane[k % lanes] += static_cast<double>(x[k]) * static_cast<double>(x[k]);
+    }
+    for (std::size_t w = lanes / 2; w >= 1; w /= 2) {
+      for (std::size_t j = 0; j < w; ++j) lane[j] = lane[j] + lane[j + w];
+    }
+    total += lane[0];
+  }
+  return total;
+}
+
 // A flat buffer cut into consecutive segments of the given sizes (the layout GradientExchange
 // takes a gradient in).
 template <class T>
