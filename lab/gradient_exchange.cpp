@@ -324,7 +324,7 @@ void add_squares(double* lanes, std::span<const float> data, std::size_t at) {
 }
 
 // The block sum of elements [begin, end) of the flat vector, read from `runs` (sorted by at,
-// covering [begin, end)): the lanes, then the lanes halved pairwise (lane j + lane j + w).
+// covering [begin, end)): the lanes, then folded in halves (lane j += lane j + w, j < w).
 double block_sum(std::span<const Run> runs, std::size_t begin, std::size_t end) {
   double lanes[kLanes] = {};
   auto r = std::upper_bound(runs.begin(), runs.end(), begin,

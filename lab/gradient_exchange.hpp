@@ -100,11 +100,11 @@ class GradientExchange {
   // The sum of squares of the flat vector, the same bits on any number of ranks and threads and
   // on any CPU: the vector is cut into blocks of kSquareBlock elements (the last may be
   // shorter); in a block, lane j adds double(x) * x of the elements whose flat index is j modulo
-  // kSquareLanes, in increasing order, from 0.0, and the lanes are then halved pairwise (lane j
-  // + lane j + w, for w = kSquareLanes / 2, ..., 1); the block sums are added in block order,
-  // from 0.0. Each rank adds the blocks that start in its range (their tails in the next ranges
-  // come to it in one small exchange), in parallel; one exchange of the block sums. Reads the
-  // elements in range() only. Collective.
+  // kSquareLanes, in increasing order, from 0.0; the lanes are then folded in halves (for w =
+  // kSquareLanes / 2, ..., 2, 1: lane j += lane j + w for every j < w), and the block sums
+  // (lane 0) are added in block order, from 0.0. Each rank adds the blocks that start in its range
+  // (their tails in the next ranges come to it in one small exchange), in parallel; one exchange of
+  // the block sums. Reads the elements in range() only. Collective.
   static constexpr std::size_t kSquareBlock = 2048, kSquareLanes = 16;
   double sum_of_squares(std::span<const std::span<float>> segs);
   // all (micro_batches()) = every micro-batch's value in micro-batch order, from mine (one per

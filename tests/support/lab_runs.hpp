@@ -46,7 +46,7 @@ inline ModelConfig tiny_model_config(const std::string& pe, std::size_t table_ro
 
 // GradientExchange::sum_of_squares's definition, written out plainly: blocks of `block`
 // elements, in each lane j the squares of the elements whose index is j modulo `lanes` in
-// increasing order, the lanes halved pairwise, the block sums added in order.
+// increasing order, the lanes folded in halves, the block sums added in order.
 inline double blocked_sum_of_squares(std::span<const float> x, std::size_t block,
                                      std::size_t lanes) {
   double total = 0.0;
