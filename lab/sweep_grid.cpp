@@ -55,7 +55,9 @@ std::vector<RopeScalingConfig> eval_scalings(const SweepAxes& a) {
   return out;
 }
 
-SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v) {
+// `scalings`: eval_scalings(a), given to every run of an encoding that rotates q and k.
+SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v,
+                      const std::vector<RopeScalingConfig>& scalings) {
   RunChoices c = base;
   c.task = v.task;
   c.pe = v.pe;
@@ -78,7 +80,7 @@ SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v
   p.run.eval.samples = a.samples;
   p.run.eval.seed = a.eval_seed;
   if (find_encoding(v.pe).site == EncodingSite::attention) {
-    p.run.eval_scalings = eval_scalings(a);
+    p.run.eval_scalings = scalings;
     for (const auto& s : p.run.eval_scalings) scaled_model(p.run.run, s).validate();
   }
   std::string group;
@@ -164,7 +166,7 @@ std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& a,
   once("train.seed", "seed", seeds);
   once("model.rope_scaling", "rope_scaling", a.rope_scaling);
   once("model.rope_factor", "rope_factor", a.rope_factor);
-  eval_scalings(a);  // the scalings' own errors before any run's
+  const std::vector<RopeScalingConfig> scalings = eval_scalings(a);  // errors before any run's
   if (!a.rope_scaling.empty() && std::none_of(a.pe.begin(), a.pe.end(), [](const auto& pe) {
         return find_encoding(pe).site == EncodingSite::attention;
       })) {
@@ -188,7 +190,7 @@ std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& a,
                       for (const auto seed : seeds) {
                         v = {task,  pe,    alphabet, train_len, d_model, layers,
                              heads, batch, steps,    lr,        seed};
-                        grid.push_back(make_point(base, a, v));
+                        grid.push_back(make_point(base, a, v, scalings));
                       }
   return grid;
 }
