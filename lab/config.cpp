@@ -182,15 +182,57 @@ void RunConfig::validate() const {
   }
 }
 
+namespace {
+
+struct TaskName {
+  TaskKind kind;
+  const char* name;
+  const char* rule;
+};
+
+constexpr TaskName kTaskNames[] = {
+    {TaskKind::copy, "copy", "y = x"},
+    {TaskKind::reverse, "reverse", "y = x reversed"},
+    {TaskKind::sort, "sort", "y = x in ascending order"},
+    {TaskKind::odd_first, "odd-first", "y = x1 x3 x5 ... then x2 x4 ..."},
+};
+
+}  // namespace
+
 TaskKind parse_task_kind(const std::string& name) {
-  if (name == "copy") return TaskKind::copy;
-  if (name == "reverse") return TaskKind::reverse;
+  for (const auto& t : kTaskNames) {
+    if (name == t.name) return t.kind;
+  }
   throw ConfigError({"task.kind"}, "task config: task " + quote_untrusted(name, 64) +
-                                       " is not one of copy, reverse");
+                                       " is not one of " + task_kind_list());
 }
 
 std::string task_kind_name(TaskKind kind) {
-  return kind == TaskKind::copy ? "copy" : "reverse";
+  for (const auto& t : kTaskNames) {
+    if (kind == t.kind) return t.name;
+  }
+  throw std::invalid_argument("task_kind_name: task kind " +
+                              std::to_string(static_cast<int>(kind)) + " has no name");
+}
+
+std::vector<std::string> task_kind_names() {
+  std::vector<std::string> names;
+  for (const auto& t : kTaskNames) names.emplace_back(t.name);
+  return names;
+}
+
+std::string task_kind_list() {
+  std::string out;
+  for (const auto& t : kTaskNames) out += (out.empty() ? "" : ", ") + std::string(t.name);
+  return out;
+}
+
+std::string task_kind_rules() {
+  std::string out;
+  for (const auto& t : kTaskNames) {
+    out += (out.empty() ? "" : ", ") + std::string(t.name) + " (" + t.rule + ")";
+  }
+  return out;
 }
 
 namespace {

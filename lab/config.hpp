@@ -129,7 +129,8 @@ struct ModelConfig {
   std::size_t head_dim() const { return d_model / n_heads; }
 };
 
-enum class TaskKind { copy, reverse };
+// The tasks (lab/task.hpp has their rules): every answer has the n symbols of its input.
+enum class TaskKind { copy, reverse, sort, odd_first };
 
 struct TaskConfig {
   TaskKind kind = TaskKind::copy;
@@ -225,8 +226,12 @@ inline std::size_t input_len(std::size_t n) {
   return 2 * n + 2;
 }
 
-TaskKind parse_task_kind(const std::string& name);  // "copy", "reverse"; ConfigError otherwise
+// A task's name on the command line and in files: copy, reverse, sort, odd-first.
+TaskKind parse_task_kind(const std::string& name);  // ConfigError naming the choices otherwise
 std::string task_kind_name(TaskKind kind);
+std::vector<std::string> task_kind_names();  // every task's name, in the enum's order
+std::string task_kind_list();                // the same, joined with ", "
+std::string task_kind_rules();               // "copy (y = x), reverse (...), ...", for --help
 
 // What a user chooses for a new run, with the choices that have a default depending on the
 // others left open (0 or empty); complete_run fills them by the lab's rules:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "posemb/errors.hpp"
 #include "posemb/random.hpp"
@@ -9,8 +10,30 @@
 namespace posemb::lab {
 
 std::vector<TokenId> task_answer(TaskKind kind, const std::vector<TokenId>& x) {
-  std::vector<TokenId> y = x;
-  if (kind == TaskKind::reverse) std::reverse(y.begin(), y.end());
+  std::vector<TokenId> y;
+  y.reserve(x.size());
+  switch (kind) {
+    case TaskKind::copy:
+      y = x;
+      break;
+    case TaskKind::reverse:
+      y.assign(x.rbegin(), x.rend());
+      break;
+    case TaskKind::sort:
+      y = x;
+      std::sort(y.begin(), y.end());
+      break;
+    case TaskKind::odd_first:
+      // x1 x3 x5 ... (indices 0, 2, 4, ...), then x2 x4 ... (indices 1, 3, ...).
+      for (std::size_t start : {std::size_t{0}, std::size_t{1}}) {
+        for (std::size_t i = start; i < x.size(); i += 2) y.push_back(x[i]);
+      }
+      break;
+  }
+  if (y.size() != x.size()) {
+    throw std::invalid_argument("task_answer: task kind " + std::to_string(static_cast<int>(kind)) +
+                                " is not a task");
+  }
   return y;
 }
 

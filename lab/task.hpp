@@ -1,7 +1,12 @@
 // lab/task.hpp: the algorithmic tasks, generated in-process from a seed.
 //
 // A sequence is `BOS x1..xn SEP y1..yn EOS` over an alphabet of `alphabet` symbols (token ids:
-// PAD 0, BOS 1, SEP 2, EOS 3, symbols 4..4+alphabet-1). copy: y = x; reverse: y = x reversed.
+// PAD 0, BOS 1, SEP 2, EOS 3, symbols 4..4+alphabet-1). The answer y has the n symbols of x:
+//   copy       y = x
+//   reverse    y = x reversed
+//   sort       y = x in ascending order (by token id): a task of counting, not of positions
+//   odd-first  y = x1 x3 x5 ... then x2 x4 ... ("Odds First", Deletang et al. 2023): every
+//              answer token is found by its position alone
 // The model reads `BOS x1..xn SEP y1..yn` (2n + 2 tokens, position 0..2n+1) and is scored on
 // predicting y1..yn EOS (n + 1 answer tokens); the other targets are -1 (not counted).
 //

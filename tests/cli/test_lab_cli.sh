@@ -34,6 +34,19 @@ expect 2 "bad lengths" -- eval --checkpoint "$bin" --lengths 5:2
 expect 2 "lengths not numbers" -- eval --checkpoint "$bin" --lengths a:b
 expect 2 "eval without checkpoint" -- eval --lengths 1:3
 expect 2 "demo bad flag" -- demo --steps banana
+expect 2 "unknown task" -- train --task shuffle
+one_line "unknown task"
+contains err "odd-first" "the message lists the tasks"
+
+# Every task trains and evaluates; eval reads the task from the checkpoint.
+for task in sort odd-first; do
+  expect 0 "train --task $task" -- train "${tiny[@]}" --task "$task" --steps 3 --out "$tmp/task-$task"
+  expect 0 "eval of a $task run" -- eval --checkpoint "$tmp/task-$task" --lengths 1:5 --samples 4 \
+    --quiet --out "$tmp/task-$task/eval"
+  contains out "task $task" "eval names the checkpoint's task"
+  "$py" -c 'import json, sys; j = json.load(open(sys.argv[1])); assert j["task"] == sys.argv[2], j["task"]' \
+    "$tmp/task-$task/eval/results.json" "$task" || fail "results.json of a $task run"
+done
 
 # Resume: 12 steps straight == 5 steps, stop, resume to 12.
 expect 0 "straight run" -- train "${tiny[@]}" --steps 12 --checkpoint-every 0 --out "$tmp/a"

@@ -188,7 +188,7 @@ def flag_cases(p):
             "--rope-base": BAD_FLOAT + ["0"], "--threads": BAD_INT + ["0", "1025"], "--stop-after": BAD_INT + ["0"],
             "--eval-max": BAD_INT + ["100001"], "--eval-samples": BAD_INT + ["0", "100001"],
             "--checkpoint-every": BAD_INT, "--seed": ["abc", "", "-1", "1.5", "99999999999999999999999"],
-            "--pe": ["", "xpos", "LEARNED"], "--task": ["", "sort"], "--resume": ["{dir}/absent"]}),
+            "--pe": ["", "xpos", "LEARNED"], "--task": ["", "shuffle", "SORT"], "--resume": ["{dir}/absent"]}),
         "eval": (["eval", "--checkpoint", ck, "--lengths", "1:2"], {
             "--samples": BAD_INT + ["0", "100001"], "--seed": ["abc", "-1", ""], "--threads": BAD_INT + ["0"],
             "--eval-positions": ["", "sorted"], "--table": ["{dir}/absent"],

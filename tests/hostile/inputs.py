@@ -260,7 +260,7 @@ def make_inputs(posemb, root, env):
                          ("d_ff_huge", "model", "d_ff", 1 << 40), ("d_model_25digits", "model", "d_model", 10 ** 24),
                          ("max_seq_len_huge", "model", "max_seq_len", 1 << 40), ("heads_0", "model", "n_heads", 0),
                          ("pe_unknown", "model", "pe", "xpos"), ("pe_esc", "model", "pe", "\x1b]0;pwned\x07"),
-                         ("kind_unknown", "task", "kind", "sort"), ("alphabet_1e6", "task", "alphabet", 1000000),
+                         ("kind_unknown", "task", "kind", "shuffle"), ("alphabet_1e6", "task", "alphabet", 1000000),
                          ("train_len_0", "task", "train_len", 0), ("lr_1e300", "train", "lr", 1e300),
                          ("lr_zero", "train", "lr", 0), ("beta2_one", "train", "beta2", 1.0),
                          ("batch_huge", "train", "batch", 1 << 40), ("seed_neg", "train", "seed", -5),

@@ -58,7 +58,7 @@ TEST(CompleteRun, RefusesNamingTheField) {
   c.pe = "no-such-encoding";
   EXPECT_EQ(fields_of([&] { complete_run(c); }), std::vector<std::string>{"model.pe"});
   c = RunChoices();
-  c.task = "sort";
+  c.task = "shuffle";
   EXPECT_EQ(fields_of([&] { complete_run(c); }), std::vector<std::string>{"task.kind"});
   c = RunChoices();
   c.run.model.n_heads = 3;  // 64 is not a multiple of 3

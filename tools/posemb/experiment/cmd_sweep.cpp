@@ -106,8 +106,8 @@ void register_sweep_command(CLI::App& app) {
   namespace lim = lab::limits;
   add_list(cmd, "--pe", o->pe, "Positional encodings: " + lab::encoding_names())
       ->check(CLI::IsMember(lab::encoding_name_list()));
-  add_list(cmd, "--task", o->task, "Tasks: copy, reverse")
-      ->check(CLI::IsMember({"copy", "reverse"}));
+  add_list(cmd, "--task", o->task, "Tasks: " + lab::task_kind_list())
+      ->check(CLI::IsMember(lab::task_kind_names()));
   add_list(cmd, "--alphabet", o->alphabet, "Symbols in the task's alphabet")
       ->check(within(lim::alphabet));
   add_list(cmd, "--train-len", o->train_len, "Longest training instances n")

@@ -95,8 +95,8 @@ UsageError usage_error(const lab::ConfigError& e, const FlagNames& extra) {
 void add_lab_flags(CLI::App* cmd, LabFlags& f) {
   namespace lim = lab::limits;
   auto& r = f.run;
-  cmd->add_option("--task", f.task, "Task: copy or reverse")
-      ->check(CLI::IsMember({"copy", "reverse"}))
+  cmd->add_option("--task", f.task, "Task: " + lab::task_kind_rules())
+      ->check(CLI::IsMember(lab::task_kind_names()))
       ->capture_default_str();
   cmd->add_option("--alphabet", r.task.alphabet, "Symbols in the task's alphabet")
       ->check(within(lim::alphabet))
