@@ -168,6 +168,27 @@ TEST(DemoPlan, EveryRegisteredEncodingTheExtendedOneAndTheOverrides) {
   EXPECT_THROW((void)plan_demo(last), ConfigError);
 }
 
+// Every task plans a demo whose runs carry it; the positional tasks train longer than copy.
+TEST(DemoPlan, EveryTaskPlansItsRunsAndTheHarderOnesTrainLonger) {
+  DemoOptions copy;
+  const DemoPlan base = plan_demo(copy);
+  for (const auto& name : task_kind_names()) {
+    DemoOptions o;
+    o.task = name;
+    const DemoPlan plan = plan_demo(o);
+    for (const auto& pe : plan.encodings) {
+      const RunConfig r = plan.run(pe, 1);
+      EXPECT_NO_THROW(r.validate()) << name << " " << pe;
+      EXPECT_EQ(task_kind_name(r.task.kind), name) << pe;
+    }
+    EXPECT_EQ(task_kind_name(plan.extension_run(1).task.kind), name);
+    EXPECT_GE(plan.steps, base.steps) << name;
+    if (name == "reverse" || name == "odd-first") {
+      EXPECT_GT(plan.steps, base.steps) << name;
+    }
+  }
+}
+
 TEST(Results, OnePerLengthWriterForEveryFile) {
   LengthResult ok;
   ok.length = 3;

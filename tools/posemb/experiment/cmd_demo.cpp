@@ -103,24 +103,25 @@ void register_demo_command(CLI::App& app) {
   cmd->add_option("--seeds", o.seeds, "Seeds per encoding and per extension method")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
-  cmd->add_option("--task", o.task, "Task: copy or reverse")
-      ->check(CLI::IsMember({"copy", "reverse"}))
+  cmd->add_option("--task", o.task, "Task: " + lab::task_kind_rules())
+      ->check(CLI::IsMember(lab::task_kind_names()))
       ->capture_default_str();
   cmd->add_option("--steps", o.steps,
                   "Training steps of every encoding but the randomized one (default 2000; reverse "
-                  "4000; quick 400)")
+                  "4000; odd-first 6000; quick 400)")
       ->check(within(lab::limits::steps));
   cmd->add_option("--randomized-steps", o.randomized_steps,
                   "Training steps of the encoding trained on randomized positions (default 2500; "
-                  "reverse 7500; quick 800)")
+                  "reverse 7500; odd-first 8000; quick 800)")
       ->check(within(lab::limits::steps));
   cmd->add_option("--extension-steps", o.extension_steps,
-                  "Fine-tuning steps after extending the table (default 1000; reverse 3000; quick "
-                  "300)")
+                  "Fine-tuning steps after extending the table (default 1000; reverse and "
+                  "odd-first 3000; quick 300)")
       ->check(within(lab::limits::steps));
-  cmd->add_option("--rope-extension-steps", o.rope_extension_steps,
-                  "Fine-tuning steps of RoPE with each scaling at twice the training length "
-                  "(default 500, probed every 100; reverse 1000; quick 200, every 50)")
+  cmd->add_option(
+         "--rope-extension-steps", o.rope_extension_steps,
+         "Fine-tuning steps of RoPE with each scaling at twice the training length "
+         "(default 500, probed every 100; reverse and odd-first 1000; quick 200, every 50)")
       ->check(within(lab::limits::steps));
   cmd->add_option("--eval-max", o.eval_max, "Longest evaluated n (default 3x training length)")
       ->check(within(lab::limits::eval_len));
