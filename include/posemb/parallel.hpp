@@ -44,7 +44,11 @@
 // not started: a helper whose core is busy with another process takes fewer chunks, or none, and
 // the caller does the rest; a helper that finds itself on the caller's core takes no more
 // (parallel_for only: parallel_tasks' jobs may share a core on purpose). The
-// caller waits only for chunks a helper has already taken. Helpers spin for at most about 50
+// caller waits only for chunks a helper has already taken. When that wait was long (more than
+// 0.2 ms and more than a quarter of the caller's own time in the call: most likely the helper
+// lost its core to another process in the middle of a chunk), the next parallel_for calls run on
+// the calling thread alone for 4 ms, doubling with each such wait up to 256 ms; a call that a
+// helper joined without such a wait ends the pause's doubling. Helpers spin for at most about 50
 // microseconds after a job (to catch the next one) and then sleep; waking a sleeping one took
 // 0.1-0.2 ms on a 2-core virtual machine, which the caller does not wait for.
 //

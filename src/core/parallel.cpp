@@ -75,6 +75,8 @@ class Pool {
   bool run(std::size_t n_chunks, ChunkFn fn, void* ctx, std::size_t helpers, bool split) {
     std::unique_lock<std::mutex> lock(caller_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
+    const Clock::time_point start = Clock::now();
+    if (split && start < serial_until_) return false;
     grow(helpers);
     fn_ = fn;
     ctx_ = ctx;
@@ -104,12 +106,34 @@ class Pool {
     take_chunks(0);
 
     const std::uint64_t before = state_.fetch_or(kClosed, std::memory_order_acq_rel);
-    if (count(before) != 0) wait_for_helpers();
+    if (count(before) == 0) return true;  // no helper joined: nothing learned
+    const Clock::time_point closed = Clock::now();
+    wait_for_helpers();
+    if (split) note_wait(closed - start, Clock::now() - closed);
     return true;
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
   static constexpr std::uint64_t kClosed = std::uint64_t{1} << 31;
+
+  // A parallel_for job whose caller waited for a helper's chunk longer than kLongWait and longer
+  // than a quarter of its own time in the job: a helper lost its core in the middle of a chunk
+  // (another process runs there), and the caller could hand that chunk to nobody. The next jobs
+  // run on the caller alone for kFirstBackoff, doubling with each such job up to kMostBackoff;
+  // a job that a helper joined without such a wait starts the doubling again.
+  static constexpr Clock::duration kLongWait = std::chrono::microseconds(200);
+  static constexpr Clock::duration kFirstBackoff = std::chrono::milliseconds(4);
+  static constexpr Clock::duration kMostBackoff = std::chrono::milliseconds(256);
+  void note_wait(Clock::duration worked, Clock::duration waited) {
+    if (waited <= kLongWait || 4 * waited <= worked) {
+      backoff_ = Clock::duration::zero();
+      return;
+    }
+    backoff_ =
+        backoff_ == Clock::duration::zero() ? kFirstBackoff : std::min(2 * backoff_, kMostBackoff);
+    serial_until_ = Clock::now() + backoff_;
+  }
   static std::uint64_t count(std::uint64_t s) { return s & (kClosed - 1); }
 
   // A share of a job's chunks: [next, end), taken from the front.
@@ -223,6 +247,9 @@ class Pool {
   std::size_t n_ranges_ = 0;
   // The CPU the caller ran on when it published its job (-1: unknown).
   std::atomic<int> caller_cpu_{-1};
+  // parallel_for jobs run on the caller alone until serial_until_ (note_wait); caller only.
+  Clock::time_point serial_until_{};
+  Clock::duration backoff_{Clock::duration::zero()};
 };
 
 }  // namespace

@@ -380,6 +380,53 @@ TEST(ParallelFor, AHelperOnTheCallersCpuRunsNoChunk) {
   EXPECT_EQ(other, 0) << "a helper on the caller's CPU ran chunks";
 }
 
+// A helper that stops in the middle of a chunk for long (as when another process takes its core)
+// makes the caller wait; the next parallel_for calls then run on the caller alone for a while
+// (4 ms after the first such wait), and later calls use the helpers again.
+TEST(ParallelFor, AfterALongWaitForAHelperTheNextCallsRunOnTheCaller) {
+  using Clock = std::chrono::steady_clock;
+  const CallerAndHelpersApart apart;
+  bool judged = false;
+  for (int attempt = 0; attempt < 50 && !judged; ++attempt) {
+    std::atomic<int> helper_chunks{0};
+    parallel_for_slots(64, 1, kParallelMinWork, 2, [&](std::size_t, std::size_t, std::size_t slot) {
+      if (slot != 0 && helper_chunks.fetch_add(1) == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    });
+    const Clock::time_point after = Clock::now();
+    if (helper_chunks.load() == 0) continue;  // no helper joined: nothing was waited for
+    std::atomic<int> next_on_helpers{0};
+    const bool in_time = Clock::now() - after < std::chrono::milliseconds(3);
+    parallel_for_slots(64, 1, kParallelMinWork, 2, [&](std::size_t, std::size_t, std::size_t slot) {
+      if (slot != 0) next_on_helpers.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    });
+    if (!in_time) continue;  // started too late to judge
+    EXPECT_EQ(next_on_helpers.load(), 0) << "the call after a long wait used a helper";
+    judged = true;
+  }
+  if (apart.active()) {
+    EXPECT_TRUE(judged) << "no helper ran a chunk in 50 attempts";
+  }
+  // Past the pause, calls use the helpers again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  int helped = 0;
+  for (int attempt = 0; attempt < 50 && helped == 0; ++attempt) {
+    std::atomic<int> on_helpers{0};
+    parallel_for_slots(64, 1, kParallelMinWork, 2, [&](std::size_t, std::size_t, std::size_t slot) {
+      if (slot != 0) on_helpers.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    });
+    helped = on_helpers.load();
+  }
+  if (apart.active()) {
+    EXPECT_GT(helped, 0) << "the helpers were not used again after the pause";
+  }
+}
+
 // Each slot is held by one running chunk at a time: a chunk marks its slot busy, works a while,
 // and frees it; a second chunk finding the slot busy would be a collision.
 TEST(ParallelForSlots, SlotsAreBelowTheCountAndNeverSharedByRunningChunks) {
