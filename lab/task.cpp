@@ -10,31 +10,28 @@
 namespace posemb::lab {
 
 std::vector<TokenId> task_answer(TaskKind kind, const std::vector<TokenId>& x) {
-  std::vector<TokenId> y;
-  y.reserve(x.size());
   switch (kind) {
     case TaskKind::copy:
-      y = x;
-      break;
+      return x;
     case TaskKind::reverse:
-      y.assign(x.rbegin(), x.rend());
-      break;
-    case TaskKind::sort:
-      y = x;
+      return {x.rbegin(), x.rend()};
+    case TaskKind::sort: {
+      std::vector<TokenId> y = x;
       std::sort(y.begin(), y.end());
-      break;
-    case TaskKind::odd_first:
+      return y;
+    }
+    case TaskKind::odd_first: {
       // x1 x3 x5 ... (indices 0, 2, 4, ...), then x2 x4 ... (indices 1, 3, ...).
+      std::vector<TokenId> y;
+      y.reserve(x.size());
       for (std::size_t start : {std::size_t{0}, std::size_t{1}}) {
         for (std::size_t i = start; i < x.size(); i += 2) y.push_back(x[i]);
       }
-      break;
+      return y;
+    }
   }
-  if (y.size() != x.size()) {
-    throw std::invalid_argument("task_answer: task kind " + std::to_string(static_cast<int>(kind)) +
-                                " is not a task");
-  }
-  return y;
+  throw std::invalid_argument("task_answer: task kind " + std::to_string(static_cast<int>(kind)) +
+                              " is not a task");
 }
 
 namespace {

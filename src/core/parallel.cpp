@@ -70,12 +70,13 @@ class Pool {
     return *pool;
   }
 
-  // Runs the job; false when the helpers are busy with another caller's job (run it serially).
+  // Runs the job; false when the helpers are busy with another caller's job, or a parallel_for
+  // job comes during a pause after a long wait for a helper (note_wait): run it serially.
   // `split`: one contiguous share of the chunks per thread (else one shared sequence).
   bool run(std::size_t n_chunks, ChunkFn fn, void* ctx, std::size_t helpers, bool split) {
     std::unique_lock<std::mutex> lock(caller_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
-    const Clock::time_point start = Clock::now();
+    const Clock::time_point start = split ? Clock::now() : Clock::time_point{};
     if (split && start < serial_until_) return false;
     grow(helpers);
     fn_ = fn;
