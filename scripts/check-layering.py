@@ -43,6 +43,7 @@ LAYER_OF = {
     "simd_dispatch.hpp": "core",
     "memory.hpp": "core",
     "alibi.hpp": "core",
+    "relative_bias.hpp": "core",
     "embedding.hpp": "nn",
     "layer.hpp": "nn",
     "initializers.hpp": "nn",

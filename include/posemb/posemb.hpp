@@ -25,6 +25,7 @@
 #include "posemb/position_table_file.hpp"
 #include "posemb/positions.hpp"
 #include "posemb/random.hpp"
+#include "posemb/relative_bias.hpp"
 #include "posemb/resize.hpp"
 #include "posemb/rope.hpp"
 #include "posemb/rope_config.hpp"
