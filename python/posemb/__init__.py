@@ -127,6 +127,19 @@ __all__ += [
     "write_checkpoint_folder",
 ]
 
+# T5's relative position bias: its buckets, the bias and its gradient (python/src/relative_bias.cpp).
+from posemb._posemb import (  # noqa: E402
+    relative_bias_backward,
+    relative_bias_forward,
+    t5_relative_bucket,
+)
+
+__all__ += [
+    "relative_bias_backward",
+    "relative_bias_forward",
+    "t5_relative_bucket",
+]
+
 # TypeErrors from the extension name the argument of the wrong type (python/posemb/_arguments.py).
 from posemb._arguments import name_the_arguments as _name_the_arguments  # noqa: E402
 

@@ -387,3 +387,8 @@ class RotaryEmbedding(nn.Module):
 
     def extra_repr(self):
         return f"rotary_dim={2 * self.inv_freq.shape[0]}, layout={self.layout!r}"
+
+# T5's relative position bias (python/posemb/_torch_relative_bias.py).
+from posemb._torch_relative_bias import T5RelativePositionBias, relative_position_bias  # noqa: E402
+
+__all__ += ["T5RelativePositionBias", "relative_position_bias"]

@@ -33,5 +33,6 @@ PYBIND11_MODULE(_posemb, m) {
   pyb::bind_analysis(m);
   pyb::bind_testing(m);
   pyb::bind_alibi(m);
+  pyb::bind_relative_bias(m);
   pyb::bind_vision(m);
 }

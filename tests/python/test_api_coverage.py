@@ -19,6 +19,8 @@ COVERAGE = {
     "rope_config.hpp": ("rope.cpp", ["rope_frequencies", "rope_forward"]),  # config= (a dict)
     "rope_precision.hpp": ("rope.cpp", ["rope_angle_precision"]),
     "alibi.hpp": ("alibi.cpp", ["alibi_slopes", "alibi_forward", "alibi_backward"]),
+    "relative_bias.hpp": ("relative_bias.cpp", ["t5_relative_bucket", "relative_bias_forward",
+                                                "relative_bias_backward"]),
     "positions.hpp": ("positions.cpp", ["PositionSource", "resolve_positions"]),
     "embedding.hpp": ("embedding.cpp", ["embed_forward", "embed_backward",
                                         "add_positions_forward", "add_positions_backward"]),
@@ -59,6 +61,7 @@ ELEMENT_TYPES = {
     "positions.hpp": {"TokenId", "std::int32_t", "std::int64_t", "std::uint8_t", "bool"},
     "rope.hpp": {"float"},
     "alibi.hpp": {"float"},
+    "relative_bias.hpp": {"float"},
     # float16 tables in embed_forward; bfloat16 ones as int16/uint16 bits (bfloat16=True)
     "embedding.hpp": {"float", "TokenId", "bfloat16", "float16"},
     "layer.hpp": {"float", "TokenId"},
