@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "harness/relative_bias_cases.hpp"
 #include "harness/rope_cases.hpp"
 #include "peers/llmc_encoder.hpp"
 #include "posemb/posemb.hpp"
@@ -204,6 +205,8 @@ std::vector<Case> embedding_cases(const std::vector<int>& threads, bool with_llm
   }
   std::vector<Case> rope = rope_cases(threads, with_llmc);
   cases.insert(cases.end(), rope.begin(), rope.end());
+  std::vector<Case> relative_bias = relative_bias_cases(threads, with_llmc);
+  cases.insert(cases.end(), relative_bias.begin(), relative_bias.end());
   return cases;
 }
 

@@ -28,8 +28,9 @@ struct Shape {
 inline constexpr Shape kGpt2Shape{"gpt2", 4, 1024, 768, 50257};
 inline constexpr Shape kSmallShape{"small", 32, 64, 64, 64};
 
-// loop, loop_omp: the plain rotate-half loop of the rope cases (rope_cases.hpp); machine: a
-// reference for the machine (read_token_rows), like the copy.
+// loop, loop_omp: the plain loops of the rope cases (rope_cases.hpp) and the relative bias cases
+// (relative_bias_cases.hpp); machine: a reference for the machine (read_token_rows), like the
+// copy.
 enum class Impl { posemb, llmc, llmc_omp, copy, loop, loop_omp, machine };
 // "posemb", "llm.c", "llm.c omp", "copy", "loop", "loop omp", "machine"
 const char* impl_name(Impl impl);
@@ -38,7 +39,8 @@ struct Case {
   std::string op;     // embed_forward, embed_backward, embed_forward_backward,
                       // embed_forward_bf16, embed_forward_f16, add_positions_forward,
                       // add_positions_backward, copy, read_token_rows; rope_forward, rope_backward,
-                      // rope_forward_uncached, rope_backward_uncached (rope_cases.hpp)
+                      // rope_forward_uncached, rope_backward_uncached (rope_cases.hpp);
+                      // relative_bias_forward, relative_bias_backward (relative_bias_cases.hpp)
   std::string shape;  // Shape::tag ("" for copy)
   std::string shape_text;
   Impl impl = Impl::posemb;
@@ -52,9 +54,9 @@ struct Case {
   Variant variant() const;
 };
 
-// Every case at every thread count in `threads`, the rope cases (rope_cases.hpp) last. The
-// serial llm.c loops appear once (threads 1) and only when `with_llmc` (see
-// llmc_peer_available), the rope loops likewise.
+// Every case at every thread count in `threads`, then the rope cases (rope_cases.hpp) and the
+// relative bias cases (relative_bias_cases.hpp). The serial llm.c loops appear once (threads 1)
+// and only when `with_llmc` (see llmc_peer_available), the plain loops likewise.
 std::vector<Case> embedding_cases(const std::vector<int>& threads, bool with_llmc);
 
 }  // namespace posemb::bench

@@ -141,6 +141,7 @@ struct CaseTable {
     if ((c.impl == bench::Impl::llmc_omp || c.impl == bench::Impl::loop_omp) && c.threads != 1) {
       vs_1t = find(c.name(), c.impl, 1);
     }
+    const bool llmc_peer = c.op.starts_with("embed") || c.op.starts_with("add_positions");
     return {{"name", c.name()},
             {"impl", bench::impl_name(c.impl)},
             {"shape", c.shape_text},
@@ -151,7 +152,7 @@ struct CaseTable {
             {"bytes", c.bytes},
             {"GBps", bw / 1e9},
             {"fraction_of_copy_bandwidth", of_copy},
-            {"peer", c.op.starts_with("rope") ? "loop" : "llm.c"},
+            {"peer", llmc_peer ? "llm.c" : "loop"},
             {"peer_serial_seconds", opt_json(vs_llmc)},
             {"peer_omp_seconds", opt_json(vs_omp)},
             {"pytorch_seconds", opt_json(vs_torch)},

@@ -38,8 +38,10 @@ void print_header(const nlohmann::json& doc) {
   }
   const std::string llmc = doc["llmc_peer"];
   fmt::print(
-      "peers: llm.c encoder loop, and for rope_* the plain rotate-half loop over cached cos and "
-      "sin ('loop'), both -O3 -march=native: {}; PyTorch: {}\n",
+      "peers: llm.c encoder loop, for rope_* the plain rotate-half loop over cached cos and sin "
+      "and "
+      "for relative_bias_* the plain gather and scatter over a precomputed bucket matrix ('loop'), "
+      "all -O3 -march=native: {}; PyTorch: {}\n",
       llmc.starts_with("not measured") ? llmc : std::string("measured"),
       doc["pytorch_peer"].get<std::string>());
 }
