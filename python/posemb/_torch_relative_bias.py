@@ -14,33 +14,41 @@ from posemb._torch_dtypes import in_table_dtype as _in_table_dtype
 from posemb.torch import _initialize, _operator
 
 
+def _run(positions):
+    """(length, start) of consecutive positions (an int64 tensor start, start + 1, ...)."""
+    n = positions.numel()
+    return n, int(positions[0]) if n else 0
+
+
 class _RelativeBias(torch.autograd.Function):
-    """bias[h, i, j] = weight[bucket((key_start + j) - (query_start + i)), h], (H, Tq, Tk), from
-    a float32 weight (num_buckets, H); the gradient is relative_bias_backward's."""
+    """bias[h, i, j] = weight[bucket(key_positions[j] - query_positions[i]), h], (H, Tq, Tk),
+    from a float32 weight (num_buckets, H); the positions are consecutive (relative_position_bias
+    makes them with arange, which torch.jit.trace records: a trace follows its inputs' lengths).
+    The gradient is relative_bias_backward's."""
 
     @staticmethod
-    def forward(ctx, weight, query_length, key_length, bidirectional, max_distance, query_start,
-                key_start):
-        args = (query_length, key_length, bidirectional, max_distance, query_start, key_start)
-        out = torch.empty((weight.shape[1], query_length, key_length))
-        _ext.relative_bias_forward(_np(weight.contiguous()), query_length, key_length,
-                                   bidirectional=bidirectional, max_distance=max_distance,
-                                   query_start=query_start, key_start=key_start, out=_np(out))
-        ctx.state = (tuple(weight.shape), args)
+    def forward(ctx, weight, query_positions, key_positions, bidirectional, max_distance):
+        (tq, qs), (tk, ks) = _run(query_positions), _run(key_positions)
+        out = torch.empty((weight.shape[1], tq, tk))
+        _ext.relative_bias_forward(_np(weight.contiguous()), tq, tk, bidirectional=bidirectional,
+                                   max_distance=max_distance, query_start=qs, key_start=ks,
+                                   out=_np(out))
+        ctx.state = (tuple(weight.shape), (query_positions, key_positions, bidirectional,
+                                           max_distance))
         return out
 
     @staticmethod
     def backward(ctx, dout):
-        return (*_gradients(_RelativeBias, ctx.state, dout), *(None,) * 6)
+        return (*_gradients(_RelativeBias, ctx.state, dout), *(None,) * 4)
 
     @staticmethod
     def gradients(state, dout):
-        shape, (_, _, bidirectional, max_distance, query_start, key_start) = state
+        shape, (query_positions, key_positions, bidirectional, max_distance) = state
         dweight = torch.zeros(shape)
         _ext.relative_bias_backward(_np(dout.float().contiguous()), shape[0],
                                     bidirectional=bidirectional, max_distance=max_distance,
-                                    query_start=query_start, key_start=key_start,
-                                    dtable=_np(dweight))
+                                    query_start=_run(query_positions)[1],
+                                    key_start=_run(key_positions)[1], dtable=_np(dweight))
         return (dweight,)
 
     @staticmethod
@@ -50,8 +58,16 @@ class _RelativeBias(torch.autograd.Function):
 
 
 _relative_bias_op = _operator(
-    "relative_bias", "(Tensor weight, int query_length, int key_length, bool bidirectional, "
-    "int max_distance, int query_start, int key_start) -> Tensor", _RelativeBias)
+    "relative_bias", "(Tensor weight, Tensor query_positions, Tensor key_positions, "
+    "bool bidirectional, int max_distance) -> Tensor", _RelativeBias)
+
+
+def _length(op, name, value):
+    """A length as an int in [0, 2^63), or under torch.jit.trace a traced size (x.shape[2] is a
+    0-d tensor there) kept as it is, so that the trace follows its inputs' lengths."""
+    if torch.jit.is_tracing() and isinstance(value, torch.Tensor) and value.dim() == 0:
+        return value
+    return _checks.count(op, name, value, 2**63)
 
 
 def _flag(op, name, value):
@@ -68,16 +84,18 @@ def relative_position_bias(weight, query_length, key_length=None, *, bidirection
     The functional form of T5RelativePositionBias; differentiable in weight."""
     op = "relative_position_bias"
     _checks.tables(op, weight=weight)
-    query_length = _checks.count(op, "query_length", query_length, 2**63)
-    key_length = query_length if key_length is None else _checks.count(op, "key_length",
-                                                                        key_length, 2**63)
+    query_length = _length(op, "query_length", query_length)
+    key_length = query_length if key_length is None else _length(op, "key_length", key_length)
     bidirectional = _flag(op, "bidirectional", bidirectional)
     max_distance = _checks.count(op, "max_distance", max_distance, 2**63)
     query_start = _checks.start(op, query_start)
     key_start = _checks.start(op, key_start)
+    # The positions as tensors: under torch.jit.trace, aranges of the traced lengths.
+    query_positions = torch.arange(query_length) + query_start
+    key_positions = torch.arange(key_length) + key_start
     return _in_table_dtype(
-        op, lambda w: _relative_bias_op(w, query_length, key_length, bidirectional, max_distance,
-                                        query_start, key_start), weight)
+        op, lambda w: _relative_bias_op(w, query_positions, key_positions, bidirectional,
+                                        max_distance), weight)
 
 
 class T5RelativePositionBias(nn.Module):

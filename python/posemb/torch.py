@@ -388,7 +388,15 @@ class RotaryEmbedding(nn.Module):
     def extra_repr(self):
         return f"rotary_dim={2 * self.inv_freq.shape[0]}, layout={self.layout!r}"
 
-# T5's relative position bias (python/posemb/_torch_relative_bias.py).
-from posemb._torch_relative_bias import T5RelativePositionBias, relative_position_bias  # noqa: E402
+# T5's relative position bias (python/posemb/_torch_relative_bias.py, which registers its
+# operator when imported here). Its names are looked up on use, so that either module may be
+# imported first (it imports this one).
+from posemb import _torch_relative_bias as _relative_bias  # noqa: E402
 
 __all__ += ["T5RelativePositionBias", "relative_position_bias"]
+
+
+def __getattr__(name):
+    if name in ("T5RelativePositionBias", "relative_position_bias"):
+        return getattr(_relative_bias, name)
+    raise AttributeError(f"module 'posemb.torch' has no attribute {name!r}")

@@ -335,3 +335,31 @@ def test_bad_arguments_are_refused_in_one_line_and_write_nothing():
         relative_position_bias(torch.zeros(32, 2), -3)
     with pytest.raises(TypeError, match="relative_position_bias: weight must be a float32"):
         relative_position_bias(torch.zeros(32, 2, dtype=torch.int32), 3)
+
+
+def test_torch_jit_trace_follows_the_lengths(tmp_path):
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rpb = T5RelativePositionBias(4, 32, 64, False, seed=2)
+
+        def forward(self, scores):  # (B, H, Tq, Tk)
+            return scores + self.rpb(scores.shape[2], scores.shape[3], query_start=1)
+
+    layer = Layer()
+    traced = torch.jit.trace(layer, torch.randn(2, 4, 8, 8))
+    x = torch.randn(3, 4, 12, 13)
+    assert torch.equal(traced(x), layer(x))  # another batch and other lengths
+    traced(x).square().sum().backward()
+    assert layer.rpb.weight.grad.abs().sum() > 0
+    torch.jit.save(traced, str(tmp_path / "layer.pt"))
+    assert torch.equal(torch.jit.load(str(tmp_path / "layer.pt"))(x), layer(x))
+
+
+def test_either_module_may_be_imported_first():
+    for first in ("posemb._torch_relative_bias", "posemb.torch"):
+        subprocess.run([sys.executable, "-c", f"import {first}\n"
+                        "from posemb.torch import T5RelativePositionBias, relative_position_bias\n"
+                        "assert T5RelativePositionBias(2)(3).shape == (1, 2, 3, 3)"],
+                       check=True, env=dict(os.environ))
+
