@@ -4,13 +4,14 @@ writes it) for every relative position in -5000..5000 and beyond, under each of 
 kernels (its log differs by an ulp between them on some inputs); the bias against HF's
 compute_bias (an nn.Embedding lookup of the buckets, permuted) bit for bit; the gradient against
 torch autograd through that lookup; posemb.torch.T5RelativePositionBias as a drop-in for it;
-every bad argument refused in one line."""
+every bad argument refused in one line; the examples of docs/t5_bias.md run as shown."""
 import json
 import math
 import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -363,3 +364,23 @@ def test_either_module_may_be_imported_first():
                         "assert T5RelativePositionBias(2)(3).shape == (1, 2, 3, 3)"],
                        check=True, env=dict(os.environ))
 
+
+def doc_examples(page, heading=None):
+    """The ```python blocks of a docs page (under `heading` only, when given), each with the
+    output block that follows it."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / page).read_text()
+    if heading is not None:
+        text = text.split(heading, 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```\n\n```\n(.*?)```", text, re.S)
+    assert blocks, f"no python example with its output in {page}"
+    return blocks
+
+
+@pytest.mark.parametrize("page,heading", [("t5_bias.md", None),
+                                          ("python.md", "## T5's relative position bias")])
+def test_the_docs_examples_print_what_the_docs_show(page, heading):
+    for code, shown in doc_examples(page, heading):
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=dict(os.environ))
+        assert run.returncode == 0, run.stderr
+        assert run.stdout == shown, f"{page}:\n{code}"
