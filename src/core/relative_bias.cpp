@@ -38,6 +38,7 @@ std::string n(std::size_t v) {
 }
 
 struct Geometry {
+  detail::BucketRule rule;
   std::size_t heads, queries, keys;
   std::int64_t first;  // the relative position of k = 0: query Tq - 1, key 0
   std::size_t diagonals() const { return queries + keys - 1; }
@@ -49,7 +50,7 @@ Geometry validate(const char* op, const char* values_name, MatrixView<const floa
                   const char* table_name, MatrixView<const float> table,
                   const RelativeBuckets& buckets, std::size_t queries,
                   const RelativeBiasOptions& o) {
-  (void)detail::BucketRule::checked(op, buckets);
+  const detail::BucketRule rule = detail::BucketRule::checked(op, buckets);
   if (table.rows() != buckets.num_buckets) {
     throw std::invalid_argument(std::string(op) + ": " + table_name + " has " + n(table.rows()) +
                                 " rows, expected num_buckets = " + n(buckets.num_buckets) +
@@ -70,9 +71,10 @@ Geometry validate(const char* op, const char* values_name, MatrixView<const floa
                                   " is past 2^62");
     }
   }
-  Geometry g{heads, queries, values.cols(), 0};
+  Geometry g{rule, heads, queries, values.cols(), 0};
   if (queries != 0 && g.keys != 0) {
-    // Every relative position is within +-2^63: starts <= 2^62, queries and keys < 2^61.
+    // Every relative position is within +-2^63: starts <= 2^62, and a view of floats has at
+    // most 2^62 rows and columns.
     g.first = static_cast<std::int64_t>(o.key_start) -
               static_cast<std::int64_t>(o.query_start + (queries - 1));
   }
@@ -87,8 +89,8 @@ struct Diagonals {
   std::size_t end(std::size_t r) const { return r + 1 < runs.size() ? runs[r + 1].begin : count; }
 };
 
-Diagonals diagonal_runs(const char* op, const RelativeBuckets& buckets, const Geometry& g) {
-  return {detail::BucketRule::checked(op, buckets).runs(g.first, g.diagonals()), g.diagonals()};
+Diagonals diagonal_runs(const Geometry& g) {
+  return {g.rule.runs(g.first, g.diagonals()), g.diagonals()};
 }
 
 }  // namespace
@@ -104,7 +106,7 @@ void relative_bias_forward(MatrixView<float> bias, MatrixView<const float> table
   const std::size_t bytes = bias.size() * sizeof(float);
   if (g.queries == 1) {
     // One query (cached decoding): each head's row is its values; written run by run.
-    const Diagonals diag = diagonal_runs(op, buckets, g);
+    const Diagonals diag = diagonal_runs(g);
     parallel_for(g.heads, 1, streaming_work(bytes), [&](std::size_t begin, std::size_t end) {
       for (std::size_t h = begin; h < end; ++h) {
         float* row = bias.row(h).data();
@@ -116,7 +118,7 @@ void relative_bias_forward(MatrixView<float> bias, MatrixView<const float> table
     return;
   }
   check_allocation(op, saturating_mul(saturating_mul(g.heads, D), sizeof(float)));
-  const Diagonals diag = diagonal_runs(op, buckets, g);
+  const Diagonals diag = diagonal_runs(g);
   std::vector<float> values(g.heads * D);
   for (std::size_t h = 0; h < g.heads; ++h) {
     float* v = values.data() + h * D;
@@ -143,7 +145,7 @@ void relative_bias_backward(MatrixView<float> dtable, MatrixView<const float> db
   const std::size_t blocks = (g.queries + kQueryBlock - 1) / kQueryBlock;
 
   // Each bucket is one run (BucketRule::runs), so a run's sum is its bucket's.
-  const Diagonals diag = diagonal_runs(op, buckets, g);
+  const Diagonals diag = diagonal_runs(g);
   const std::size_t runs = diag.runs.size();
   auto run_of = [&](std::size_t k) {  // the run of diagonal k
     const auto after =
