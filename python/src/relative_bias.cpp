@@ -23,8 +23,8 @@ RelativeBuckets buckets_of(bool bidirectional, std::size_t num_buckets, std::siz
   return {.num_buckets = num_buckets, .max_distance = max_distance, .bidirectional = bidirectional};
 }
 
-// relative_position as int64 values: a Python int (or numpy integer scalar) gives an int back,
-// an integer array an int64 array of its shape.
+// relative_position as int64 values: a Python int gives an int back, an integer array (or a
+// numpy integer scalar) an int64 array of its shape.
 py::object bucket(const py::object& relative_position, bool bidirectional, std::size_t num_buckets,
                   std::size_t max_distance) {
   constexpr const char* op = "t5_relative_bucket";
@@ -52,7 +52,7 @@ py::object bucket(const py::object& relative_position, bool bidirectional, std::
         (py::isinstance<py::array>(relative_position) ? "an array of " + dtype_name(given) : type));
   }
   if (given.dtype().kind() == 'u' && given.dtype().itemsize() == 8 && given.size() != 0) {
-    const auto big = py::array_t<std::uint64_t, py::array::forcecast>(given);
+    const auto big = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>(given);
     const std::uint64_t* v = big.data();
     for (py::ssize_t k = 0; k < big.size(); ++k) {
       if (v[k] > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {

@@ -89,6 +89,13 @@ def test_buckets_equal_hugging_faces_for_every_relative_position(num_buckets, ma
     np.testing.assert_array_equal(
         posemb.t5_relative_bucket(small, bidirectional, num_buckets, max_distance),
         want[4900:5100])
+    # Strided arrays, unsigned ones included.
+    np.testing.assert_array_equal(
+        posemb.t5_relative_bucket(rel.numpy()[::7], bidirectional, num_buckets, max_distance),
+        want[::7])
+    np.testing.assert_array_equal(
+        posemb.t5_relative_bucket(np.arange(0, 5001, dtype=np.uint64)[::3], bidirectional,
+                                  num_buckets, max_distance), want[5000::3])
     # An int gives an int.
     assert posemb.t5_relative_bucket(-77, bidirectional, num_buckets, max_distance) == want[4923]
 
