@@ -214,11 +214,12 @@ ModelFiles model_files(std::string_view model, std::optional<std::size_t> dim, s
                                 "' (gpt2, bert, roberta, vit, clip)");
   }
   m.config_text += "\n";
-  m.metadata = {{"format", "pt"},
-                {std::string(kProvenanceKey),
-                 fmt::format("posemb make-checkpoint {} (seed {}{}): random values in the shapes "
-                             "of {}'s embedding tensors, not a trained model",
-                             model, seed, dim ? fmt::format(", dim {}", *dim) : "", model)}};
+  m.metadata = {
+      {"format", "pt"},
+      {std::string(kProvenanceKey),
+       fmt::format("posemb make-checkpoint {} (seed {}{}): random values in the names and "
+                   "shapes of the {} embedding tensors, not a trained model",
+                   model, seed, dim ? fmt::format(", dim {}", *dim) : "", model)}};
   return m;
 }
 
