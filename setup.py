@@ -13,7 +13,9 @@ Where the extension comes from, first match wins:
    the module (`make demo` before pybind11 was installed) is configured again with it; a build
    of another source tree or for another Python is not used.
 3. Otherwise a build of the library and the module alone, under build/setuptools/.
-Each step says what it does (`pip install -v` shows it, and CMake's progress).
+Each step says what it does and how long it took (`pip install -v` shows it with CMake's output;
+without -v, pip shows only a spinner, so CMake's progress lines go to the terminal, /dev/tty, as
+well; POSEMB_NO_TTY_PROGRESS=1 turns that off).
 """
 import os
 import re
@@ -37,8 +39,25 @@ def version():
     return re.search(r"project\(posemb VERSION ([0-9.]+)", text).group(1)
 
 
+def terminal():
+    """The user's terminal when pip hides this script's output (pip shows it only with -v, and
+    only a spinner otherwise), so that a build of minutes shows its progress; else None."""
+    if sys.stderr.isatty() or os.environ.get("POSEMB_NO_TTY_PROGRESS"):
+        return None
+    try:
+        return open("/dev/tty", "w", encoding="utf-8")
+    except OSError:
+        return None
+
+
+TTY = terminal()
+
+
 def say(text):
     print(f"posemb: {text}", file=sys.stderr, flush=True)
+    if TTY:
+        TTY.write(f"\rposemb: {text}\n")
+        TTY.flush()
 
 
 def cmake_cache(build_dir):
@@ -79,9 +98,17 @@ def reusable_build(root, env=os.environ):
 
 
 def run(cmd, what):
+    """cmd, its output on stderr (and CMake's progress lines, "[ 42%] ...", on the terminal)."""
     say(f"{what}: {' '.join(cmd)}")
     started = time.monotonic()
-    subprocess.run(cmd, check=True)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as p:
+        for line in p.stdout:
+            sys.stderr.write(line)
+            if TTY and line.startswith("["):
+                TTY.write(f"\rposemb: {line.rstrip()[:150]}\033[K")
+                TTY.flush()
+    if p.returncode:
+        raise subprocess.CalledProcessError(p.returncode, cmd)
     say(f"{what}: done in {time.monotonic() - started:.0f} s")
 
 
