@@ -49,9 +49,8 @@ void run_make_checkpoint(const MakeCheckpointOptions& o) {
   if (npy && o.model == "clip") {
     throw UsageError(
         "make-checkpoint: clip has two position tables (text and vision) and a .npy file holds "
-        "one; write a .safetensors file and take one table out with `posemb convert "
-        "FILE.safetensors "
-        "--tensor NAME TABLE.npy`");
+        "one; write a .safetensors file and take one table out with "
+        "`posemb convert FILE.safetensors --tensor NAME TABLE.npy`");
   }
   const DType dtype = parse_float_dtype(o.dtype);
   ModelFiles m = model_files(o.model, o.dim, o.seed);
