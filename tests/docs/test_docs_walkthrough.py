@@ -15,8 +15,9 @@ The conventions of the pages (what this test reads):
   Lines starting with `make ` are the set-up itself and are not run again. The install prefix
   `/opt/posemb` is WORK_DIR/<page>/opt/posemb (the test writes nothing outside WORK_DIR).
 - A block that is legitimately long (a whole build, a benchmark) or needs what a test machine
-  has not (a cluster) is listed in NOT_RUN below, with the reason and what CTest runs instead;
-  an entry that names no block of its page fails the test. A ```text, ```cpp, ```cmake,
+  has not (a cluster) is listed in NOT_RUN below, with the reason and what CTest runs instead
+  (a shorter script of the same programs, run here, when no other test runs them); an entry
+  that names no block of its page fails the test. A ```text, ```cpp, ```cmake,
   ```python or bare ``` block is not run.
 - A bare ``` block whose lines start with `$ ` is a sample: each `$ COMMAND` (continued on the
   next lines while its quotes are open or a line ends in `\`) runs in the page's directory and
@@ -117,9 +118,16 @@ NOT_RUN = {
         "mpi_world_2/3 run train under mpirun on this machine",
     ("docs/errors.md", "/usr/bin/python3 tests/hostile/run.py build/tools/posemb/posemb /tmp/hostile    # or: ctest -R hostile"):
         "the hostile-input suite, over 1,500 cases (minutes): it is CTest hostile",
+    ("docs/layer.md", "make build"):
+        ("every benchmark four times over (each case with its peers and the training step, only "
+         "the rotary cases, Google Benchmark's program, against a busy core): minutes even at one "
+         "repetition each; the next block runs posemb bench over every case with its peers and "
+         "against a busy core, and the two programs run here on one case each instead",
+         "./build/tools/posemb/posemb bench --filter rope_forward/gpt2 --no-peer --no-train-step\n"
+         "./build/bench/bench_embedding --threads=1,2 --benchmark_filter=rope_forward/gpt2"),
     ("docs/layer.md", "taskset -c 1 sh -c 'while :; do :; done' &"):
-        "a benchmark with a core kept busy, meant for a quiet machine; the benchmark commands "
-        "of the next blocks run here with one repetition",
+        "a benchmark with a core kept busy, meant for a quiet machine; the block at docs/layer.md's "
+        "'The rotary kernels' runs posemb bench against a busy core here, with one repetition",
 }
 
 
@@ -286,8 +294,12 @@ def run_page(page, source, posemb, root):
             continue
         why = NOT_RUN.get((page, body[0].strip()))
         if why:
+            why, instead = why if isinstance(why, tuple) else (why, "")
             print(f"{page}:{line}: sh block not run: {why}", flush=True)
-            continue
+            if not instead:
+                continue
+            body = instead.split("\n")
+            print(f"{page}:{line}: instead: {'; '.join(body)}", flush=True)
         script = "\n".join(l for l in body if not l.lstrip().startswith("make "))
         script = script.replace("/opt/posemb", os.path.join(work, "opt", "posemb"))
         if not script.strip():
