@@ -194,9 +194,9 @@ void write_files(std::ostringstream& o, const DemoReport& rep) {
        "past L against fine-tuning steps), `learned_table_similarity.png` (the cosine "
        "similarity of the trained table's rows, first seed), `extended_<method>_similarity.png` "
        "(the same for each extended table after fine-tuning), `rope_extension.csv`, "
-       "`rope_extension.json`, `rope_extension.svg` (the same for RoPE's scalings, exact match "
-       "over "
-       "n = 1..2L at every point), `checkpoints/` (the runs the extensions start from, and the "
+       "`rope_extension.json` (each RoPE scaling's exact match at n = 1..2L at every point), "
+       "`rope_extension.svg` (as `extension.svg`, one line per scaling: exact match past L, mean "
+       "over n = L+1..2L), `checkpoints/` (the runs the extensions start from, and the "
        "extended tables).\n\n";
   char wall[64];
   std::snprintf(wall, sizeof wall, "%.1f", rep.wall_seconds);

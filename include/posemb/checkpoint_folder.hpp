@@ -31,7 +31,8 @@
 //   anything else (BERT, RoBERTa...) max_position_embeddings = R (RoBERTa's 2 reserved rows
 //                                    are in both)
 //
-// Writing: the new folder is made as a temporary sibling of out_dir (".posemb-XXXXXX" in
+// Writing (write_checkpoint_folder, and write_new_checkpoint_folder for a folder made from
+// tensors in memory): the new folder is made as a temporary sibling of out_dir (".posemb-XXXXXX" in
 // out_dir's parent) and renamed to out_dir when complete; on any failure the temporary is
 // removed and out_dir is left as it was. An existing non-empty out_dir is refused unless
 // `force` (then replaced whole); out_dir may not be the input folder or inside it. The input
@@ -116,5 +117,25 @@ struct FolderWriteReport {
 FolderWriteReport write_checkpoint_folder(const CheckpointFolder& in, const ResizedFile& resized,
                                           std::size_t new_rows, std::optional<GridShape> new_grid,
                                           const std::string& out_dir, bool force = false);
+
+// One weight file of a new checkpoint folder: its name in the folder and its tensors, in order.
+struct CheckpointShard {
+  std::string file = {};  // "model.safetensors", "model-00001-of-00002.safetensors"
+  std::vector<Tensor> tensors = {};
+};
+
+// Writes a new checkpoint folder out_dir: config_text as config.json, each shard as a
+// safetensors file with `metadata`, and, for more than one shard, model.safetensors.index.json
+// (metadata.total_size: the tensors' bytes; weight_map: each tensor's file). Written as
+// write_checkpoint_folder writes: a temporary sibling renamed to out_dir when complete, nothing
+// left behind on failure, an existing non-empty out_dir replaced only with `force`. Throws
+// FileFormatError when config_text is not a JSON object, std::invalid_argument for no shard, a
+// shard name that is not a distinct plain file name ending in .safetensors, a tensor name in two
+// shards, or an out_dir refused as above. Returns the files written, relative to out_dir.
+std::vector<std::string> write_new_checkpoint_folder(const std::string& config_text,
+                                                     const std::vector<CheckpointShard>& shards,
+                                                     const Metadata& metadata,
+                                                     const std::string& out_dir,
+                                                     bool force = false);
 
 }  // namespace posemb

@@ -13,8 +13,8 @@ Rotary embedding from a Hugging Face config (every rope_scaling type; its attent
 cos and sin):
 
     from posemb.torch import RotaryEmbedding
-    rope = RotaryEmbedding(json.load(open("config.json")))   # layout "half", HF's rotate_half
-    q, k = rope(q, k)                                        # (B, T, H, D) each, positions 0..T-1
+    rope = RotaryEmbedding(json.load(open("config.json")), "half", "BHTD")  # HF Llama's
+    q, k = rope(q, k)                            # (B, H, T, D) each, as HF's attention; 0..T-1
     q, k = rope(q, k, start=past_length)                     # cached decoding
 
 `emb.wte` is an nn.Embedding and `emb.wpe` a LearnedPositionalEmbedding, so the state dict holds
@@ -325,45 +325,84 @@ class RotaryEmbedding(nn.Module):
     longrope), read by posemb's config reader (posemb.FileFormatError naming the key of a bad
     config; UserWarnings for keys it does not use).
 
-    config: a dict (json.load of config.json) or its JSON text. layout: "half" (HF Llama,
-    Mistral, Qwen, Phi: rotate_half) or "interleaved" (GPT-J, RoFormer).
+    RotaryEmbedding(config, layout, order)
+      config: a dict (json.load of config.json) or its JSON text.
+      layout: which columns of a head are rotated together, which a config.json does not say:
+        "half" (pairs (i, i + D/2): Hugging Face's Llama, Mistral, Qwen, Phi, GPT-NeoX;
+        rotate_half) or "interleaved" (pairs (2i, 2i+1): GPT-J, RoFormer, Meta's Llama code).
+      order: the order of q's and k's four dimensions: "BHTD" (batch, heads, tokens, head_dim:
+        Hugging Face's attention, q.view(B, T, H, D).transpose(1, 2)) or "BTHD" (batch, tokens,
+        heads, head_dim: posemb's kernels, llm.c). Neither has a default: read in the wrong
+        order, a (1, 8, 4, 64) q of 8 heads and 4 tokens is 8 tokens of 4 heads, and rotated
+        at the wrong positions without any error.
 
     forward(q, k, position_ids=None, attention_mask=None, *, start=0, seq_len=None) -> (q, k)
-      q, k: (B, T, H, D) CPU tensors (posemb's token-major layout; HF's (B, H, T, D) is
-      q.transpose(1, 2)), float32, float16, bfloat16 or float64 (rotated in float32, returned
-      in their own dtype), returned rotated (new tensors; gradients flow through posemb's
-      rope_backward). Positions as in TokenPositionEmbedding. seq_len: the length the
-      frequencies are for (dynamic, longrope), an int in [0, 2^63); None does what
-      transformers' dynamic_rope_update does, the largest position + 1.
+      q, k: CPU tensors in `order`, float32, float16, bfloat16 or float64 (rotated in float32,
+      returned in their own dtype), with the same batch and tokens (their heads may differ:
+      grouped-query attention), returned rotated, in `order` (new tensors; for "BHTD" a
+      transposed view of a (B, T, H, D) tensor; gradients flow through posemb's rope_backward).
+      Positions as in TokenPositionEmbedding: position_ids and attention_mask are (B, T) or
+      (T,). seq_len: the length the frequencies are for (dynamic, longrope), an int in
+      [0, 2^63); None does what transformers' dynamic_rope_update does, the largest
+      position + 1.
 
     Attributes: inv_freq (R/2,) float64 and attention_scaling, the frequencies and attention
-    factor at the trained length (transformers' names).
+    factor at the trained length (transformers' names); layout and order as given.
     """
 
-    def __init__(self, config, layout="half"):
+    ORDERS = ("BHTD", "BTHD")
+
+    def __init__(self, config, layout=None, order=None):
         super().__init__()
+        if layout is None:
+            raise TypeError("RotaryEmbedding: name the rotation layout, which a config.json does "
+                            "not give: layout='half' (pairs (i, i + D/2): Hugging Face's Llama, "
+                            "Mistral, Qwen, GPT-NeoX) or 'interleaved' (pairs (2i, 2i+1): GPT-J, "
+                            "RoFormer, Meta's Llama code)")
+        if order is None:
+            raise TypeError("RotaryEmbedding: name the order of q's and k's dimensions: "
+                            "order='BHTD' (batch, heads, tokens, head_dim: Hugging Face's "
+                            "attention) or 'BTHD' (batch, tokens, heads, head_dim: posemb's)")
+        if not isinstance(order, str) or order not in self.ORDERS:
+            raise ValueError("RotaryEmbedding: order must be 'BHTD' (batch, heads, tokens, "
+                             "head_dim: Hugging Face's) or 'BTHD' (batch, tokens, heads, "
+                             f"head_dim: posemb's), got {order!r}")
         self.config = config if isinstance(config, str) else json.dumps(config)
         self.layout = _checks.layout("RotaryEmbedding", layout)
+        self.order = order
         inv_freq, self.attention_scaling = _ext.rope_frequencies(self.config)
         self.register_buffer("inv_freq", torch.from_numpy(inv_freq), persistent=False)
 
     def forward(self, q, k, position_ids=None, attention_mask=None, *, start=0, seq_len=None):
         _checks.tensors("RotaryEmbedding", q=q, k=k)
+        names = "(B, H, T, D)" if self.order == "BHTD" else "(B, T, H, D)"
         for name, t in (("q", q), ("k", k)):
             if t.dim() != 4:
-                raise ValueError(f"RotaryEmbedding: {name} must be a (B, T, H, D) tensor, got "
-                                 f"shape {tuple(t.shape)}")
+                raise ValueError(f"RotaryEmbedding: {name} must be a {names} tensor (order "
+                                 f"{self.order!r}), got shape {tuple(t.shape)}")
             if t.dtype not in _TABLE_DTYPES:
                 raise TypeError(f"RotaryEmbedding: {name} must be a float32, float16, bfloat16 or "
                                 f"float64 tensor, got {t.dtype}")
+        if self.order == "BHTD":  # rotated as (B, T, H, D) views, returned in the order given
+            q_out, k_out = self._rotate(q.transpose(1, 2), k.transpose(1, 2), position_ids,
+                                        attention_mask, start, seq_len)
+            return q_out.transpose(1, 2), k_out.transpose(1, 2)
+        return self._rotate(q, k, position_ids, attention_mask, start, seq_len)
+
+    def _rotate(self, q, k, position_ids, attention_mask, start, seq_len):
+        """q and k as (B, T, H, D) tensors (views of the caller's, in self.order)."""
         # (under torch.jit.trace the sizes are traced values: not compared, not made ints, so
         # that the trace follows the inputs' batch and length; the kernels check the shapes)
         tracing = torch.jit.is_tracing()
         if not tracing and q.shape[:2] != k.shape[:2]:
-            raise ValueError(f"RotaryEmbedding: q {tuple(q.shape)} and k {tuple(k.shape)} differ "
-                             "in (B, T)")
+            raise ValueError(f"RotaryEmbedding: q {self._shape(q)} and k {self._shape(k)} differ "
+                             f"in B or T; {self._order_hint()}")
         batch, length = q.shape[0], q.shape[1]
-        kind, tensor, start, _, _ = _plan(batch, length, position_ids, attention_mask, start, None)
+        try:
+            kind, tensor, start, _, _ = _plan(batch, length, position_ids, attention_mask, start,
+                                              None)
+        except ValueError as e:
+            raise ValueError(f"{e} ({self._order_hint()})") from None
         if seq_len is not None:  # an int64 of torch's dispatcher
             seq_len = _checks.count("RotaryEmbedding", "seq_len", seq_len, 2**63)
         else:
@@ -385,8 +424,24 @@ class RotaryEmbedding(nn.Module):
         return tuple(_rotate_op(t.float(), self.layout, kind, tensor, start, self.config,
                                 seq_len).to(t.dtype) for t in (q, k))
 
+    def _order_hint(self):
+        """Where B and T are in self.order, and the other order."""
+        if self.order == "BHTD":
+            return ("the module's order 'BHTD' reads q and k as (batch, heads, tokens, head_dim), "
+                    "B = shape[0], T = shape[2]; for (batch, tokens, heads, head_dim) tensors "
+                    "make it with order='BTHD'")
+        return ("the module's order 'BTHD' reads q and k as (batch, tokens, heads, head_dim), "
+                "B = shape[0], T = shape[1]; for Hugging Face's (batch, heads, tokens, head_dim) "
+                "make it with order='BHTD'")
+
+    def _shape(self, t):
+        """t's shape as the caller gave it (t is the (B, T, H, D) view)."""
+        return tuple(t.transpose(1, 2).shape) if self.order == "BHTD" else tuple(t.shape)
+
     def extra_repr(self):
-        return f"rotary_dim={2 * self.inv_freq.shape[0]}, layout={self.layout!r}"
+        return (f"rotary_dim={2 * self.inv_freq.shape[0]}, layout={self.layout!r}, "
+                f"order={self.order!r}")
+
 
 # T5's relative position bias (python/posemb/_torch_relative_bias.py, which registers its
 # operator when imported here). Its names are looked up on use, so that either module may be

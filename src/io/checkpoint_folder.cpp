@@ -220,18 +220,23 @@ std::string updated_index(const std::string& text, const std::string& source, st
       text, {{{"metadata", "total_size"}, std::to_string(*r.new_total_size)}});
 }
 
-// out_dir checked: refused when it is the input or inside it, holds the input, is not a
-// directory, or is a non-empty directory without force. Returns whether it exists.
-bool check_out_dir(const fs::path& in, const fs::path& out, bool force) {
-  const std::string op = std::string(kOp) + ": output folder " + quote_untrusted(out.string());
+// out_dir checked: refused when it is the input or inside it, holds the input (an input is
+// given: in not empty), is not a directory, or is a non-empty directory without force. Returns
+// whether it exists.
+bool check_out_dir(const fs::path& in, const fs::path& out, bool force,
+                   std::string_view operation = kOp) {
+  const std::string op =
+      std::string(operation) + ": output folder " + quote_untrusted(out.string());
   std::error_code ec;
   const fs::path ci = fs::weakly_canonical(in, ec), co = fs::weakly_canonical(out, ec);
   auto inside = [](const fs::path& a, const fs::path& b) {  // a is b or under it
     auto [m, _] = std::mismatch(b.begin(), b.end(), a.begin(), a.end());
     return m == b.end();
   };
-  if (inside(co, ci)) throw std::invalid_argument(op + " is the input folder or inside it");
-  if (inside(ci, co)) throw std::invalid_argument(op + " holds the input folder");
+  if (!in.empty() && inside(co, ci)) {
+    throw std::invalid_argument(op + " is the input folder or inside it");
+  }
+  if (!in.empty() && inside(ci, co)) throw std::invalid_argument(op + " holds the input folder");
   const fs::file_status s = fs::symlink_status(out, ec);
   if (!fs::exists(s)) return false;
   if (!fs::is_directory(s)) throw std::invalid_argument(op + " exists and is not a directory");
@@ -295,7 +300,7 @@ void fill_folder(const CheckpointFolder& in, const ResizedFile& resized, const f
 // before the folder exists, as the file writer records its temporary file: a signal at any point
 // after the mkdir finds it recorded (one before finds no folder of that name to remove).
 fs::path make_temporary_folder(const fs::path& parent, int parent_fd,
-                               std::optional<detail::PartialFolder>& partial) {
+                               std::optional<detail::PartialFolder>& partial, std::string_view op) {
   std::random_device rd;
   for (int attempt = 0; attempt < 16; ++attempt) {
     char name[32];
@@ -308,11 +313,58 @@ fs::path make_temporary_folder(const fs::path& parent, int parent_fd,
     if (err != EEXIST) {
       throw std::system_error(
           err, std::generic_category(),
-          std::string(kOp) + ": cannot create a temporary folder in '" + parent.string() + "'");
+          std::string(op) + ": cannot create a temporary folder in '" + parent.string() + "'");
     }
   }
-  throw std::runtime_error(std::string(kOp) + ": no free temporary folder name in '" +
+  throw std::runtime_error(std::string(op) + ": no free temporary folder name in '" +
                            parent.string() + "'");
+}
+
+// Makes out from a temporary sibling ".posemb-XXXXXXXX" that fill(tmp) fills: renamed to out
+// when complete (swapped with it in one step when `exists`, the old folder then removed), removed
+// on any failure, out then left as it was. While it is filled the temporary is recorded, so that
+// a signal handler's remove_partial_files() removes it.
+template <class Fill>
+void publish_folder(const fs::path& out, bool exists, Fill&& fill, std::string_view op = kOp) {
+  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+  // The temporary folder is recorded while it is filled: a signal handler's
+  // remove_partial_files() removes it (the record needs the parent open).
+  const int parent_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct CloseFd {
+    int fd;
+    ~CloseFd() {
+      if (fd >= 0) ::close(fd);
+    }
+  } close_parent{parent_fd};
+  std::optional<detail::PartialFolder> partial;
+  const fs::path tmp = make_temporary_folder(parent, parent_fd, partial, op);
+  const fs::path old = tmp.string() + "-old";
+  bool moved_old = false, swapped = false;
+  try {
+    fill(tmp);
+    if (exists) {
+      // One step where the file system can: the old folder takes the temporary's recorded name,
+      // so that a signal from here on removes it and the output is never missing.
+      if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, out.c_str(), RENAME_EXCHANGE) == 0) {
+        swapped = true;
+      } else if (errno != EINVAL && errno != ENOSYS) {
+        throw std::system_error(errno, std::generic_category(),
+                                std::string(op) + ": cannot replace '" + out.string() + "'");
+      } else {
+        fs::rename(out, old);
+        moved_old = true;
+      }
+    }
+    if (!swapped) fs::rename(tmp, out);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    if (moved_old) fs::rename(old, out, ec);
+    throw;
+  }
+  std::error_code ec;
+  if (swapped) fs::remove_all(tmp, ec);  // the old folder, still recorded
+  if (moved_old) fs::remove_all(old, ec);
 }
 
 }  // namespace
@@ -336,46 +388,61 @@ FolderWriteReport write_checkpoint_folder(const CheckpointFolder& in, const Resi
       in.index_file.empty()
           ? ""
           : updated_index(in.index_text, (fs::path(in.dir) / in.index_file).string(), delta, r);
-  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  // The temporary folder is recorded while it is filled: a signal handler's
-  // remove_partial_files() removes it (the record needs the parent open).
-  const int parent_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  struct CloseFd {
-    int fd;
-    ~CloseFd() {
-      if (fd >= 0) ::close(fd);
-    }
-  } close_parent{parent_fd};
-  std::optional<detail::PartialFolder> partial;
-  const fs::path tmp = make_temporary_folder(parent, parent_fd, partial);
-  const fs::path old = tmp.string() + "-old";
-  bool moved_old = false, swapped = false;
-  try {
-    fill_folder(in, resized, tmp, config, index, r);
-    if (exists) {
-      // One step where the file system can: the old folder takes the temporary's recorded name,
-      // so that a signal from here on removes it and the output is never missing.
-      if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, out.c_str(), RENAME_EXCHANGE) == 0) {
-        swapped = true;
-      } else if (errno != EINVAL && errno != ENOSYS) {
-        throw std::system_error(errno, std::generic_category(),
-                                std::string(kOp) + ": cannot replace '" + out.string() + "'");
-      } else {
-        fs::rename(out, old);
-        moved_old = true;
-      }
-    }
-    if (!swapped) fs::rename(tmp, out);
-  } catch (...) {
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    if (moved_old) fs::rename(old, out, ec);
-    throw;
-  }
-  std::error_code ec;
-  if (swapped) fs::remove_all(tmp, ec);  // the old folder, still recorded
-  if (moved_old) fs::remove_all(old, ec);
+  publish_folder(out, exists,
+                 [&](const fs::path& tmp) { fill_folder(in, resized, tmp, config, index, r); });
   return r;
+}
+
+std::vector<std::string> write_new_checkpoint_folder(const std::string& config_text,
+                                                     const std::vector<CheckpointShard>& shards,
+                                                     const Metadata& metadata,
+                                                     const std::string& out_dir, bool force) {
+  constexpr std::string_view op = "write_new_checkpoint_folder";
+  fs::path out = fs::path(out_dir).lexically_normal();
+  if (out.filename().empty()) out = out.parent_path();
+  if (out.empty()) throw std::invalid_argument(std::string(op) + ": no output folder named");
+  // Everything is checked and computed before anything is written.
+  (void)detail::parse_config_json(config_text, std::string(op) + ": config.json");
+  if (shards.empty()) throw std::invalid_argument(std::string(op) + ": no weight file");
+  std::set<std::string> files, names;
+  Json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", Json::object()}};
+  std::uint64_t total = 0;
+  for (const CheckpointShard& s : shards) {
+    const bool plain = !s.file.empty() && s.file.find('/') == std::string::npos &&
+                       s.file[0] != '.' && s.file.ends_with(".safetensors");
+    if (!plain || s.file == kConfig || !files.insert(s.file).second) {
+      throw std::invalid_argument(std::string(op) + ": weight file name " +
+                                  quote_untrusted(s.file) +
+                                  " is not a distinct plain file name ending in .safetensors");
+    }
+    for (const Tensor& t : s.tensors) {
+      if (!names.insert(t.name()).second) {
+        throw std::invalid_argument(std::string(op) + ": tensor " + quote_untrusted(t.name()) +
+                                    " is in two weight files");
+      }
+      index["weight_map"][t.name()] = s.file;
+    }
+    total += tensor_bytes(s.tensors);
+  }
+  index["metadata"]["total_size"] = total;
+  const bool exists = check_out_dir(fs::path(), out, force, op);
+  std::vector<std::string> written;
+  publish_folder(
+      out, exists,
+      [&](const fs::path& tmp) {
+        for (const CheckpointShard& s : shards) {
+          write_safetensors((tmp / s.file).string(), s.tensors, metadata);
+          written.push_back(s.file);
+        }
+        write_file_atomically((tmp / kConfig).string(), op, config_text);
+        written.emplace_back(kConfig);
+        if (shards.size() > 1) {
+          write_file_atomically((tmp / kIndex).string(), op, index.dump(2) + "\n");
+          written.emplace_back(kIndex);
+        }
+      },
+      op);
+  return written;
 }
 
 }  // namespace posemb

@@ -141,7 +141,7 @@ contains err "'fancy' is not used by 'linear'" "warning names the key"
 
 # --set: a new block, every other key kept, what it targets.
 expect 0 "set yarn" -- rope "$tmp/llama2.json" --set yarn --factor 4 -o "$tmp/long.json"
-contains out "targets 16384 positions (4 x the trained 4096)" "set says its target"
+contains out "lengths: trained 4096, extended 16384 (4 x the trained 4096)" "set says its target"
 check_py "set kept every other key in order" "
 import json
 a, b = json.load(open('llama2.json')), json.load(open('long.json'))
@@ -151,8 +151,11 @@ assert b['rope_scaling'] == {'rope_type': 'yarn', 'factor': 4.0,
                              'original_max_position_embeddings': 4096}, b['rope_scaling']"
 expect 0 "read the written config" -- rope "$tmp/long.json"
 contains out "rope_type yarn" "the written config reads back"
+contains out "lengths: trained 4096, extended 16384;" "rope shows the lengths --set said"
 expect 0 "set llama3" -- rope "$tmp/llama2.json" --set llama3 --factor 8 --original-length 2048 -o "$tmp/l3.json"
-contains out "targets 16384 positions (8 x the trained 2048)" "llama3 target"
+contains out "lengths: trained 2048, extended 4096 (max_position_embeddings, how far transformers runs the model; 8 x the trained 2048 would be 16384)" "llama3 lengths: max_position_embeddings decides"
+expect 0 "read the llama3 config" -- rope "$tmp/l3.json"
+contains out "lengths: trained 2048, extended 4096;" "rope shows the lengths --set said (llama3)"
 expect 0 "set default" -- rope "$tmp/llama31.json" --set default -o "$tmp/plain.json"
 check_py "set default writes null" "
 import json

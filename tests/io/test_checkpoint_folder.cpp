@@ -372,5 +372,61 @@ TEST(CheckpointFolder, OutputFolderRules) {
   }
 }
 
+// A folder made from tensors in memory (posemb make-checkpoint --folder): read back as a
+// checkpoint folder, its index counting the bytes; refused before anything is written when the
+// config, a shard's name or a tensor's is wrong, and the output rules of the folder writer.
+TEST(CheckpointFolder, NewFolderFromTensors) {
+  TempDir tmp;
+  const std::string config = R"({"model_type": "gpt2", "n_positions": 16, "n_ctx": 16})";
+  const std::vector<CheckpointShard> shards = {
+      {kShard1, {f32("wte.weight", {10, 4}, 1)}},
+      {kShard2, {f32("wpe.weight", {16, 4}, 2), f32("ln_f.weight", {4}, 3)}}};
+  const fs::path out = tmp.path() / "gpt2";
+  const auto files = write_new_checkpoint_folder(config, shards, {{"format", "pt"}}, out.string());
+  EXPECT_EQ(files, (std::vector<std::string>{kShard1, kShard2, "config.json",
+                                             "model.safetensors.index.json"}));
+  EXPECT_EQ(read_all((out / "config.json").string()), config);
+  const auto index =
+      nlohmann::json::parse(read_all((out / "model.safetensors.index.json").string()));
+  EXPECT_EQ(index["metadata"]["total_size"], (40 + 64 + 4) * 4);
+  EXPECT_EQ(index["weight_map"]["wpe.weight"], kShard2);
+  const CheckpointFolder f = read_checkpoint_folder(out.string());
+  EXPECT_EQ(f.table_shard, kShard2);
+  EXPECT_EQ(f.table_tensor, "wpe.weight");
+  EXPECT_EQ(f.table_file.metadata.at("format"), "pt");
+  EXPECT_TRUE(check_checkpoint_config(f.config_text, "c", f.table_file, "wpe.weight", 16).agrees());
+  // One shard: model.safetensors and no index.
+  const fs::path one = tmp.path() / "one";
+  write_new_checkpoint_folder(config, {{"model.safetensors", shards[1].tensors}}, {}, one.string());
+  EXPECT_EQ(snapshot(one).size(), 2u);
+  // Refused, nothing written: not a JSON object, no shard, a name with a '/', a hidden name, two
+  // shards of one name, a tensor in two shards, an existing folder without force.
+  const auto before = snapshot(tmp.path());
+  const fs::path o2 = tmp.path() / "o2";
+  EXPECT_THROW(write_new_checkpoint_folder("[1]", shards, {}, o2.string()), FileFormatError);
+  EXPECT_THROW(write_new_checkpoint_folder(config, {}, {}, o2.string()), std::invalid_argument);
+  for (const char* bad : {"../x.safetensors", ".hidden.safetensors", "model.bin", "config.json"}) {
+    EXPECT_THROW(write_new_checkpoint_folder(config, {{bad, shards[1].tensors}}, {}, o2.string()),
+                 std::invalid_argument)
+        << bad;
+  }
+  EXPECT_THROW(write_new_checkpoint_folder(config, {shards[0], {kShard1, shards[1].tensors}}, {},
+                                           o2.string()),
+               std::invalid_argument);
+  EXPECT_THROW(write_new_checkpoint_folder(config, {shards[0], {kShard2, shards[0].tensors}}, {},
+                                           o2.string()),
+               std::invalid_argument);
+  EXPECT_THROW(write_new_checkpoint_folder(config, shards, {}, out.string()),
+               std::invalid_argument);
+  EXPECT_EQ(snapshot(tmp.path()), before);
+  // force replaces the folder whole.
+  write_new_checkpoint_folder(config, {{"model.safetensors", shards[1].tensors}}, {}, out.string(),
+                              true);
+  EXPECT_EQ(snapshot(out).size(), 2u);
+  for (const auto& e : fs::directory_iterator(tmp.path())) {
+    EXPECT_NE(e.path().filename().string().rfind(".posemb-", 0), 0u) << e.path();
+  }
+}
+
 }  // namespace
 }  // namespace posemb

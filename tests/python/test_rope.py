@@ -347,7 +347,7 @@ def test_torch_rotary_module_matches_transformers_and_its_gradient(rng, name):
     cfg = dict(CONFIGS[name])
     if name == "yarn-x4":
         cfg.update(hidden_size=256, num_attention_heads=8)  # D = 32: a small test
-    rope = RotaryEmbedding(cfg)
+    rope = RotaryEmbedding(cfg, "half", "BTHD")
     D = cfg["hidden_size"] // cfg["num_attention_heads"]
     B, T, H, start = 2, 5, 3, 2046  # past the dynamic config's 2048
     q = torch.tensor(rng.normal(size=(B, T, H, D)), dtype=torch.float32, requires_grad=True)
@@ -369,13 +369,44 @@ def test_torch_rotary_module_matches_transformers_and_its_gradient(rng, name):
                                atol=4e-7 * af * 2 * float(w.abs().max()))
 
 
+def test_torch_rotary_module_in_hugging_faces_order(rng):
+    """order="BHTD": Hugging Face's (B, H, T, D) q and k (grouped-query: fewer k heads), with
+    padding, rotated as transformers rotates them, returned in that order; the same bits as the
+    (B, T, H, D) module on the transposed tensors, gradients included."""
+    from posemb.torch import RotaryEmbedding
+    cfg = {"rope_theta": 10000.0, "hidden_size": 64, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "max_position_embeddings": 128}
+    B, T, D = 2, 5, 16
+    q = torch.tensor(rng.normal(size=(B, 4, T, D)), dtype=torch.float32, requires_grad=True)
+    k = torch.tensor(rng.normal(size=(B, 2, T, D)), dtype=torch.float32, requires_grad=True)
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    qr, kr = RotaryEmbedding(cfg, "half", "BHTD")(q, k, attention_mask=mask)
+    assert qr.shape == q.shape and kr.shape == k.shape
+    q2 = q.detach().transpose(1, 2).requires_grad_()
+    k2 = k.detach().transpose(1, 2).requires_grad_()
+    qt, kt = RotaryEmbedding(cfg, "half", "BTHD")(q2, k2, attention_mask=mask)
+    assert torch.equal(qr, qt.transpose(1, 2)) and torch.equal(kr, kt.transpose(1, 2))
+    pos = (mask.cumsum(1) - 1).clamp(min=0)  # a padded token's rotation is not compared
+    inv, af = hf_rope(cfg)
+    for got, x in ((qr, q), (kr, k)):
+        want = torch_reference(x.detach().double().transpose(1, 2), inv, af, pos).transpose(1, 2)
+        real = mask.bool()[:, None, :, None].expand_as(got)
+        torch.testing.assert_close(got.double()[real], want[real], rtol=0,
+                                   atol=4e-7 * 2 * float(x.abs().max()))
+    wq, wk = torch.randn(q.shape), torch.randn(k.shape)
+    ((qr * wq).sum() + (kr * wk).sum()).backward()
+    ((qt * wq.transpose(1, 2)).sum() + (kt * wk.transpose(1, 2)).sum()).backward()
+    assert torch.equal(q.grad, q2.grad.transpose(1, 2))
+    assert torch.equal(k.grad, k2.grad.transpose(1, 2))
+
+
 def test_torch_rotary_module_takes_the_positions_the_rotation_takes(rng):
     """Positions up to 2^63 - 2 (the rotation's own limit), given as ids or as start, rotate as
     posemb.rope_forward rotates them; start must be a non-negative integer."""
     from posemb.torch import RotaryEmbedding
     cfg = {"rope_theta": 10000.0, "hidden_size": 64, "num_attention_heads": 2,
            "max_position_embeddings": 128}
-    rope = RotaryEmbedding(cfg)
+    rope = RotaryEmbedding(cfg, "half", "BTHD")
     q = torch.tensor(rng.normal(size=(1, 3, 2, 32)), dtype=torch.float32)
     ids = torch.tensor([[2**62, 7, 2**63 - 2]])
     want = q.numpy().copy()

@@ -225,7 +225,8 @@ def test_double_backward_gradgradcheck_float64():
                      (grid(*shape).requires_grad_(),))
     # The rotation's cos and sin are not on the grid: float32's rounding over eps = 2^-6.
     rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
-                               "num_attention_heads": 2, "max_position_embeddings": 16})
+                               "num_attention_heads": 2, "max_position_embeddings": 16},
+                               "half", "BTHD")
     q, k = grid(2, 4, 2, 4).requires_grad_(), grid(2, 4, 2, 4).requires_grad_()
     for kw in (dict(start=5), dict(attention_mask=mask)):
         assert torch.autograd.gradgradcheck(lambda a, b: rope(a, b, **kw), (q, k),
@@ -386,7 +387,8 @@ def test_large_gradients_ask_for_huge_pages(gen):
 def test_masks_broadcast_over_the_batch_as_position_ids_do(gen):
     emb = pt.TokenPositionEmbedding(V, MAXT, C)
     rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
-                               "num_attention_heads": 2, "max_position_embeddings": 16})
+                               "num_attention_heads": 2, "max_position_embeddings": 16},
+                               "half", "BTHD")
     idx = torch.randint(0, V, (B, T), generator=gen)
     q = torch.randn(B, T, 2, 4, generator=gen)
     row = torch.tensor([0, 1, 1, 1, 0, 1])
@@ -452,7 +454,8 @@ def test_empty_batches_give_empty_results_and_zero_gradients(dtype, shape):
     with pytest.raises(TypeError, match="idx must be an int64 or int32 tensor"):
         emb(idx.float())
     rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
-                               "num_attention_heads": 2, "max_position_embeddings": 16})
+                               "num_attention_heads": 2, "max_position_embeddings": 16},
+                               "half", "BTHD")
     q = torch.zeros(*shape, 2, 4, dtype=dtype, requires_grad=True)
     for kw in (dict(), dict(position_ids=ids), dict(attention_mask=ids), dict(seq_len=8)):
         got = rope(q, q, **kw)

@@ -36,7 +36,8 @@ def test_tensor_arguments_of_another_type_are_type_errors_naming_them():
                                         "got list"):
         pt.position_embedding([[1.0, 2.0]], 1)
     rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
-                               "num_attention_heads": 2, "max_position_embeddings": 16})
+                               "num_attention_heads": 2, "max_position_embeddings": 16},
+                               "half", "BTHD")
     q = torch.zeros(1, 3, 2, 4)
     with pytest.raises(TypeError, match="RotaryEmbedding: k must be a torch.Tensor, got ndarray"):
         rope(q, q.numpy())
@@ -122,7 +123,8 @@ def test_ints_the_library_or_torch_cannot_hold_are_value_errors_naming_them():
         one_line(info)
     assert torch.equal(emb(idx, separator=2**31 - 1), emb(idx))  # no separator in idx
     rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
-                               "num_attention_heads": 2, "max_position_embeddings": 16})
+                               "num_attention_heads": 2, "max_position_embeddings": 16},
+                               "half", "BTHD")
     q = torch.randn(1, 3, 2, 4)
     for bad, kind, msg in ((-1, ValueError, "must be >= 0, got -1"),
                            (2**63, ValueError, rf"must be below 2\^63, got {2**63}"),
@@ -135,12 +137,62 @@ def test_ints_the_library_or_torch_cannot_hold_are_value_errors_naming_them():
     assert all(torch.equal(a, b) for a, b in zip(rope(q, q, seq_len=16), rope(q, q)))
     cfg = rope.config
     with pytest.raises(TypeError, match="RotaryEmbedding: layout must be 'half' or 'interleaved', "
-                                        "got NoneType None"):
-        pt.RotaryEmbedding(cfg, layout=None)
+                                        "got int 3"):
+        pt.RotaryEmbedding(cfg, layout=3, order="BTHD")
     with pytest.raises(ValueError, match=r"RotaryEmbedding: layout must be 'half' .* or "
                                          r"'interleaved' .*got 'bogus'$"):
-        pt.RotaryEmbedding(cfg, layout="bogus")
-    assert pt.RotaryEmbedding(cfg, layout="interleaved").layout == "interleaved"
+        pt.RotaryEmbedding(cfg, layout="bogus", order="BTHD")
+    assert pt.RotaryEmbedding(cfg, layout="interleaved", order="BTHD").layout == "interleaved"
+
+
+def test_rotary_embedding_has_no_default_layout_or_order():
+    """Neither the rotation layout nor the order of q's dimensions is assumed: each is named, and
+    the messages say what the choices mean (issue 48: HF's (B, H, T, D) read as (B, T, H, D))."""
+    cfg = {"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8, "num_attention_heads": 2,
+           "max_position_embeddings": 16}
+    with pytest.raises(TypeError, match=r"^RotaryEmbedding: name the rotation layout, .*"
+                                        r"layout='half' .*'interleaved'") as info:
+        pt.RotaryEmbedding(cfg)
+    one_line(info)
+    with pytest.raises(TypeError, match=r"^RotaryEmbedding: name the order of q's and k's "
+                                        r"dimensions: order='BHTD' \(batch, heads, tokens, "
+                                        r"head_dim: Hugging Face's attention\) or 'BTHD'") as info:
+        pt.RotaryEmbedding(cfg, "half")
+    one_line(info)
+    for bad in ("bhtd", "BTDH", 0):
+        with pytest.raises(ValueError, match=r"RotaryEmbedding: order must be 'BHTD' .* or "
+                                             r"'BTHD' .*got " + repr(bad)) as info:
+            pt.RotaryEmbedding(cfg, "half", bad)
+        one_line(info)
+    assert pt.RotaryEmbedding(cfg, "half", order="BHTD").order == "BHTD"
+    assert "order='BTHD'" in repr(pt.RotaryEmbedding(cfg, "half", "BTHD"))
+
+
+def test_rotary_embedding_order_mismatch_messages_hint_the_other_order():
+    cfg = {"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 16, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "max_position_embeddings": 16}
+    # HF's grouped-query q (1, 4 heads, 3 tokens, 4) and k (1, 2 heads, 3 tokens, 4) read as BTHD.
+    q, k = torch.zeros(1, 4, 3, 4), torch.zeros(1, 2, 3, 4)
+    with pytest.raises(ValueError, match=r"^RotaryEmbedding: q \(1, 4, 3, 4\) and k "
+                                         r"\(1, 2, 3, 4\) differ in B or T; the module's order "
+                                         r"'BTHD' reads .* T = shape\[1\]; for Hugging Face's "
+                                         r"\(batch, heads, tokens, head_dim\) make it with "
+                                         r"order='BHTD'$") as info:
+        pt.RotaryEmbedding(cfg, "half", "BTHD")(q, k)
+    one_line(info)
+    pt.RotaryEmbedding(cfg, "half", "BHTD")(q, k)  # the same tensors, named: fine
+    # (B, T, H, D) tensors read as BHTD, and position ids of T = 3 tokens.
+    q, k = torch.zeros(1, 3, 4, 4), torch.zeros(1, 3, 2, 4)
+    with pytest.raises(ValueError, match=r"^RotaryEmbedding: q \(1, 3, 4, 4\) and k "
+                                         r"\(1, 3, 2, 4\) differ in B or T; the module's order "
+                                         r"'BHTD' .* make it with order='BTHD'$"):
+        pt.RotaryEmbedding(cfg, "half", "BHTD")(q, k)
+    with pytest.raises(ValueError, match=r"position_ids .*\(the module's order 'BHTD' reads q "
+                                         r"and k as \(batch, heads, tokens, head_dim\)"):
+        pt.RotaryEmbedding(cfg, "half", "BHTD")(q, q, position_ids=torch.arange(3))
+    with pytest.raises(ValueError, match=r"RotaryEmbedding: q must be a \(B, H, T, D\) tensor "
+                                         r"\(order 'BHTD'\), got shape \(3, 4, 4\)"):
+        pt.RotaryEmbedding(cfg, "half", "BHTD")(q[0], q[0])
 
 
 def test_separator_is_an_integer_never_truncated():

@@ -204,7 +204,8 @@ def test_jit_trace_records_the_modules_and_replays_new_inputs(gen):
 
 def test_rotary_embedding_in_every_dtype(gen):
     rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
-                               "num_attention_heads": 2, "max_position_embeddings": 16})
+                               "num_attention_heads": 2, "max_position_embeddings": 16},
+                               "half", "BTHD")
     q = torch.randn(B, T, 2, 4, generator=gen)
     k = torch.randn(B, T, 2, 4, generator=gen)
     q32, k32 = rope(q, k)
@@ -325,7 +326,8 @@ class Rotary(nn.Module):
     def __init__(self):
         super().__init__()
         self.rope = pt.RotaryEmbedding({"rope_theta": 10000.0, "head_dim": 4, "hidden_size": 8,
-                                        "num_attention_heads": 2, "max_position_embeddings": 64})
+                                        "num_attention_heads": 2, "max_position_embeddings": 64},
+                                        "half", "BTHD")
 
     def forward(self, q, k):
         return self.rope(q, k, seq_len=64)

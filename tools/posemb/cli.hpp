@@ -95,5 +95,6 @@ void register_train_command(CLI::App& app);
 void register_eval_command(CLI::App& app);
 void register_sweep_command(CLI::App& app);
 void register_rope_command(CLI::App& app);
+void register_make_checkpoint_command(CLI::App& app);
 
 }  // namespace posemb::cli

@@ -375,6 +375,7 @@ int run(int argc, char** argv) {
   posemb::cli::register_eval_command(app);
   posemb::cli::register_sweep_command(app);
   posemb::cli::register_rope_command(app);
+  posemb::cli::register_make_checkpoint_command(app);
   // --max-memory is global: before the subcommand or among its flags.
   const std::string default_text = human_bytes(posemb::memory_limit());
   add_memory_option(&app, default_text);

@@ -58,7 +58,16 @@ void run_inspect(const InspectOptions& o) {
     }
     t.reserved_rows = *o.reserved_rows;
   }
-  if (const auto k = unstated_reserved_rows(t, o.reserved_rows.has_value())) {
+  // A vision table's prefix tokens are its reserved rows, as `resize --grid` records them: the
+  // same count before and after a resize.
+  bool stated = o.reserved_rows.has_value();
+  if (!stated && !t.reserved_rows_recorded) {
+    if (const auto prefix = vision_prefix_rows(t, file)) {
+      t.reserved_rows = *prefix;
+      stated = true;
+    }
+  }
+  if (const auto k = unstated_reserved_rows(t, stated)) {
     warn(looks_reserved(t, *k) + "; shown as " + std::to_string(t.values.rows()) +
          " positions. Pass --reserved-rows " + std::to_string(*k) + " if they are reserved");
   }

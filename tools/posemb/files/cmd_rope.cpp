@@ -56,12 +56,21 @@ void run_set(const RopeCliOptions& o) {
   const RopeConfig& c = r.config;
   std::string keys;  // rope_scaling, rope_parameters or both
   for (const std::string& k : r.keys) keys += (keys.empty() ? "" : " and ") + k;
+  // The lengths as `posemb rope` then reports them (RopeConfig::extended_length): the factor's
+  // length, unless max_position_embeddings is past the trained length: then that is how far it
+  // runs.
+  const double factor = edit.type == RopeScalingType::none ? 1.0 : edit.factor;
+  const std::string why = c.extended_length() == c.scaled_length()
+                              ? fmt::format("{} x the trained {}", factor, c.trained_length())
+                              : fmt::format(
+                                    "max_position_embeddings, how far transformers runs the model; "
+                                    "{} x the trained {} would be {}",
+                                    factor, c.trained_length(), c.scaled_length());
   fmt::print(
-      "wrote {}: {} {}; targets {} positions ({} x the trained {}); "
-      "max_position_embeddings stays {}, every other key as it was\n",
+      "wrote {}: {} {}; lengths: trained {}, extended {} ({}); max_position_embeddings stays {}, "
+      "every other key as it was\n",
       quote_untrusted(o.out), keys, o.set == "default" ? "default (no scaling)" : o.set,
-      c.scaled_length(), edit.type == RopeScalingType::none ? 1.0 : edit.factor, c.trained_length(),
-      c.max_position_embeddings);
+      c.trained_length(), c.extended_length(), why, c.max_position_embeddings);
 }
 
 void run_rope(const RopeCliOptions& o) {

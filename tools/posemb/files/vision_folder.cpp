@@ -274,6 +274,17 @@ std::string length_verdict(const ConfigLength& l) {
 
 }  // namespace
 
+std::optional<std::size_t> vision_prefix_rows(const PositionTable& t, const TensorFile& file) {
+  if (file.format == TensorFileFormat::npy) return std::nullopt;
+  const TableClass kind = classify_table(file, t.source_tensor);
+  if (kind.kind != TableKind::vision) return std::nullopt;
+  try {
+    return vision_layout(t, kind).prefix_tokens;
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;  // no grid: the grid line says why
+  }
+}
+
 void print_vision_and_config(const PositionTable& t, const TensorFile& file,
                              const CheckpointFolder* folder) {
   const TableClass kind =

@@ -44,6 +44,10 @@ struct FolderTable {
 };
 FolderTable load_folder_table(const std::string& dir, const std::string& tensor);
 
+// The prefix tokens (class, distillation) of a vision table, which `resize --grid` records as
+// its reserved rows; nullopt for a 1-D table, a .npy file or a table without a grid layout.
+std::optional<std::size_t> vision_prefix_rows(const PositionTable& table, const TensorFile& file);
+
 // The lines `posemb inspect` adds: the grid of a vision table, and for a folder whether its
 // config.json agrees with the table.
 void print_vision_and_config(const PositionTable& table, const TensorFile& file,
