@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "lab/checkpoint.hpp"
 #include "lab/config.hpp"
+#include "lab/train/checkpoint.hpp"
 #include "posemb/errors.hpp"
 
 namespace {

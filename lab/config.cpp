@@ -5,7 +5,7 @@
 #include <sstream>
 #include <type_traits>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb::lab {

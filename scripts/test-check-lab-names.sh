@@ -9,7 +9,7 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/lab/encodings" "$tmp/tools/x"
 printf 'const S kA{\n    .name = "alpha",\n};\nconst S kB{.name = "beta-two"};\n' \
   >"$tmp/lab/encodings/a.cpp"
-printf 'auto a = find("alpha");  // ok: the registry\n' >"$tmp/lab/encodings.cpp"
+printf 'auto a = find("alpha");  // ok: the registry\n' >"$tmp/lab/encodings/registry.cpp"
 printf 'std::string k = "posemb.lab.run";  // ok: in lab/\n' >"$tmp/lab/checkpoint.cpp"
 cat >"$tmp/tools/x/cmd.cpp" <<'CPP'
 // "alpha" in a comment is fine

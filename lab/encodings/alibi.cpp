@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "lab/encodings/token_only.hpp"
 #include "posemb/alibi.hpp"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "posemb/embedding.hpp"
 #include "posemb/positions.hpp"
 

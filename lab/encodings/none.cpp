@@ -2,7 +2,7 @@
 // input layer is the token rows only (the library's token-only posemb::embed_forward).
 #include <memory>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "lab/encodings/token_only.hpp"
 
 namespace posemb::lab {

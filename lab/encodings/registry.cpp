@@ -1,7 +1,7 @@
 // The registry of the lab's positional encodings, and the Encoding interface's defaults.
 #include <array>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb::lab {

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "lab/encodings/token_only.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/rope.hpp"

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "posemb/embedding.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/sinusoidal.hpp"

@@ -1,4 +1,4 @@
-#include "lab/evaluate.hpp"
+#include "lab/eval/evaluate.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "lab/kernels.hpp"
+#include "lab/model/kernels.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/memory.hpp"
 #include "posemb/parallel.hpp"

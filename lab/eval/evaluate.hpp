@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/model.hpp"
-#include "lab/task.hpp"
+#include "lab/model/model.hpp"
+#include "lab/tasks/task.hpp"
 
 namespace posemb::lab {
 

@@ -32,9 +32,9 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/evaluate.hpp"
-#include "lab/summary.hpp"
-#include "lab/trainer.hpp"
+#include "lab/eval/evaluate.hpp"
+#include "lab/report/summary.hpp"
+#include "lab/train/trainer.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/resize.hpp"
 

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "lab/encoding.hpp"
-#include "lab/experiment.hpp"
-#include "lab/trainer.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/experiment/demo.hpp"
+#include "lab/train/trainer.hpp"
 #include "posemb/memory.hpp"
 
 namespace posemb::lab {

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "lab/encoding.hpp"
-#include "lab/experiment.hpp"
-#include "lab/model.hpp"
-#include "lab/results.hpp"
-#include "lab/sweep.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/experiment/demo.hpp"
+#include "lab/experiment/grid.hpp"
+#include "lab/model/model.hpp"
+#include "lab/report/results.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/resize.hpp"
 

@@ -1,4 +1,4 @@
-#include "lab/sweep.hpp"
+#include "lab/experiment/grid.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -14,9 +14,9 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "lab/checkpoint.hpp"
-#include "lab/encoding.hpp"
-#include "lab/preflight.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/train/checkpoint.hpp"
+#include "lab/train/preflight.hpp"
 #include "posemb/parallel.hpp"
 
 namespace posemb::lab {

@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/distributed.hpp"
-#include "lab/evaluate.hpp"
-#include "lab/results.hpp"
-#include "lab/trainer.hpp"
+#include "lab/eval/evaluate.hpp"
+#include "lab/ranks/distributed.hpp"
+#include "lab/report/results.hpp"
+#include "lab/train/trainer.hpp"
 #include "posemb/matrix.hpp"
 
 namespace posemb::lab {

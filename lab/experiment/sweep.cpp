@@ -1,4 +1,4 @@
-#include "lab/sweep_grid.hpp"
+#include "lab/experiment/sweep.hpp"
 
 #include <fmt/core.h>
 
@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "lab/encoding.hpp"
-#include "lab/sweep.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/experiment/grid.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb::lab {

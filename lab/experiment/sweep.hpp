@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/sweep_report.hpp"
+#include "lab/experiment/sweep_files.hpp"
 
 namespace posemb::lab {
 

@@ -1,4 +1,4 @@
-#include "lab/sweep_report.hpp"
+#include "lab/experiment/sweep_files.hpp"
 
 #include <fmt/core.h>
 
@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "lab/results.hpp"
-#include "lab/results_json.hpp"
+#include "lab/report/results.hpp"
+#include "lab/report/results_json.hpp"
 
 namespace posemb::lab {
 namespace {

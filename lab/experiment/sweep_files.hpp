@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "lab/sweep.hpp"
+#include "lab/experiment/grid.hpp"
 
 namespace posemb::lab {
 

@@ -1,4 +1,4 @@
-#include "lab/attention.hpp"
+#include "lab/model/attention.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "lab/kernels_simd.hpp"
+#include "lab/model/kernels_simd.hpp"
 #include "posemb/alibi.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/parallel.hpp"

@@ -4,7 +4,7 @@
 // does the operations its header comment spells out, in that order, on every target, so every
 // target gives the same bits.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "lab/attention_simd.cpp"
+#define HWY_TARGET_INCLUDE "lab/model/attention_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // Re-included once per target (not guarded).
 #include <hwy/highway.h>
@@ -13,8 +13,8 @@
 #include <cmath>
 #include <cstddef>
 
-#include "lab/kernels_simd.hpp"
-#include "lab/simd_common-inl.hpp"
+#include "lab/model/kernels_simd.hpp"
+#include "lab/model/simd_common-inl.hpp"
 #include "posemb/simd_dispatch.hpp"
 
 HWY_BEFORE_NAMESPACE();

@@ -11,7 +11,7 @@
 // of kRows rows of C by one panel runs over the block's rows of B; between blocks of k the
 // running sums wait in C itself (a float stored and loaded back is unchanged).
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "lab/gemm_simd.cpp"
+#define HWY_TARGET_INCLUDE "lab/model/gemm_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // Re-included once per target (not guarded).
 #include <hwy/highway.h>
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "lab/gemm.hpp"
+#include "lab/model/gemm.hpp"
 #include "posemb/simd_dispatch.hpp"
 
 #ifndef POSEMB_LAB_GEMM_SIMD_BLOCKS_

@@ -1,4 +1,4 @@
-#include "lab/kernels.hpp"
+#include "lab/model/kernels.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "lab/gemm.hpp"
-#include "lab/kernels_simd.hpp"
+#include "lab/model/gemm.hpp"
+#include "lab/model/kernels_simd.hpp"
 #include "posemb/parallel.hpp"
 
 namespace posemb::lab {

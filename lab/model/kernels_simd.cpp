@@ -3,7 +3,7 @@
 // header comment spells out, in that order, on every target; scalar tails repeat them lane by
 // lane, and row sums use the fixed 16-partial order (Sum16), so every target gives the same bits.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "lab/kernels_simd.cpp"
+#define HWY_TARGET_INCLUDE "lab/model/kernels_simd.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // Re-included once per target (not guarded).
 #include <hwy/highway.h>
@@ -11,8 +11,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "lab/kernels_simd.hpp"
-#include "lab/simd_common-inl.hpp"
+#include "lab/model/kernels_simd.hpp"
+#include "lab/model/simd_common-inl.hpp"
 #include "posemb/simd_dispatch.hpp"
 
 HWY_BEFORE_NAMESPACE();

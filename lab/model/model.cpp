@@ -1,4 +1,4 @@
-#include "lab/model.hpp"
+#include "lab/model/model.hpp"
 
 #include <algorithm>
 #include <initializer_list>
@@ -6,8 +6,8 @@
 #include <string>
 #include <tuple>
 
-#include "lab/attention.hpp"
-#include "lab/kernels.hpp"
+#include "lab/model/attention.hpp"
+#include "lab/model/kernels.hpp"
 #include "posemb/initializers.hpp"
 #include "posemb/memory.hpp"
 

@@ -24,8 +24,8 @@
 #include <span>
 #include <vector>
 
-#include "lab/encoding.hpp"
-#include "lab/params.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/model/params.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/optimizers.hpp"
 

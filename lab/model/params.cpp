@@ -1,4 +1,4 @@
-#include "lab/params.hpp"
+#include "lab/model/params.hpp"
 
 #include <algorithm>
 

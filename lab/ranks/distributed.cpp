@@ -1,6 +1,6 @@
 // The communicator's shared parts (status exchange, count checks), the single process, and the
 // choice of world(). The MPI communicator is in mpi_communicator.cpp (built with MPI only).
-#include "lab/distributed.hpp"
+#include "lab/ranks/distributed.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "lab/mpi_communicator.hpp"
+#include "lab/ranks/mpi_communicator.hpp"
 
 namespace posemb::lab {
 namespace {

@@ -1,4 +1,4 @@
-#include "lab/gradient_exchange.hpp"
+#include "lab/ranks/gradient_exchange.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "lab/shared_blocks.hpp"
+#include "lab/ranks/shared_blocks.hpp"
 #include "posemb/parallel.hpp"
 
 namespace posemb::lab {

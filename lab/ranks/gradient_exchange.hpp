@@ -36,7 +36,7 @@
 #include <span>
 #include <vector>
 
-#include "lab/distributed.hpp"
+#include "lab/ranks/distributed.hpp"
 
 namespace posemb::lab {
 

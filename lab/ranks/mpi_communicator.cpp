@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "lab/mpi_communicator.hpp"
+#include "lab/ranks/mpi_communicator.hpp"
 
 namespace posemb::lab::detail {
 namespace {

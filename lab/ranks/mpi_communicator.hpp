@@ -2,7 +2,7 @@
 // mpi_communicator.cpp implements it when the build has MPI, no_mpi.cpp otherwise.
 #pragma once
 
-#include "lab/distributed.hpp"
+#include "lab/ranks/distributed.hpp"
 
 namespace posemb::lab::detail {
 

@@ -1,7 +1,7 @@
 // A build without MPI: world() is the single process.
 #include <stdexcept>
 
-#include "lab/mpi_communicator.hpp"
+#include "lab/ranks/mpi_communicator.hpp"
 
 namespace posemb::lab::detail {
 

@@ -1,4 +1,4 @@
-#include "lab/shared_blocks.hpp"
+#include "lab/ranks/shared_blocks.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -24,7 +24,7 @@
 #include <memory>
 #include <vector>
 
-#include "lab/distributed.hpp"
+#include "lab/ranks/distributed.hpp"
 
 namespace posemb::lab {
 

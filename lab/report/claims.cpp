@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "lab/encoding.hpp"
-#include "lab/summary.hpp"
-#include "lab/summary_detail.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/report/summary.hpp"
+#include "lab/report/summary_numbers.hpp"
 
 namespace posemb::lab {
 namespace summary_detail {

@@ -1,4 +1,4 @@
-#include "lab/results.hpp"
+#include "lab/report/results.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "lab/results_json.hpp"
+#include "lab/report/results_json.hpp"
 
 namespace posemb::lab {
 namespace {

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "lab/evaluate.hpp"
+#include "lab/eval/evaluate.hpp"
 
 namespace posemb::lab {
 

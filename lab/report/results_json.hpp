@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lab/evaluate.hpp"
+#include "lab/eval/evaluate.hpp"
 
 namespace posemb::lab {
 

@@ -1,11 +1,11 @@
-#include "lab/summary.hpp"
+#include "lab/report/summary.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
-#include "lab/encoding.hpp"
-#include "lab/summary_detail.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/report/summary_numbers.hpp"
 
 namespace posemb::lab {
 namespace {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/results.hpp"
+#include "lab/report/results.hpp"
 
 namespace posemb::lab {
 

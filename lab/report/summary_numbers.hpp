@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "lab/results.hpp"
-#include "lab/summary.hpp"
+#include "lab/report/results.hpp"
+#include "lab/report/summary.hpp"
 
 namespace posemb::lab::summary_detail {
 

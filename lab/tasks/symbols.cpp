@@ -1,4 +1,4 @@
-#include "lab/task.hpp"
+#include "lab/tasks/task.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "lab/checkpoint.hpp"
+#include "lab/train/checkpoint.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/safetensors.hpp"

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "lab/config.hpp"
-#include "lab/model.hpp"
+#include "lab/model/model.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/optimizers.hpp"
 #include "posemb/tensor_file.hpp"

@@ -1,4 +1,4 @@
-#include "lab/checkpoint_table.hpp"
+#include "lab/train/checkpoint_table.hpp"
 
 #include <exception>
 

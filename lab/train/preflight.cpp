@@ -1,4 +1,4 @@
-#include "lab/preflight.hpp"
+#include "lab/train/preflight.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>

@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "lab/distributed.hpp"
-#include "lab/sweep.hpp"
+#include "lab/experiment/grid.hpp"
+#include "lab/ranks/distributed.hpp"
 
 namespace posemb::lab {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <typeinfo>
 
-#include "lab/experiment.hpp"
+#include "lab/experiment/demo.hpp"
 
 namespace posemb::lab {
 namespace {

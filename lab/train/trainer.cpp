@@ -1,6 +1,6 @@
-#include "lab/trainer.hpp"
+#include "lab/train/trainer.hpp"
 
-#include "lab/checkpoint.hpp"
+#include "lab/train/checkpoint.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "lab/kernels.hpp"
+#include "lab/model/kernels.hpp"
 #include "posemb/memory.hpp"
 #include "posemb/parallel.hpp"
 #include "posemb/position_table_file.hpp"

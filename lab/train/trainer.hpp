@@ -40,12 +40,12 @@
 #include <string>
 #include <vector>
 
-#include "lab/checkpoint.hpp"
 #include "lab/config.hpp"
-#include "lab/distributed.hpp"
-#include "lab/gradient_exchange.hpp"
-#include "lab/model.hpp"
-#include "lab/task.hpp"
+#include "lab/model/model.hpp"
+#include "lab/ranks/distributed.hpp"
+#include "lab/ranks/gradient_exchange.hpp"
+#include "lab/tasks/task.hpp"
+#include "lab/train/checkpoint.hpp"
 #include "posemb/optimizers.hpp"
 
 namespace posemb::lab {

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <string>
 
-#include "lab/checkpoint.hpp"
-#include "lab/checkpoint_table.hpp"
-#include "lab/trainer.hpp"
+#include "lab/train/checkpoint.hpp"
+#include "lab/train/checkpoint_table.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_runs.hpp"
 #include "posemb/npy.hpp"
 #include "posemb/position_table_file.hpp"

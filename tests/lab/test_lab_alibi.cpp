@@ -13,9 +13,9 @@
 #include <random>
 #include <vector>
 
-#include "lab/attention.hpp"
-#include "lab/encoding.hpp"
-#include "lab/model.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/model/attention.hpp"
+#include "lab/model/model.hpp"
 #include "lab_reference.hpp"
 #include "posemb/alibi.hpp"
 #include "posemb/matrix.hpp"

@@ -18,11 +18,11 @@
 #include <typeinfo>
 #include <vector>
 
-#include "lab/checkpoint.hpp"
 #include "lab/config.hpp"
-#include "lab/evaluate.hpp"
-#include "lab/model.hpp"
-#include "lab/trainer.hpp"
+#include "lab/eval/evaluate.hpp"
+#include "lab/model/model.hpp"
+#include "lab/train/checkpoint.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_runs.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/memory.hpp"

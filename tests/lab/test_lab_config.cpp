@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/encoding.hpp"
-#include "lab/evaluate.hpp"
-#include "lab/model.hpp"
-#include "lab/trainer.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/eval/evaluate.hpp"
+#include "lab/model/model.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_runs.hpp"
 
 namespace posemb::lab {

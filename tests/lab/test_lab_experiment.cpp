@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/encoding.hpp"
-#include "lab/experiment.hpp"
-#include "lab/results.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/experiment/demo.hpp"
+#include "lab/report/results.hpp"
 
 namespace posemb::lab {
 namespace {

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "lab/checkpoint.hpp"
-#include "lab/results.hpp"
-#include "lab/summary.hpp"
-#include "lab/trainer.hpp"
+#include "lab/report/results.hpp"
+#include "lab/report/summary.hpp"
+#include "lab/train/checkpoint.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_runs.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/resize.hpp"

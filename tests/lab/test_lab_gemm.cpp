@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/simd.hpp"
-#include "lab/gemm.hpp"
+#include "lab/model/gemm.hpp"
 #include "posemb/simd.hpp"
 
 namespace posemb::lab {

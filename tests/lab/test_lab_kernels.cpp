@@ -13,9 +13,9 @@
 #include <random>
 #include <vector>
 
-#include "lab/attention.hpp"
-#include "lab/encoding.hpp"
-#include "lab/kernels.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/model/attention.hpp"
+#include "lab/model/kernels.hpp"
 #include "lab_reference.hpp"
 #include "posemb/matrix.hpp"
 

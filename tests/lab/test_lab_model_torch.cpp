@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "lab/model.hpp"
+#include "lab/model/model.hpp"
 
 namespace posemb::lab {
 namespace {

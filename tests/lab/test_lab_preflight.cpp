@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/preflight.hpp"
-#include "lab/sweep.hpp"
+#include "lab/experiment/grid.hpp"
+#include "lab/train/preflight.hpp"
 #include "lab_runs.hpp"
 #include "thread_group.hpp"
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "lab/checkpoint.hpp"
-#include "lab/encoding.hpp"
-#include "lab/model.hpp"
-#include "lab/trainer.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/model/model.hpp"
+#include "lab/train/checkpoint.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_runs.hpp"
 #include "temp_dir.hpp"
 

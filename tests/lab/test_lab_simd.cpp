@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "core/simd.hpp"
-#include "lab/attention.hpp"
-#include "lab/kernels.hpp"
-#include "lab/kernels_simd.hpp"
+#include "lab/model/attention.hpp"
+#include "lab/model/kernels.hpp"
+#include "lab/model/kernels_simd.hpp"
 #include "lab_reference.hpp"
 #include "posemb/alibi.hpp"
 #include "posemb/matrix.hpp"

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/encoding.hpp"
-#include "lab/sweep_grid.hpp"
-#include "lab/sweep_report.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/experiment/sweep.hpp"
+#include "lab/experiment/sweep_files.hpp"
 
 namespace posemb::lab {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/task.hpp"
+#include "lab/tasks/task.hpp"
 
 namespace posemb::lab {
 namespace {

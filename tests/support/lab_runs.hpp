@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 
 namespace posemb::lab::testing {
 

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "bench_cases.hpp"
-#include "lab/attention.hpp"
-#include "lab/encoding.hpp"
-#include "lab/kernels.hpp"
-#include "lab/trainer.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/model/attention.hpp"
+#include "lab/model/kernels.hpp"
+#include "lab/train/trainer.hpp"
 #include "posemb/posemb.hpp"
 
 namespace posemb::cli {

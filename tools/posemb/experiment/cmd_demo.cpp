@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "cli.hpp"
-#include "lab/encoding.hpp"
-#include "lab/experiment.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/experiment/demo.hpp"
 #include "lab_options.hpp"
 #include "plots.hpp"
 #include "posemb/atomic_file.hpp"

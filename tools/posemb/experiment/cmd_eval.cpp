@@ -10,9 +10,9 @@
 #include <string>
 
 #include "cli.hpp"
-#include "lab/evaluate.hpp"
-#include "lab/results.hpp"
-#include "lab/trainer.hpp"
+#include "lab/eval/evaluate.hpp"
+#include "lab/report/results.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_options.hpp"
 #include "posemb/atomic_file.hpp"
 #include "posemb/errors.hpp"

@@ -10,17 +10,17 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "lab/encoding.hpp"
-#include "lab/preflight.hpp"
-#include "lab/sweep.hpp"
-#include "lab/sweep_report.hpp"
+#include "lab/encodings/encoding.hpp"
+#include "lab/experiment/grid.hpp"
+#include "lab/experiment/sweep_files.hpp"
+#include "lab/train/preflight.hpp"
 #include "lab_options.hpp"
 #include "mpi_job.hpp"
 #include "plots.hpp"
 #include "posemb/atomic_file.hpp"
 #include "posemb/errors.hpp"
 #include "results_table.hpp"
-#include "sweep_grid.hpp"
+#include "sweep_flags.hpp"
 
 namespace posemb::cli {
 namespace {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "lab/evaluate.hpp"
-#include "lab/experiment.hpp"
-#include "lab/preflight.hpp"
-#include "lab/trainer.hpp"
+#include "lab/eval/evaluate.hpp"
+#include "lab/experiment/demo.hpp"
+#include "lab/train/preflight.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_options.hpp"
 #include "mpi_job.hpp"
 #include "posemb/errors.hpp"

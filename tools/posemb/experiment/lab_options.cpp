@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/parallel.hpp"
 

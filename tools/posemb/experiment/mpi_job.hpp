@@ -16,7 +16,7 @@
 #include <string>
 
 #include "cli.hpp"
-#include "lab/distributed.hpp"
+#include "lab/ranks/distributed.hpp"
 
 namespace posemb::cli {
 

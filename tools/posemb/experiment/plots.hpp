@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "lab/experiment.hpp"
-#include "lab/results.hpp"
-#include "lab/sweep_report.hpp"
+#include "lab/experiment/demo.hpp"
+#include "lab/experiment/sweep_files.hpp"
+#include "lab/report/results.hpp"
 #include "posemb/matrix_view.hpp"
 
 namespace posemb::cli {

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "lab/evaluate.hpp"
-#include "lab/sweep_report.hpp"
+#include "lab/eval/evaluate.hpp"
+#include "lab/experiment/sweep_files.hpp"
 
 namespace posemb::cli {
 

@@ -1,4 +1,4 @@
-#include "sweep_grid.hpp"
+#include "sweep_flags.hpp"
 
 #include <algorithm>
 #include <cstdint>

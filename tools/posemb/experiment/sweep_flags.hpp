@@ -1,4 +1,4 @@
-// tools/posemb/experiment/sweep_grid.hpp: the flags of `posemb sweep`: the grid's axes
+// tools/posemb/experiment/sweep_flags.hpp: the flags of `posemb sweep`: the grid's axes
 // (lab::SweepAxes, each a list) and the settings that are one value for every run.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "lab/sweep_grid.hpp"
+#include "lab/experiment/sweep.hpp"
 #include "lab_options.hpp"
 
 namespace posemb::cli {

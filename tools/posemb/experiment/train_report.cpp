@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb::cli {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cli.hpp"
-#include "lab/checkpoint_table.hpp"
+#include "lab/train/checkpoint_table.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/table_analysis.hpp"

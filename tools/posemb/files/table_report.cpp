@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "lab/checkpoint_table.hpp"
+#include "lab/train/checkpoint_table.hpp"
 #include "posemb/atomic_file.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/table_analysis.hpp"
