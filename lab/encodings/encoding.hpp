@@ -1,13 +1,13 @@
-// lab/encoding.hpp: the positional-encoding interface of the lab model, and the registry of
-// encodings.
+// lab/encodings/encoding.hpp: the positional-encoding interface of the lab model (Encoding) and
+// what an encoding is (EncodingSpec). The registry of encodings is lab/encodings/registry.hpp.
 //
 //   const lab::EncodingSpec& spec = lab::find_encoding("learned");   // by name (--pe)
 //   spec.has_table;                          // true: a trainable (max_seq_len, d_model) table
-//   spec.default_table_rows(12);             // 26: the longest training sequence
+//   spec.default_table_rows(26);             // 26: the longest training row's tokens
 //   std::unique_ptr<lab::Encoding> enc = spec.make(cfg);   // per model, owns its state
 //   enc->embed_forward(x0, tokens, posemb::PositionSource::explicit_ids(pos), wte);
 //
-// An encoding enters the model in three places, each a call on this interface:
+// An encoding enters the model in these places, each a call on this interface:
 //   input layer   x0 = wte[tokens] + the encoding at each position (learned and sinusoidal go
 //                 through posemb::embed_forward / embed_backward; the others use the token-only
 //                 overloads), forward and backward;
@@ -20,10 +20,10 @@
 // the model's list for the optimizer and the checkpoint, after wte.weight.
 //
 // Adding an encoding: one file in lab/encodings/ defining a class derived from Encoding and an
-// `extern const EncodingSpec` for it, and its name in the registry (lab/encodings.cpp). Nothing
-// else in the lab or the CLI names an encoding: the demo trains those marked in_demo, the summary
-// finds the ones a published claim is about by their properties, and --help lists the registry
-// (scripts/check-encoding-names.py, CTest `encoding_names`, fails on a name spelled elsewhere).
+// `extern const EncodingSpec` for it, and its name in the registry (lab/encodings/registry.cpp).
+// Nothing else in the lab or the CLI names an encoding: the demo trains those marked in_demo, the
+// summary finds the ones a published claim is about by their properties, and --help lists the
+// registry (scripts/check-lab-names.py, CTest `lab_names`, fails on a name spelled elsewhere).
 #pragma once
 
 #include <cstddef>
@@ -119,8 +119,9 @@ struct EncodingSpec {
   bool in_demo = false;           // trained by `posemb demo` (and shown in its summary and charts)
   std::string_view table_tensor;  // the table's checkpoint name ("wpe.weight"); "" without one
   PositionMode train_positions;   // positions of training sequences
-  // The table's default rows for training lengths n <= train_len (0 without a table).
-  std::size_t (*default_table_rows)(std::size_t train_len);
+  // The table's default rows for training rows of at most `train_tokens` tokens (0 without a
+  // table).
+  std::size_t (*default_table_rows)(std::size_t train_tokens);
   double default_embed_init_std;  // the token embedding's default N(0, std)
   // Extra checks of a model config naming this encoding (nullptr: none); throws ConfigError.
   void (*validate)(const ModelConfig& cfg);
@@ -130,17 +131,5 @@ struct EncodingSpec {
   // Computed (or absent) at any position: no last row to run past.
   bool any_position() const { return !has_table; }
 };
-
-// Every registered encoding, in the order --help lists them.
-std::span<const EncodingSpec* const> encodings();
-// The encoding called name; throws ConfigError (field model.pe) listing the names otherwise.
-const EncodingSpec& find_encoding(std::string_view name);
-// "learned, learned-randomized, ..." (for messages and --help).
-std::string encoding_names();
-// Every registered name, in registry order (for --pe's choices).
-std::vector<std::string> encoding_name_list();
-// The first registered encoding satisfying pred, or nullptr (e.g. the one with a table trained
-// on randomized positions).
-const EncodingSpec* find_encoding_if(bool (*pred)(const EncodingSpec&));
 
 }  // namespace posemb::lab

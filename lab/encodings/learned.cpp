@@ -60,7 +60,7 @@ extern const EncodingSpec kLearned{
     .in_demo = true,
     .table_tensor = kTableName,
     .train_positions = PositionMode::contiguous,
-    .default_table_rows = [](std::size_t train_len) { return input_len(train_len); },
+    .default_table_rows = [](std::size_t train_tokens) { return train_tokens; },
     .default_embed_init_std = 0.02,
     .validate = nullptr,
     .make = make,
@@ -77,7 +77,7 @@ extern const EncodingSpec kLearnedRandomized{
     .table_tensor = kTableName,
     .train_positions = PositionMode::randomized,
     .default_table_rows =
-        [](std::size_t train_len) { return std::max<std::size_t>(256, 4 * input_len(train_len)); },
+        [](std::size_t train_tokens) { return std::max<std::size_t>(256, 4 * train_tokens); },
     .default_embed_init_std = 0.02,
     .validate = nullptr,
     .make = make,

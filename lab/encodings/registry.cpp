@@ -1,7 +1,9 @@
-// The registry of the lab's positional encodings, and the Encoding interface's defaults.
+// The registry of the lab's positional encodings (lab/encodings/registry.hpp), and the Encoding
+// interface's defaults.
+#include "lab/encodings/registry.hpp"
+
 #include <array>
 
-#include "lab/encodings/encoding.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb::lab {
@@ -51,6 +53,28 @@ const EncodingSpec& find_encoding(std::string_view name) {
   }
   throw ConfigError({"model.pe"}, "model config: positional encoding " + quote_untrusted(name, 64) +
                                       " is not one of " + encoding_names());
+}
+
+const EncodingSpec& validate_model(const ModelConfig& cfg) {
+  const EncodingSpec& spec = find_encoding(cfg.pe);
+  cfg.check_fields();
+  if (spec.has_table) {
+    check_limit("model", "max_seq_len", cfg.max_seq_len, limits::max_seq_len);
+  } else if (cfg.max_seq_len != 0) {
+    throw ConfigError({"model.max_seq_len", "model.pe"},
+                      "model config: max_seq_len " + std::to_string(cfg.max_seq_len) +
+                          " sets the rows of a learned table, and encoding " +
+                          std::string(spec.name) + " has none (it must be 0)");
+  }
+  if (cfg.rope_scaling.method != rope_scaling_methods().front() &&
+      spec.site != EncodingSite::attention) {
+    throw ConfigError({"model.rope_scaling", "model.pe"},
+                      "model config: rope scaling " + cfg.rope_scaling.method +
+                          " stretches the rotation of q and k, and encoding " +
+                          std::string(spec.name) + " has none");
+  }
+  if (spec.validate != nullptr) spec.validate(cfg);
+  return spec;
 }
 
 void Encoding::rotate_qk_forward(MatrixView<float>, std::span<const std::int64_t>,

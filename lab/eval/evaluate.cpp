@@ -7,7 +7,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "lab/encodings/registry.hpp"
 #include "lab/model/kernels.hpp"
+#include "lab/tasks/registry.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/memory.hpp"
 #include "posemb/parallel.hpp"
@@ -23,8 +25,9 @@ std::size_t table_rows(const Model& model) {
 }
 
 // The memory of one length's evaluation: its batch and its decoder.
-std::size_t length_bytes(const ModelConfig& mc, std::size_t samples, std::size_t n) {
-  const std::size_t len = input_len(n);
+std::size_t length_bytes(const ModelConfig& mc, const TaskSpec& task, std::size_t samples,
+                         std::size_t n) {
+  const std::size_t len = task.tokens(n);
   const std::size_t batch =
       saturating_mul(saturating_mul(samples, len), sizeof(TokenId) + sizeof(std::int64_t) + 4);
   return saturating_add(batch, Decoder::bytes(mc, samples, len));
@@ -33,10 +36,11 @@ std::size_t length_bytes(const ModelConfig& mc, std::size_t samples, std::size_t
 LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalConfig& cfg,
                              PositionMode mode, std::size_t n) {
   const auto& mc = model.config();
+  const TaskSpec& spec = find_task(task.kind);
   LengthResult res;
   res.length = n;
   res.samples = cfg.samples;
-  const std::size_t B = cfg.samples, len = input_len(n);
+  const std::size_t B = cfg.samples, len = spec.tokens(n);
   // Beyond the table: known from the lengths alone, before any batch or decoder is built.
   if (const std::size_t rows = table_rows(model); len > rows) {
     res.beyond_table = true;
@@ -49,7 +53,7 @@ LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalCon
   }
   Batch batch;
   try {
-    make_eval_batch(batch, task, n, cfg.samples, cfg.seed, mode, mc.max_seq_len);
+    spec.eval_batch(batch, task, n, cfg.samples, cfg.seed, mode, mc.max_seq_len);
     // The encoding's own check (a learned table: the layer's position check).
     const MatrixView<const std::int64_t> ids = batch.positions.cview();
     model.encoding().check_positions(mode == PositionMode::contiguous
@@ -61,6 +65,14 @@ LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalCon
     res.detail = e.what();
     return res;
   }
+  // Row b is given up to its first counted target's input (the prompt), then reads its own
+  // predictions; each prediction from there on at a counted target is scored.
+  std::vector<std::size_t> first(B, len);
+  for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t t = 0; t < len && first[b] == len; ++t) {
+      if (batch.targets(b, t) >= 0) first[b] = t;
+    }
+  }
   Decoder dec(model, B, len);
   std::vector<TokenId> tok(B), pred(B);
   std::vector<std::int64_t> pos(B);
@@ -68,22 +80,23 @@ LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalCon
   std::size_t right = 0;
   for (std::size_t t = 0; t < len; ++t) {
     for (std::size_t b = 0; b < B; ++b) {
-      tok[b] = t <= n + 1 ? batch.tokens(b, t) : pred[b];
+      tok[b] = t <= first[b] ? batch.tokens(b, t) : pred[b];
       pos[b] = batch.positions(b, t);
     }
     const auto logits = mode == PositionMode::contiguous ? dec.step(tok) : dec.step(tok, pos);
-    if (t < n + 1) continue;
     for (std::size_t b = 0; b < B; ++b) {
+      if (t < first[b]) continue;
       // The argmax of infinite or NaN logits is no prediction: an accuracy from them would be
       // garbage (a table of 3e38 values scored 0.000 everywhere), so evaluation stops.
       if (!all_finite(logits.row(b))) {
         throw std::runtime_error(
             "evaluate: the logits are infinite or NaN at length " + std::to_string(n) +
-            ", instance " + std::to_string(b) + ", answer token " + std::to_string(t - n - 1) +
+            ", instance " + std::to_string(b) + ", answer token " + std::to_string(t - first[b]) +
             ": the model's parameters (or its rope scaling) overflow float; no accuracy is "
             "reported");
       }
       pred[b] = static_cast<TokenId>(argmax(logits.row(b)));
+      if (batch.targets(b, t) < 0) continue;
       if (pred[b] == batch.targets(b, t)) {
         ++right;
       } else {
@@ -94,26 +107,27 @@ LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalCon
   std::size_t exact = 0;
   for (char c : all_right) exact += c ? 1 : 0;
   res.exact_match = static_cast<double>(exact) / static_cast<double>(B);
-  res.token_accuracy = static_cast<double>(right) / static_cast<double>(B * (n + 1));
+  res.token_accuracy = static_cast<double>(right) / static_cast<double>(batch.counted);
   return res;
 }
 
-// The longest length of cfg whose positions the model has (0: none).
-std::size_t longest_in_table(const Model& model, const EvalConfig& cfg) {
-  const std::size_t rows = table_rows(model);
-  std::size_t n = cfg.max_len;
-  if (input_len(n) > rows) n = rows >= 2 ? (rows - 2) / 2 : 0;
+// The longest length of cfg whose rows fit `rows` positions (0: none).
+std::size_t longest_within(const TaskSpec& task, const EvalConfig& cfg, std::size_t rows) {
+  const std::size_t n = std::min(cfg.max_len, longest_length_within(task, rows));
   return n >= cfg.min_len ? n : 0;
 }
 
+// The positions of a model of m (SIZE_MAX for an encoding computed at any position).
+std::size_t model_rows(const ModelConfig& m) {
+  return find_encoding(m.pe).has_table ? m.max_seq_len : static_cast<std::size_t>(-1);
+}
+
 // One instance of length n (0 beyond the table).
-double length_work(const ModelConfig& m, std::size_t n) {
-  const std::size_t rows =
-      find_encoding(m.pe).has_table ? m.max_seq_len : static_cast<std::size_t>(-1);
-  if (input_len(n) > rows) return 0.0;
+double length_work(const ModelConfig& m, const TaskSpec& task, std::size_t n) {
+  if (task.tokens(n) > model_rows(m)) return 0.0;
   const auto C = static_cast<double>(m.d_model), F = static_cast<double>(m.d_ff);
   const auto L = static_cast<double>(m.n_layers), V = static_cast<double>(m.vocab_size);
-  const auto len = static_cast<double>(input_len(n));
+  const auto len = static_cast<double>(task.tokens(n));
   // Each token: the projections and MLP of every layer and the head, and attention over the
   // tokens before it (scores and values).
   return len * (L * (4 * C * C + 2 * C * F) + C * V) + L * C * len * (len + 1);
@@ -121,43 +135,44 @@ double length_work(const ModelConfig& m, std::size_t n) {
 
 }  // namespace
 
-std::size_t evaluation_bytes(const ModelConfig& model, const EvalConfig& cfg,
-                             std::size_t concurrent) {
-  const std::size_t rows =
-      find_encoding(model.pe).has_table ? model.max_seq_len : static_cast<std::size_t>(-1);
-  std::size_t n = cfg.max_len;
-  if (input_len(n) > rows) n = rows >= 2 ? (rows - 2) / 2 : 0;
-  if (n < cfg.min_len) return 0;
+std::size_t evaluation_bytes(const ModelConfig& model, const TaskConfig& task,
+                             const EvalConfig& cfg, std::size_t concurrent) {
+  const TaskSpec& spec = find_task(task.kind);
+  const std::size_t n = longest_within(spec, cfg, model_rows(model));
+  if (n == 0) return 0;
   // A computed encoding caches every position up to the longest length.
   const std::size_t cache = find_encoding(model.pe).has_table
                                 ? 0
-                                : Model::bytes(model, input_len(n)) - Model::bytes(model, 0);
+                                : Model::bytes(model, spec.tokens(n)) - Model::bytes(model, 0);
   return saturating_add(cache, saturating_mul(std::max<std::size_t>(concurrent, 1),
-                                              length_bytes(model, cfg.samples, n)));
+                                              length_bytes(model, spec, cfg.samples, n)));
 }
 
-std::vector<double> evaluation_work_by_length(const ModelConfig& m, const EvalConfig& cfg) {
+std::vector<double> evaluation_work_by_length(const ModelConfig& m, const TaskConfig& task,
+                                              const EvalConfig& cfg) {
   cfg.validate();
+  const TaskSpec& spec = find_task(task.kind);
   std::vector<double> work;
   for (std::size_t n = cfg.max_len + 1; n-- > cfg.min_len;) {
-    work.push_back(length_work(m, n) * static_cast<double>(cfg.samples));
+    work.push_back(length_work(m, spec, n) * static_cast<double>(cfg.samples));
   }
   return work;
 }
 
-double evaluation_work(const ModelConfig& m, const EvalConfig& cfg) {
+double evaluation_work(const ModelConfig& m, const TaskConfig& task, const EvalConfig& cfg) {
+  const TaskSpec& spec = find_task(task.kind);
   double work = 0.0;
   for (std::size_t n = cfg.min_len; n <= cfg.max_len; ++n) {
-    const double w = length_work(m, n);
+    const double w = length_work(m, spec, n);
     if (w == 0.0) break;  // this length and every longer one are beyond the table
     work += w;
   }
   return work * static_cast<double>(cfg.samples);
 }
 
-void check_evaluation(const ModelConfig& model, const EvalConfig& cfg) {
+void check_evaluation(const ModelConfig& model, const TaskConfig& task, const EvalConfig& cfg) {
   cfg.validate();
-  const double work = evaluation_work(model, cfg);
+  const double work = evaluation_work(model, task, cfg);
   if (!limits::eval_work.contains(work)) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "%.3g multiply-adds, more than the %.3g an evaluation may take",
@@ -169,7 +184,7 @@ void check_evaluation(const ModelConfig& model, const EvalConfig& cfg) {
                           " layers, d_model " + std::to_string(model.d_model) + ") need about " +
                           buf + " (hours of computing): evaluate fewer or shorter lengths");
   }
-  const std::size_t bytes = evaluation_bytes(model, cfg, 1);
+  const std::size_t bytes = evaluation_bytes(model, task, cfg, 1);
   if (bytes != 0) {
     check_allocation("evaluate (lengths up to " + std::to_string(cfg.max_len) + " with " +
                          std::to_string(cfg.samples) + " samples each)",
@@ -179,23 +194,23 @@ void check_evaluation(const ModelConfig& model, const EvalConfig& cfg) {
 
 std::vector<LengthResult> evaluate(Model& model, const TaskConfig& task, const EvalConfig& cfg,
                                    const std::function<void(std::size_t, std::size_t)>& progress) {
-  task.validate();
+  const TaskSpec& spec = validate_task(task);
   const auto& mc = model.config();
-  check_evaluation(mc, cfg);
+  check_evaluation(mc, task, cfg);
   const PositionMode mode = model.encoding_spec().train_positions == PositionMode::randomized
                                 ? cfg.randomized_eval
                                 : PositionMode::contiguous;
   const std::size_t total = cfg.max_len - cfg.min_len + 1;
   // Memory, before anything is built: the lengths the table holds, one at a time at least;
   // as many at a time as threads when the budget allows (the results do not depend on it).
-  const std::size_t longest = longest_in_table(model, cfg);
+  const std::size_t longest = longest_within(spec, cfg, table_rows(model));
   std::size_t concurrent = 1;
   if (longest != 0) {
-    const std::size_t one = evaluation_bytes(mc, cfg, 1);
-    const std::size_t per = length_bytes(mc, cfg.samples, longest);
+    const std::size_t one = evaluation_bytes(mc, task, cfg, 1);
+    const std::size_t per = length_bytes(mc, spec, cfg.samples, longest);
     const std::size_t room = (memory_limit() - one) / std::max<std::size_t>(per, 1) + 1;
     concurrent = std::clamp<std::size_t>(room, 1, parallel_threads());
-    std::size_t top = input_len(longest);
+    std::size_t top = spec.tokens(longest);
     if (mode == PositionMode::randomized) top = std::max(top, mc.max_seq_len);
     model.reserve_positions(top);
   }

@@ -34,21 +34,22 @@ struct LengthResult {
 // The bytes evaluate() needs for a model of these settings (its learned table's rows: model.
 // max_seq_len) with `concurrent` lengths at a time: the batch and decoder of the longest length
 // the table holds, and a computed encoding's cache (saturating; 0 when no length fits).
-std::size_t evaluation_bytes(const ModelConfig& model, const EvalConfig& cfg,
-                             std::size_t concurrent = 1);
+std::size_t evaluation_bytes(const ModelConfig& model, const TaskConfig& task,
+                             const EvalConfig& cfg, std::size_t concurrent = 1);
 
 // The multiply-adds of evaluate() for a model of these settings: greedy decoding of every
 // length the table holds, samples at a time (an estimate: the products and the attention).
-double evaluation_work(const ModelConfig& model, const EvalConfig& cfg);
+double evaluation_work(const ModelConfig& model, const TaskConfig& task, const EvalConfig& cfg);
 // The same estimate for each length, in the order evaluate() runs them (the longest first): 0
 // for a length the table cannot hold (reported beyond_table without being decoded). For a
 // progress bar's time left.
-std::vector<double> evaluation_work_by_length(const ModelConfig& model, const EvalConfig& cfg);
+std::vector<double> evaluation_work_by_length(const ModelConfig& model, const TaskConfig& task,
+                                              const EvalConfig& cfg);
 
 // What evaluate() checks before it builds anything: the work within limits::eval_work
 // (ConfigError naming eval.max_len and eval.samples) and the memory of one length at a time
 // within the memory budget (MemoryLimitExceeded). For a front end to call before training.
-void check_evaluation(const ModelConfig& model, const EvalConfig& cfg);
+void check_evaluation(const ModelConfig& model, const TaskConfig& task, const EvalConfig& cfg);
 
 // Throws ConfigError for an unusable cfg, and std::runtime_error naming the length when the
 // logits it decodes from are infinite or NaN (parameters that overflow float: no accuracy is

@@ -8,11 +8,6 @@
 //   lab::DemoOutcome out = lab::run_demo(plan, "demo-out/checkpoints", on_progress);
 //   for (const auto& [name, bytes] : lab::demo_data_files(out)) ...  // results.csv, summary.md
 //
-//   // `posemb train --init-from CK --steps 500`: the checkpoint's run with the flags given
-//   lab::RunOverrides ov;  ov.values.train.steps = 500;  ov.fields = {"train.steps"};
-//   lab::Trainer tr = lab::Trainer::from_checkpoint("CK", ov, "", comm);  // CK read once
-//   lab::TrainDone done = lab::train_until(tr, {.until = 500, .checkpoint = "out/ck"}, {});
-//
 // The demo: every registered encoding marked in_demo (lab/encoding.hpp) trained with `seeds` seeds
 // from scratch; then each learned table (the encoding with a table and contiguous positions)
 // extended to twice the training length by four methods and fine-tuned, exact match past L probed
@@ -34,6 +29,7 @@
 #include "lab/config.hpp"
 #include "lab/eval/evaluate.hpp"
 #include "lab/report/summary.hpp"
+#include "lab/tasks/registry.hpp"
 #include "lab/train/trainer.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/resize.hpp"
@@ -43,7 +39,7 @@ namespace posemb::lab {
 // The flags of `posemb demo`; 0 means the preset's value.
 struct DemoOptions {
   bool quick = false;
-  std::string task = "copy";
+  std::string task = default_task_name();
   std::size_t parallel_runs = 1;  // runs trained at a time, one thread each
   std::uint64_t seed = 1;         // the first of `seeds` consecutive seeds
   std::size_t seeds = 3;
@@ -115,24 +111,5 @@ DemoOutcome run_demo(const DemoPlan& plan, const std::filesystem::path& checkpoi
 // extension.json, rope_extension.csv, rope_extension.json (when a rotary encoding ran) and
 // summary.md (the charts are drawn by the CLI's renderer).
 std::vector<std::pair<std::string, std::string>> demo_data_files(const DemoOutcome& out);
-
-// A run trained up to a step, with checkpoints along the way (`posemb train`).
-struct TrainPlan {
-  std::size_t until = 0;             // the step to stop at (at most the run's steps)
-  std::size_t checkpoint_every = 0;  // also save every this many steps (0: only at the end)
-  std::string checkpoint;            // where Trainer::save writes
-};
-
-struct TrainDone {
-  std::size_t first_step = 0, last_step = 0;
-  double seconds = 0.0;
-  double tokens_per_second = 0.0;  // counting 2 * train_len + 2 tokens a sequence
-  double last_loss = 0.0;
-};
-
-// Steps tr until plan.until, saving as planned and at the end; on_step (may be empty) after each
-// step. Collective like Trainer::train_step and save.
-TrainDone train_until(Trainer& tr, const TrainPlan& plan,
-                      const std::function<void(std::size_t step, double loss)>& on_step);
 
 }  // namespace posemb::lab

@@ -5,44 +5,21 @@
 #include <cstdint>
 #include <string>
 
-#include "lab/encodings/encoding.hpp"
+#include "lab/encodings/registry.hpp"
 #include "lab/experiment/demo.hpp"
+#include "lab/tasks/registry.hpp"
+#include "lab/train/run.hpp"
 #include "lab/train/trainer.hpp"
 #include "posemb/memory.hpp"
 
 namespace posemb::lab {
 namespace {
 
-// copy: over 8 symbols, n <= 8; a 2-layer, 4-head, d_model 32 GPT; 2000 AdamW steps of 32
-// sequences (lr 3e-3, 100 warmup steps, cosine decay); the encoding trained on randomized
-// positions with a 40-row table (5 L) and 2500 steps; the extension fine-tunes 1000 steps at
-// n <= 16; a rotary run fine-tuned with each RoPE scaling 500 steps at n <= 16, probed every 100.
-// reverse is harder for this model: measured, it needs about three times the steps (4000;
-// randomized 7500 with a 32-row table, which trains each row more often; fine-tuning 3000, and
-// 1000 for RoPE, where position interpolation reached 0.80 after 900 steps in a 1500-step run).
-// sort takes copy's budget (measured: 0.99-1.00 in distribution for every encoding at 2000
-// steps). odd-first takes three times it: at 2000 steps only the learned table passed 0.75 in
-// distribution; at 6000 (randomized 8000; three seeds) learned, sinusoidal and rope reach
-// 0.99-1.00, learned-randomized 0.62-0.98, alibi 0.67-0.91 and none 0.62-0.69.
-// quick: any task at n <= 6 with a fraction of the steps (a smoke run: its accuracies are not
-// the demo's).
-struct Preset {
-  std::size_t train_len, steps, randomized_steps, randomized_rows, extension_steps,
-      rope_extension_steps, rope_probe_every, eval_max, samples;
-};
-
-Preset preset(const DemoOptions& o) {
-  if (o.quick) return {6, 400, 800, 30, 300, 200, 50, 18, 30};
-  switch (parse_task_kind(o.task)) {
-    case TaskKind::reverse:
-      return {8, 4000, 7500, 32, 3000, 1000, 100, 24, 100};
-    case TaskKind::odd_first:
-      return {8, 6000, 8000, 40, 3000, 1000, 100, 24, 100};
-    case TaskKind::copy:
-    case TaskKind::sort:
-      break;
-  }
-  return {8, 2000, 2500, 40, 1000, 500, 100, 24, 100};
+// The task's preset (lab/tasks/: each task's file says how its budget was measured), or its
+// quick one.
+DemoPreset preset(const DemoOptions& o) {
+  const TaskSpec& task = find_task(o.task);
+  return o.quick ? task.quick : task.demo;
 }
 
 std::size_t or_default(std::size_t given, std::size_t preset) {
@@ -69,7 +46,7 @@ DemoPlan plan_demo(const DemoOptions& o) {
                                   "smaller first seed",
                                   o.seeds, o.seed));
   }
-  const Preset p = preset(o);
+  const DemoPreset p = preset(o);
   DemoPlan plan;
   plan.options = o;
   plan.train_len = p.train_len;
@@ -99,18 +76,20 @@ DemoPlan plan_demo(const DemoOptions& o) {
 
 RunConfig DemoPlan::run(const std::string& pe, std::uint64_t seed) const {
   RunConfig r;
-  r.task.kind = parse_task_kind(options.task);
+  const TaskSpec& task = find_task(options.task);
+  r.task.kind = options.task;
   r.task.alphabet = 8;
   r.task.train_len = train_len;
   r.model.pe = pe;
-  r.model.vocab_size = r.task.vocab_size();
+  r.model.vocab_size = task.vocab_size(r.task);
   r.model.d_model = 32;
   r.model.n_layers = 2;
   r.model.n_heads = 4;
   r.model.d_ff = 128;
   const auto& spec = find_encoding(pe);
   const bool randomized = spec.train_positions == PositionMode::randomized;
-  r.model.max_seq_len = randomized ? randomized_rows : spec.default_table_rows(r.task.train_len);
+  r.model.max_seq_len =
+      randomized ? randomized_rows : spec.default_table_rows(task.tokens(r.task.train_len));
   r.model.embed_init_std = spec.default_embed_init_std;
   r.train.batch = 32;
   r.train.steps = randomized ? randomized_steps : steps;
@@ -123,7 +102,7 @@ RunConfig DemoPlan::run(const std::string& pe, std::uint64_t seed) const {
 RunConfig DemoPlan::extension_run(std::uint64_t seed) const {
   RunConfig r = run(extended, seed);
   r.task.train_len = 2 * train_len;
-  r.model.max_seq_len = input_len(2 * train_len);
+  r.model.max_seq_len = find_task(options.task).tokens(2 * train_len);
   r.train.steps = extension_steps;
   r.train.warmup = std::min<std::size_t>(20, extension_steps / 4);
   return r;
@@ -142,14 +121,14 @@ RunConfig DemoPlan::rope_extension_run(std::uint64_t seed, const std::string& me
 void check_demo(const DemoPlan& plan) {
   for (const auto& pe : plan.encodings) {
     const RunConfig cfg = plan.run(pe, plan.options.seed);
-    check_evaluation(cfg.model, plan.eval);
+    check_evaluation(cfg.model, cfg.task, plan.eval);
     check_allocation("demo (" + pe + ")", Trainer::memory_bytes(cfg));
   }
   check_allocation("demo (extended table)",
                    Trainer::memory_bytes(plan.extension_run(plan.options.seed)));
   for (const auto& m : plan.rope_methods) {
     const RunConfig r = plan.rope_extension_run(plan.options.seed, m);
-    r.validate();
+    validate_run(r);
     check_allocation("demo (" + plan.rotary + " " + m + ")", Trainer::memory_bytes(r));
   }
 }

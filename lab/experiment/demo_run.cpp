@@ -9,11 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "lab/encodings/encoding.hpp"
+#include "lab/encodings/registry.hpp"
 #include "lab/experiment/demo.hpp"
 #include "lab/experiment/grid.hpp"
 #include "lab/model/model.hpp"
 #include "lab/report/results.hpp"
+#include "lab/tasks/registry.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/resize.hpp"
 
@@ -93,6 +94,7 @@ std::vector<GridRun> encoding_runs(const DemoPlan& plan, const std::filesystem::
 std::vector<GridRun> extension_runs(const DemoPlan& plan, const std::vector<GridRun>& grid,
                                     const std::filesystem::path& ckdir) {
   const std::size_t L = plan.train_len, L2 = 2 * L;
+  const TaskSpec& task = find_task(plan.options.task);
   std::vector<GridRun> ext;
   for (const auto& g : grid) {
     if (g.run.model.pe != plan.extended) continue;
@@ -101,7 +103,7 @@ std::vector<GridRun> extension_runs(const DemoPlan& plan, const std::vector<Grid
     for (const auto m : plan.methods) {
       ResizeOptions ro;
       ro.seed = seed;
-      const PositionTable longer = resize_table(table, input_len(L2), m, ro);
+      const PositionTable longer = resize_table(table, task.tokens(L2), m, ro);
       const std::string name(resize_method_name(m));
       GridRun s;
       s.name = "extend by " + name + " seed " + std::to_string(seed);
@@ -162,6 +164,7 @@ ExtensionRun extension_result(std::string method, const GridRun& run, GridOutcom
 void describe(DemoReport& rep, const DemoPlan& plan, const RunConfig& first,
               const RunConfig& extension) {
   const std::size_t L = plan.train_len, L2 = 2 * L;
+  const TaskSpec& task = find_task(first.task.kind);
   rep.task = first.task;
   rep.samples = plan.eval.samples;
   rep.quick = plan.options.quick;
@@ -184,7 +187,7 @@ void describe(DemoReport& rep, const DemoPlan& plan, const RunConfig& first,
       "positions scaled to the trained rows' mean norm), then fine-tuned {} steps at n <= {} "
       "(lr {:g}, {} warmup steps, a fresh optimizer); exact match over n = {}..{}, mean over "
       "seeds [min, max]",
-      input_len(L), L, input_len(L2), plan.extension_steps, L2, first.train.lr,
+      task.tokens(L), L, task.tokens(L2), plan.extension_steps, L2, first.train.lr,
       extension.train.warmup, L + 1, L2);
   if (plan.rotary.empty()) return;
   const RunConfig rope = plan.rope_extension_run(plan.options.seed, plan.rope_methods.back());
@@ -196,7 +199,7 @@ void describe(DemoReport& rep, const DemoPlan& plan, const RunConfig& first,
       "fine-tuned {} steps at n <= {} with that scaling (lr {:g}, {} warmup steps, a fresh "
       "optimizer); exact match over n = 1..{} before any update and every {} steps, mean over "
       "seeds [min, max]",
-      plan.rotary, L, input_len(L), L2, methods, plan.rope_factor, input_len(L),
+      plan.rotary, L, task.tokens(L), L2, methods, plan.rope_factor, task.tokens(L),
       plan.rope_extension_steps, L2, rope.train.lr, rope.train.warmup, L2, plan.rope_probe_every);
 }
 
@@ -252,17 +255,18 @@ DemoOutcome run_demo(const DemoPlan& plan, const std::filesystem::path& checkpoi
 std::vector<std::pair<std::string, std::string>> demo_data_files(const DemoOutcome& out) {
   const DemoPlan& plan = out.plan;
   const std::size_t L = plan.train_len, L2 = 2 * L;
+  const TaskSpec& task = find_task(plan.options.task);
   const auto& rep = out.report;
   std::vector<std::pair<std::string, std::string>> files = {
       {"results.csv", results_csv(rep.runs)},
       {"results.json", results_json(plan.options.task, L, rep.runs)},
       {"extension.csv", extension_csv(rep.extension)},
-      {"extension.json", extension_json(L, L2, input_len(L2), rep.extension)}};
+      {"extension.json", extension_json(L, L2, task.tokens(L2), rep.extension)}};
   if (!rep.rope_extension.empty()) {
     files.emplace_back("rope_extension.csv", extension_csv(rep.rope_extension));
     files.emplace_back(
         "rope_extension.json",
-        rope_extension_json(L, L2, plan.rope_factor, input_len(L), rep.rope_extension));
+        rope_extension_json(L, L2, plan.rope_factor, task.tokens(L), rep.rope_extension));
   }
   files.emplace_back("summary.md", summary_markdown(rep));
   return files;

@@ -14,9 +14,10 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "lab/encodings/encoding.hpp"
+#include "lab/encodings/registry.hpp"
 #include "lab/train/checkpoint.hpp"
 #include "lab/train/preflight.hpp"
+#include "lab/train/run.hpp"
 #include "posemb/parallel.hpp"
 
 namespace posemb::lab {
@@ -26,7 +27,7 @@ using json = nlohmann::json;
 
 // Multiply-adds of a run's training (forward and backward of every step), roughly.
 double estimated_cost(const RunConfig& r) {
-  const double T = static_cast<double>(input_len(r.task.train_len));
+  const double T = static_cast<double>(run_train_tokens(r));
   const double C = static_cast<double>(r.model.d_model), F = static_cast<double>(r.model.d_ff);
   const double per_token =
       static_cast<double>(r.model.n_layers) * (4.0 * C * C + 2.0 * C * F + 2.0 * T * C) +
@@ -40,10 +41,10 @@ void validate(std::span<const GridRun> runs) {
     const auto& g = runs[i];
     const std::string who = "grid run " + std::to_string(i) + " (" + g.name + "): ";
     try {
-      g.run.validate();
+      validate_run(g.run);
       g.eval.validate();
       if (g.probe) g.probe->validate();
-      for (const RopeScalingConfig& s : g.eval_scalings) scaled_model(g.run, s).validate();
+      for (const RopeScalingConfig& s : g.eval_scalings) validate_model(scaled_model(g.run, s));
     } catch (const ConfigError& e) {
       throw ConfigError(e.fields(), who + e.what());
     }

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "lab/encodings/encoding.hpp"
+#include "lab/encodings/registry.hpp"
 #include "lab/experiment/grid.hpp"
 #include "posemb/errors.hpp"
 
@@ -81,7 +81,7 @@ SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v
   p.run.eval.seed = a.eval_seed;
   if (find_encoding(v.pe).site == EncodingSite::attention) {
     p.run.eval_scalings = scalings;
-    for (const auto& s : p.run.eval_scalings) scaled_model(p.run.run, s).validate();
+    for (const auto& s : p.run.eval_scalings) validate_model(scaled_model(p.run.run, s));
   }
   std::string group;
   auto axis = [&](const char* name, std::size_t values, const auto& value) {

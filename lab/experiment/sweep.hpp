@@ -14,13 +14,15 @@
 #include <vector>
 
 #include "lab/config.hpp"
+#include "lab/encodings/registry.hpp"
 #include "lab/experiment/sweep_files.hpp"
+#include "lab/tasks/registry.hpp"
 
 namespace posemb::lab {
 
 // The axes of the grid (each a list of values) and the evaluation of every run.
 struct SweepAxes {
-  std::vector<std::string> pe{default_encoding_name()}, task{"copy"};
+  std::vector<std::string> pe{default_encoding_name()}, task{default_task_name()};
   std::vector<std::size_t> alphabet{8}, train_len{16}, d_model{64}, layers{2}, heads{4}, batch{32},
       steps{1000};
   std::vector<float> lr{1e-3f};

@@ -6,6 +6,7 @@
 #include <string>
 #include <tuple>
 
+#include "lab/encodings/registry.hpp"
 #include "lab/model/attention.hpp"
 #include "lab/model/kernels.hpp"
 #include "posemb/initializers.hpp"
@@ -99,7 +100,7 @@ Activations::Activations(const ModelConfig& cfg, std::size_t mb, std::size_t ms)
 namespace {
 
 const ModelConfig& checked(const ModelConfig& cfg) {
-  cfg.validate();
+  validate_model(cfg);
   check_allocation("lab model (" + std::to_string(cfg.n_layers) + " layers, d_model " +
                        std::to_string(cfg.d_model) + ", d_ff " + std::to_string(cfg.d_ff) +
                        ", max_seq_len " + std::to_string(cfg.max_seq_len) + ")",

@@ -47,7 +47,7 @@ std::size_t Parameters::arena_floats(const ModelConfig& cfg) {
 }
 
 Parameters::Parameters(const ModelConfig& cfg) {
-  cfg.validate();
+  cfg.check_fields();
   infos_ = layout(cfg);
   // In layout's order: wte, then 12 tensors per block, then lnf and head.
   std::size_t i = 0;

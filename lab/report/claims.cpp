@@ -6,9 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "lab/encodings/encoding.hpp"
+#include "lab/encodings/registry.hpp"
 #include "lab/report/summary.hpp"
 #include "lab/report/summary_numbers.hpp"
+#include "posemb/resize.hpp"
 
 namespace posemb::lab {
 namespace summary_detail {
@@ -256,14 +257,17 @@ ClaimVerdict longformer(const DemoReport& rep, const Measured& m) {
       "RoBERTa's 512 rows extended to 4096, bits per character at the start: copy "
       "1.957, random 10.299; copy after 2K updates 1.753";
   const std::string ext = range(m.L + 1, rep.extended_train_len);
-  c.rule = curve_rule("copy", "random", ext);
-  const auto copy = curve_areas(rep.extension, "copy", m.L + 1, rep.extended_train_len);
-  const auto random = curve_areas(rep.extension, "random", m.L + 1, rep.extended_train_len);
+  // The library's names of the two ways of extending a table (posemb/resize.hpp).
+  const std::string by_copy(resize_method_name(ResizeMethod::copy));
+  const std::string by_random(resize_method_name(ResizeMethod::random));
+  c.rule = curve_rule(by_copy, by_random, ext);
+  const auto copy = curve_areas(rep.extension, by_copy, m.L + 1, rep.extended_train_len);
+  const auto random = curve_areas(rep.extension, by_random, m.L + 1, rep.extended_train_len);
   if (copy.empty() || random.empty()) return not_measured(c);
   c.measured = "exact match over " + ext + ", mean over the curve: copy " + spread_text(copy) +
                ", random " + spread_text(random) + "; loss of the first fine-tuning batch: copy " +
-               spread_text(first_losses(rep.extension, "copy")) + ", random " +
-               spread_text(first_losses(rep.extension, "random"));
+               spread_text(first_losses(rep.extension, by_copy)) + ", random " +
+               spread_text(first_losses(rep.extension, by_random));
   c.reproduced = curve_above(copy, random);
   return c;
 }

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "lab/encodings/encoding.hpp"
+#include "lab/encodings/registry.hpp"
 #include "lab/report/summary_numbers.hpp"
 
 namespace posemb::lab {
@@ -45,7 +45,7 @@ void write_intro(std::ostringstream& o, const DemoReport& rep) {
          "the budget. A claim it meets is marked reproduced; one it does not is \"not judged "
          "(quick run)\": run `posemb demo` without --quick to judge it.\n\n";
   }
-  o << "Task: `" << task_kind_name(rep.task.kind) << "` over " << rep.task.alphabet
+  o << "Task: `" << rep.task.kind << "` over " << rep.task.alphabet
     << " symbols, trained on n <= " << L << " (L = " << L << "); " << rep.model << "; "
     << rep.training << "; seeds " << seed_text << "; greedy decoding, " << rep.samples
     << " instances per length, exact match = every answer token right. Numbers are the mean "

@@ -1,39 +1,12 @@
-#include "lab/tasks/task.hpp"
+// The symbol tasks' layout and batches (lab/tasks/symbols.hpp).
+#include "lab/tasks/symbols.hpp"
 
-#include <algorithm>
-#include <stdexcept>
 #include <string>
 
 #include "posemb/errors.hpp"
 #include "posemb/random.hpp"
 
-namespace posemb::lab {
-
-std::vector<TokenId> task_answer(TaskKind kind, const std::vector<TokenId>& x) {
-  switch (kind) {
-    case TaskKind::copy:
-      return x;
-    case TaskKind::reverse:
-      return {x.rbegin(), x.rend()};
-    case TaskKind::sort: {
-      std::vector<TokenId> y = x;
-      std::sort(y.begin(), y.end());
-      return y;
-    }
-    case TaskKind::odd_first: {
-      // x1 x3 x5 ... (indices 0, 2, 4, ...), then x2 x4 ... (indices 1, 3, ...).
-      std::vector<TokenId> y;
-      y.reserve(x.size());
-      for (std::size_t start : {std::size_t{0}, std::size_t{1}}) {
-        for (std::size_t i = start; i < x.size(); i += 2) y.push_back(x[i]);
-      }
-      return y;
-    }
-  }
-  throw std::invalid_argument("task_answer: task kind " + std::to_string(static_cast<int>(kind)) +
-                              " is not a task");
-}
-
+namespace posemb::lab::symbols {
 namespace {
 
 // Sorted sample of `len` distinct values from [0, range) (selection sampling, Knuth's
@@ -48,19 +21,19 @@ void sorted_sample(std::int64_t* out, std::size_t len, std::size_t range, Rng& r
   }
 }
 
-void fill_row(Batch& out, std::size_t b, const TaskConfig& task, std::size_t n, Rng& rng,
-              PositionMode mode, std::size_t range) {
+void fill_row(Batch& out, std::size_t b, const TaskConfig& cfg, std::size_t n, Rng& rng,
+              PositionMode mode, std::size_t range, Answer answer) {
   const std::size_t T = out.tokens.cols();
   std::vector<TokenId> x(n);
-  for (auto& v : x) v = kFirstSymbol + static_cast<TokenId>(rng.below(task.alphabet));
-  const auto y = task_answer(task.kind, x);
+  for (auto& v : x) v = kFirstSymbol + static_cast<TokenId>(rng.below(cfg.alphabet));
+  const auto y = answer(x);
   std::vector<TokenId> seq;
   seq.push_back(kBos);
   seq.insert(seq.end(), x.begin(), x.end());
   seq.push_back(kSep);
   seq.insert(seq.end(), y.begin(), y.end());
   seq.push_back(kEos);
-  const std::size_t len = input_len(n);  // seq.size() - 1
+  const std::size_t len = tokens(n);  // seq.size() - 1
   for (std::size_t t = 0; t < T; ++t) {
     out.tokens(b, t) = t < len ? seq[t] : kPad;
     out.targets(b, t) = (t >= n + 1 && t < len) ? seq[t + 1] : -1;
@@ -72,8 +45,8 @@ void fill_row(Batch& out, std::size_t b, const TaskConfig& task, std::size_t n, 
     sorted_sample(pos, len, range, rng);
   }
   for (std::size_t t = len; t < T; ++t) pos[t] = pos[len - 1];
-  out.lengths[b] = n;
-  out.answer_tokens += n + 1;
+  out.row_tokens[b] = len;
+  out.counted += n + 1;
 }
 
 void shape(Batch& out, std::size_t B, std::size_t T) {
@@ -82,8 +55,8 @@ void shape(Batch& out, std::size_t B, std::size_t T) {
     out.positions = Matrix<std::int64_t>(B, T);
     out.targets = Matrix<std::int32_t>(B, T);
   }
-  out.lengths.assign(B, 0);
-  out.answer_tokens = 0;
+  out.row_tokens.assign(B, 0);
+  out.counted = 0;
 }
 
 void check_range(const char* op, std::size_t len, PositionMode mode, std::size_t range) {
@@ -94,26 +67,34 @@ void check_range(const char* op, std::size_t len, PositionMode mode, std::size_t
 
 }  // namespace
 
-void make_train_batch(Batch& out, const TaskConfig& task, std::size_t batch, std::uint64_t seed,
-                      std::uint64_t step, PositionMode mode, std::size_t range) {
-  task.validate();
-  const std::size_t T = input_len(task.train_len);
+std::size_t vocab_size(const TaskConfig& cfg) {
+  return cfg.alphabet + 4;
+}
+
+std::size_t tokens(std::size_t n) {
+  return 2 * n + 2;
+}
+
+void fill_train_batch(Batch& out, const TaskConfig& cfg, std::size_t rows, std::uint64_t seed,
+                      std::uint64_t step, PositionMode mode, std::size_t range, Answer answer) {
+  cfg.check_fields();
+  const std::size_t T = tokens(cfg.train_len);
   check_range("make_train_batch", T, mode, range);
-  shape(out, batch, T);
+  shape(out, rows, T);
   Rng rng(mix_seed(seed, step));
-  for (std::size_t b = 0; b < batch; ++b) {
-    const std::size_t n = 1 + rng.below(task.train_len);
-    fill_row(out, b, task, n, rng, mode, range);
+  for (std::size_t b = 0; b < rows; ++b) {
+    const std::size_t n = 1 + rng.below(cfg.train_len);
+    fill_row(out, b, cfg, n, rng, mode, range, answer);
   }
 }
 
-void make_eval_batch(Batch& out, const TaskConfig& task, std::size_t n, std::size_t count,
-                     std::uint64_t seed, PositionMode mode, std::size_t range) {
-  task.validate();
-  check_range("make_eval_batch", input_len(n), mode, range);
-  shape(out, count, input_len(n));
+void fill_eval_batch(Batch& out, const TaskConfig& cfg, std::size_t n, std::size_t rows,
+                     std::uint64_t seed, PositionMode mode, std::size_t range, Answer answer) {
+  cfg.check_fields();
+  check_range("make_eval_batch", tokens(n), mode, range);
+  shape(out, rows, tokens(n));
   Rng rng(mix_seed(seed ^ 0xe7a1ull, n));
-  for (std::size_t b = 0; b < count; ++b) fill_row(out, b, task, n, rng, mode, range);
+  for (std::size_t b = 0; b < rows; ++b) fill_row(out, b, cfg, n, rng, mode, range, answer);
 }
 
-}  // namespace posemb::lab
+}  // namespace posemb::lab::symbols

@@ -7,7 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "lab/encodings/encoding.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/train/run.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/safetensors.hpp"
@@ -35,7 +36,7 @@ void write_checkpoint(const std::string& path, Model& model, const AdamW& opt, c
     // `posemb inspect` find it without naming the tensor.
     meta["posemb.tensor"] = std::string(model.encoding_spec().table_tensor);
     meta["posemb.reserved_rows"] = "0";
-    meta["posemb.training_length"] = std::to_string(input_len(cfg.task.train_len));
+    meta["posemb.training_length"] = std::to_string(run_train_tokens(cfg));
     meta["posemb.initializer"] = "normal(std=" + std::to_string(cfg.model.init_std) +
                                  ", seed derived from " + std::to_string(cfg.train.seed) + ")";
     meta["posemb.provenance"] = (lineage.empty() ? std::string() : lineage + "; ") +
@@ -127,7 +128,7 @@ Checkpoint decode_checkpoint_metadata(const Metadata& md, const std::string& pat
   const auto run = md.find("posemb.lab.run");
   if (run == md.end()) bad_entry(path, "posemb.lab.run", "is missing");
   try {
-    ck.run = RunConfig::from_json(run->second);
+    ck.run = run_from_json(run->second);
   } catch (const ConfigError& e) {
     bad_entry(path, "posemb.lab.run", std::string("is not usable: ") + e.what());
   }
@@ -166,7 +167,7 @@ void check_checkpoint_tensors(Checkpoint& ck) {
     RunConfig run = ck.run;
     run.model.max_seq_len = rows;
     try {
-      run.validate();
+      validate_run(run);
     } catch (const ConfigError& e) {
       throw FileFormatError(path, "position table " + quote_untrusted(want.name) + " has " +
                                       std::to_string(rows) + " rows, which the run settings " +
@@ -265,7 +266,7 @@ Model load_model(const std::string& path, RunConfig* settings, const std::string
   RunConfig run = ck.run;
   if (rope_scaling) {
     run.model.rope_scaling = rope_scaling_for(ck.run, rope_scaling->method, rope_scaling->factor);
-    run.model.validate();
+    validate_model(run.model);
   }
   const auto& spec = find_encoding(run.model.pe);
   std::optional<PositionTable> table;
@@ -282,7 +283,7 @@ Model load_model(const std::string& path, RunConfig* settings, const std::string
     }
     run.model.max_seq_len = table->positions();
     try {
-      run.validate();
+      validate_run(run);
     } catch (const ConfigError& e) {
       throw FileFormatError(table_path, "a table of " + std::to_string(table->positions()) +
                                             " positions cannot replace the model's: " + e.what());

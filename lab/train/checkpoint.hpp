@@ -38,9 +38,10 @@ struct Checkpoint {
 
 // A checkpoint's metadata comes from a file: it is untrusted. decode_checkpoint_metadata
 // checks every entry before anything is built from it: `format` is kCheckpointFormat;
-// posemb.lab.run is a run configuration (RunConfig::from_json: typed, bounded, validated
-// against the lab's limits); posemb.lab.step and posemb.lab.adamw_steps are whole numbers in
-// [0, limits::steps.max] written in decimal digits only. Throws posemb::FileFormatError
+// posemb.lab.run is a run configuration (RunConfig::from_json: typed, bounded, within the lab's
+// limits; then lab::validate_run: a registered encoding and task that fit); posemb.lab.step and
+// posemb.lab.adamw_steps are whole numbers in [0, limits::steps.max] written in decimal digits
+// only. Throws posemb::FileFormatError
 // "'PATH': checkpoint metadata KEY: problem" naming the file and the key. Fills path, run, step
 // and adamw_steps of the result (not file).
 Checkpoint decode_checkpoint_metadata(const Metadata& metadata, const std::string& path);

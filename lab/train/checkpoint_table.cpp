@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "lab/config.hpp"
+#include "lab/tasks/registry.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -36,8 +37,15 @@ posemb::FileResize resize_checkpoint_table(const TensorFile& checkpoint, const s
   return r;
 }
 
-std::size_t longest_train_len(std::size_t table_rows) {
-  return table_rows >= 2 ? (table_rows - 2) / 2 : 0;
+std::optional<TableFit> table_fit(const Metadata& metadata, std::size_t table_rows) {
+  const auto it = metadata.find(kRunKey);
+  if (it == metadata.end()) return std::nullopt;
+  try {
+    const TaskSpec& task = find_task(RunConfig::from_json(it->second).task.kind);
+    return TableFit{longest_length_within(task, table_rows), std::string(task.length_rule)};
+  } catch (const ConfigError&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace posemb::lab

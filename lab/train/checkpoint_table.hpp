@@ -9,11 +9,12 @@
 //   req.method = posemb::ResizeMethod::interpolate;
 //   if (lab::is_lab_checkpoint(f.metadata)) {
 //     posemb::FileResize r = lab::resize_checkpoint_table(f, "run/checkpoint.safetensors", req);
-//     lab::longest_train_len(r.table.values.rows());  // 31: the train_len whose inputs fit 64 rows
+//     lab::table_fit(f.metadata, r.table.values.rows())->train_len;  // copy: 31 (2 n + 2 <= 64)
 //   }
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "posemb/resize.hpp"
@@ -33,8 +34,14 @@ bool is_lab_checkpoint(const Metadata& metadata);
 posemb::FileResize resize_checkpoint_table(const TensorFile& checkpoint, const std::string& path,
                                            const posemb::FileResizeRequest& request);
 
-// The longest train_len whose inputs (input_len: 2 n + 2 tokens) fit a table of table_rows rows;
-// 0 when none does.
-std::size_t longest_train_len(std::size_t table_rows);
+// What a table of table_rows rows holds of a lab checkpoint's task (the task of its run settings,
+// posemb.lab.run): the longest train_len whose rows fit (0 when none does) and the task's length
+// rule, "2 n + 2" (tokens of a row of length n). nullopt when the settings do not parse or name
+// no registered task.
+struct TableFit {
+  std::size_t train_len = 0;
+  std::string length_rule;
+};
+std::optional<TableFit> table_fit(const Metadata& metadata, std::size_t table_rows);
 
 }  // namespace posemb::lab

@@ -1,10 +1,12 @@
-// One run trained up to a step, with its checkpoints (lab/experiment.hpp).
+// One run trained up to a step, with its checkpoints (lab/train/train_until.hpp).
+#include "lab/train/train_until.hpp"
+
 #include <chrono>
 #include <stdexcept>
 #include <string>
 #include <typeinfo>
 
-#include "lab/experiment/demo.hpp"
+#include "lab/train/run.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -51,7 +53,7 @@ TrainDone train_until(Trainer& tr, const TrainPlan& plan,
   done.last_step = tr.step();
   done.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double tokens = static_cast<double>((done.last_step - done.first_step) * cfg.train.batch *
-                                            input_len(cfg.task.train_len));
+                                            run_train_tokens(cfg));
   done.tokens_per_second = done.seconds > 0 ? tokens / done.seconds : 0.0;
   return done;
 }

@@ -14,7 +14,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "lab/encodings/registry.hpp"
 #include "lab/model/kernels.hpp"
+#include "lab/tasks/registry.hpp"
+#include "lab/train/run.hpp"
 #include "posemb/memory.hpp"
 #include "posemb/parallel.hpp"
 #include "posemb/position_table_file.hpp"
@@ -23,11 +26,11 @@ namespace posemb::lab {
 namespace {
 
 const ModelConfig& validated(const RunConfig& cfg, int ranks) {
-  cfg.validate();
+  validate_run(cfg);
   const auto& t = cfg.train;
   check_allocation("train (batch " + std::to_string(t.batch) + " in micro-batches of " +
                        std::to_string(std::min(t.micro_batch, t.batch)) + ", sequences of " +
-                       std::to_string(input_len(cfg.task.train_len)) + " tokens, " +
+                       std::to_string(run_train_tokens(cfg)) + " tokens, " +
                        std::to_string(cfg.model.n_layers) + " layers, d_model " +
                        std::to_string(cfg.model.d_model) + ", d_ff " +
                        std::to_string(cfg.model.d_ff) + ")",
@@ -77,7 +80,7 @@ Trainer::Trainer(const RunConfig& cfg, Communicator& comm) try
   model_.initialize(cfg_.train.seed);
   const std::size_t mb = std::min(cfg_.train.micro_batch, cfg_.train.batch);
   for (std::size_t k = 0; k < exchange_.mine().size(); ++k) {
-    acts_.emplace_back(cfg_.model, mb, input_len(cfg_.task.train_len));
+    acts_.emplace_back(cfg_.model, mb, run_train_tokens(cfg_));
     grads_.push_back(model_.make_gradients());
   }
   losses_.resize(exchange_.micro_batches());
@@ -93,7 +96,7 @@ Trainer::Trainer(const RunConfig& cfg, Communicator& comm) try
 
 std::size_t Trainer::memory_bytes(const RunConfig& cfg, int ranks) {
   const auto& m = cfg.model;
-  const std::size_t T = input_len(cfg.task.train_len);
+  const std::size_t T = run_train_tokens(cfg);
   const std::size_t mb = std::min(cfg.train.micro_batch, cfg.train.batch);
   const std::size_t nm = (cfg.train.batch + mb - 1) / mb;
   // Positions a computed encoding caches: the training sequences' (randomized: the table's).
@@ -142,7 +145,8 @@ std::exception_ptr Trainer::make_batch() {
     // Every rank makes the whole batch (cheap, a function of seed and step) and computes its own
     // micro-batches of it.
     const std::size_t B = cfg_.train.batch;
-    make_train_batch(batch_, cfg_.task, B, cfg_.train.seed, step_,
+    find_task(cfg_.task.kind)
+        .train_batch(batch_, cfg_.task, B, cfg_.train.seed, step_,
                      model_.encoding_spec().train_positions, cfg_.model.max_seq_len);
     // The one change to the model's encoding, before the micro-batches run concurrently.
     std::int64_t top = 0;
@@ -155,7 +159,7 @@ std::exception_ptr Trainer::make_batch() {
     std::iota(order_.begin(), order_.end(), std::size_t{0});
     if (cfg_.train.sort_by_length) {
       std::stable_sort(order_.begin(), order_.end(), [&](std::size_t x, std::size_t y) {
-        return batch_.lengths[x] < batch_.lengths[y];
+        return batch_.row_tokens[x] < batch_.row_tokens[y];
       });
     }
   } catch (...) {
@@ -170,14 +174,13 @@ std::exception_ptr Trainer::run_micro_batch(std::size_t k, double& loss) {
   const std::span<const std::size_t> mine(order_.data() + r0, rows);
   std::size_t T = batch_.tokens.cols();
   if (cfg_.train.sort_by_length) {
-    std::size_t longest = 0;
-    for (const std::size_t b : mine) longest = std::max(longest, batch_.lengths[b]);
-    T = input_len(longest);
+    T = 0;
+    for (const std::size_t b : mine) T = std::max(T, batch_.row_tokens[b]);
   }
   try {
     loss = model_.forward(acts_[k], batch_.tokens.cview().subcols(0, T),
                           batch_.positions.cview().subcols(0, T),
-                          batch_.targets.cview().subcols(0, T), mine, batch_.answer_tokens);
+                          batch_.targets.cview().subcols(0, T), mine, batch_.counted);
     auto& g = grads_[k];
     std::fill(g.arena.flat().begin(), g.arena.flat().end(), 0.0f);
     for (auto& e : g.encoding) std::fill(e.flat().begin(), e.flat().end(), 0.0f);
@@ -512,13 +515,14 @@ Trainer Trainer::from_checkpoint_with(const std::string& path,
         table_from = ", its table: " + (it == ck.file.metadata.end() ? "resized" : it->second);
       }
     }
-    if (spec.has_table && cfg.model.max_seq_len < input_len(cfg.task.train_len)) {
-      throw ConfigError({"task.train_len"}, "init from checkpoint: the learned table has " +
-                                                std::to_string(cfg.model.max_seq_len) +
-                                                " rows; training at train_len " +
-                                                std::to_string(cfg.task.train_len) + " needs " +
-                                                std::to_string(input_len(cfg.task.train_len)) +
-                                                " (2 * train_len + 2): resize the table first");
+    if (spec.has_table && cfg.model.max_seq_len < run_train_tokens(cfg)) {
+      throw ConfigError({"task.train_len"},
+                        "init from checkpoint: the learned table has " +
+                            std::to_string(cfg.model.max_seq_len) +
+                            " rows; training at train_len " + std::to_string(cfg.task.train_len) +
+                            " needs " + std::to_string(run_train_tokens(cfg)) + " (" +
+                            std::string(find_task(cfg.task.kind).length_rule) +
+                            " tokens at n = train_len): resize the table first");
     }
   });
   const Checkpoint& ck = *ck_read;
@@ -532,7 +536,7 @@ Trainer Trainer::from_checkpoint_with(const std::string& path,
   });
   const std::string here = "init from " + path + " (" + ck.run.model.pe + ", step " +
                            std::to_string(ck.step) + ", seed " + std::to_string(ck.run.train.seed) +
-                           ", " + task_kind_name(ck.run.task.kind) +
+                           ", " + ck.run.task.kind +
                            " n <= " + std::to_string(ck.run.task.train_len) + ")" + table_from +
                            (cfg.model.rope_scaling == ck.run.model.rope_scaling
                                 ? std::string()

@@ -46,6 +46,7 @@
 #include "lab/ranks/gradient_exchange.hpp"
 #include "lab/tasks/task.hpp"
 #include "lab/train/checkpoint.hpp"
+#include "lab/train/run.hpp"
 #include "posemb/optimizers.hpp"
 
 namespace posemb::lab {

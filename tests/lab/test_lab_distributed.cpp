@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "lab/encodings/encoding.hpp"
+#include "lab/encodings/registry.hpp"
 #include "lab/experiment/grid.hpp"
 #include "lab/model/model.hpp"
 #include "lab/ranks/distributed.hpp"

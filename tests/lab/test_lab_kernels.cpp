@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "lab/encodings/encoding.hpp"
+#include "lab/encodings/registry.hpp"
 #include "lab/model/attention.hpp"
 #include "lab/model/kernels.hpp"
 #include "lab_reference.hpp"

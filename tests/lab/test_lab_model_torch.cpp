@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "lab/encodings/registry.hpp"
 #include "lab/model/model.hpp"
 
 namespace posemb::lab {

@@ -21,7 +21,7 @@
 
 #include <unistd.h>
 
-#include "lab/encodings/encoding.hpp"
+#include "lab/encodings/registry.hpp"
 #include "lab/experiment/grid.hpp"
 #include "lab/ranks/distributed.hpp"
 #include "lab/ranks/gradient_exchange.hpp"

@@ -14,8 +14,9 @@
 #include <thread>
 
 #include "cli.hpp"
-#include "lab/encodings/encoding.hpp"
+#include "lab/encodings/registry.hpp"
 #include "lab/experiment/demo.hpp"
+#include "lab/tasks/registry.hpp"
 #include "lab_options.hpp"
 #include "plots.hpp"
 #include "posemb/atomic_file.hpp"
@@ -103,8 +104,8 @@ void register_demo_command(CLI::App& app) {
   cmd->add_option("--seeds", o.seeds, "Seeds per encoding and per extension method")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
-  cmd->add_option("--task", o.task, "Task: " + lab::task_kind_rules())
-      ->check(CLI::IsMember(lab::task_kind_names()))
+  cmd->add_option("--task", o.task, "Task: " + lab::task_rules())
+      ->check(CLI::IsMember(lab::task_name_list()))
       ->capture_default_str();
   cmd->add_option("--steps", o.steps,
                   "Training steps of every encoding but the randomized one (default 2000; reverse "

@@ -83,7 +83,7 @@ void run_eval(const EvalOptions& o) {
   lab::Model& model = *loaded;
   const auto& mc = model.config();
   try {
-    lab::check_evaluation(mc, ec);  // work and memory, before anything is built
+    lab::check_evaluation(mc, run.task, ec);  // work and memory, before anything is built
   } catch (const lab::ConfigError& e) {
     throw usage_error(e, kEvalFlags);
   }
@@ -92,13 +92,12 @@ void run_eval(const EvalOptions& o) {
                     : prepare_output_dir(o.out, {"results.csv", "results.json"}, "eval");
   const bool has_table = model.encoding_spec().has_table;
   const bool scaled = mc.rope_scaling.method != lab::rope_scaling_methods().front();
-  fmt::print("posemb eval: {} (pe {}{}{}, task {}, trained on n <= {})\n",
-             quote_untrusted(o.checkpoint), mc.pe,
-             has_table ? fmt::format(", {} table rows", mc.max_seq_len) : "",
-             scaled ? ", rope scaling " + mc.rope_scaling.text() : "",
-             lab::task_kind_name(run.task.kind), run.task.train_len);
+  fmt::print(
+      "posemb eval: {} (pe {}{}{}, task {}, trained on n <= {})\n", quote_untrusted(o.checkpoint),
+      mc.pe, has_table ? fmt::format(", {} table rows", mc.max_seq_len) : "",
+      scaled ? ", rope scaling " + mc.rope_scaling.text() : "", run.task.kind, run.task.train_len);
   Progress progress = Progress::lengths("eval " + mc.pe, ec.max_len - ec.min_len + 1, o.quiet,
-                                        lab::evaluation_work_by_length(mc, ec));
+                                        lab::evaluation_work_by_length(mc, run.task, ec));
   const auto rows = lab::evaluate(model, run.task, ec,
                                   [&](std::size_t done, std::size_t) { progress.update(done); });
   print_results_table({{mc.pe, rows}}, run.task.train_len, has_table ? mc.max_seq_len : 0);
@@ -108,9 +107,8 @@ void run_eval(const EvalOptions& o) {
     if (has_table) rr.max_seq_len = mc.max_seq_len;
     rr.results = rows;
     write_file_atomically((dir / "results.csv").string(), "posemb eval", lab::results_csv({rr}));
-    write_file_atomically(
-        (dir / "results.json").string(), "posemb eval",
-        lab::results_json(lab::task_kind_name(run.task.kind), run.task.train_len, {rr}));
+    write_file_atomically((dir / "results.json").string(), "posemb eval",
+                          lab::results_json(run.task.kind, run.task.train_len, {rr}));
     fmt::print("wrote {} and {}\n", quote_untrusted((dir / "results.csv").string()),
                quote_untrusted((dir / "results.json").string()));
   }

@@ -10,9 +10,10 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "lab/encodings/encoding.hpp"
+#include "lab/encodings/registry.hpp"
 #include "lab/experiment/grid.hpp"
 #include "lab/experiment/sweep_files.hpp"
+#include "lab/tasks/registry.hpp"
 #include "lab/train/preflight.hpp"
 #include "lab_options.hpp"
 #include "mpi_job.hpp"
@@ -106,8 +107,8 @@ void register_sweep_command(CLI::App& app) {
   namespace lim = lab::limits;
   add_list(cmd, "--pe", o->pe, "Positional encodings: " + lab::encoding_names())
       ->check(CLI::IsMember(lab::encoding_name_list()));
-  add_list(cmd, "--task", o->task, "Tasks: " + lab::task_kind_list())
-      ->check(CLI::IsMember(lab::task_kind_names()));
+  add_list(cmd, "--task", o->task, "Tasks: " + lab::task_names())
+      ->check(CLI::IsMember(lab::task_name_list()));
   add_list(cmd, "--alphabet", o->alphabet, "Symbols in the task's alphabet")
       ->check(within(lim::alphabet));
   add_list(cmd, "--train-len", o->train_len, "Longest training instances n")

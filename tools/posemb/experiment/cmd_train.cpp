@@ -15,6 +15,7 @@
 #include "lab/eval/evaluate.hpp"
 #include "lab/experiment/demo.hpp"
 #include "lab/train/preflight.hpp"
+#include "lab/train/train_until.hpp"
 #include "lab/train/trainer.hpp"
 #include "lab_options.hpp"
 #include "mpi_job.hpp"
@@ -50,7 +51,7 @@ void train(TrainOptions& o, lab::Communicator& comm) {
     ec.max_len = o.eval_max;
     ec.samples = o.eval_samples;
     try {
-      lab::check_evaluation(cfg.model, ec);
+      lab::check_evaluation(cfg.model, cfg.task, ec);
     } catch (const lab::ConfigError& e) {
       throw usage_error(e, {{"eval.max_len", "--eval-max"}, {"eval.samples", "--eval-samples"}});
     }
@@ -70,7 +71,7 @@ void train(TrainOptions& o, lab::Communicator& comm) {
   if (o.eval_max > 0 && root) {
     Progress eval_progress =
         Progress::lengths("eval " + cfg.model.pe, ec.max_len - ec.min_len + 1, quiet,
-                          lab::evaluation_work_by_length(tr->model().config(), ec));
+                          lab::evaluation_work_by_length(tr->model().config(), cfg.task, ec));
     const auto rows = lab::evaluate(tr->model(), cfg.task, ec, [&](std::size_t done, std::size_t) {
       eval_progress.update(done);
     });

@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "lab/encodings/encoding.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/tasks/registry.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/parallel.hpp"
 
@@ -95,8 +96,8 @@ UsageError usage_error(const lab::ConfigError& e, const FlagNames& extra) {
 void add_lab_flags(CLI::App* cmd, LabFlags& f) {
   namespace lim = lab::limits;
   auto& r = f.run;
-  cmd->add_option("--task", f.task, "Task: " + lab::task_kind_rules())
-      ->check(CLI::IsMember(lab::task_kind_names()))
+  cmd->add_option("--task", f.task, "Task: " + lab::task_rules())
+      ->check(CLI::IsMember(lab::task_name_list()))
       ->capture_default_str();
   cmd->add_option("--alphabet", r.task.alphabet, "Symbols in the task's alphabet")
       ->check(within(lim::alphabet))

@@ -14,6 +14,7 @@
 
 #include "cli.hpp"
 #include "lab/config.hpp"
+#include "lab/train/run.hpp"
 
 namespace posemb::cli {
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-#include "lab/experiment/demo.hpp"
+#include "lab/train/train_until.hpp"
 #include "lab/train/trainer.hpp"
 
 namespace posemb::cli {
