@@ -15,8 +15,8 @@
 #include <stdexcept>
 
 #include "lab/encodings/registry.hpp"
+#include "lab/ranks/agreement.hpp"
 #include "lab/train/checkpoint.hpp"
-#include "lab/train/preflight.hpp"
 #include "lab/train/run.hpp"
 #include "posemb/parallel.hpp"
 
@@ -228,6 +228,28 @@ ModelConfig scaled_model(const RunConfig& trained, const RopeScalingConfig& s) {
   return m;
 }
 
+std::string grid_settings(std::span<const GridRun> runs) {
+  std::string s;
+  auto eval = [&](const EvalConfig& e) {
+    for (const auto v : {e.min_len, e.max_len, e.samples, static_cast<std::size_t>(e.seed),
+                         static_cast<std::size_t>(e.randomized_eval)}) {
+      s += std::to_string(v) + ',';
+    }
+  };
+  for (const GridRun& r : runs) {
+    s += r.name + '\n' + r.run.to_json() + '\n';
+    eval(r.eval);
+    s += r.probe ? "probe " : "no probe ";
+    if (r.probe) eval(*r.probe);
+    for (const std::size_t at : r.eval_at) s += std::to_string(at) + ' ';
+    s += '\n' + r.init_from + '\n' + r.table + '\n' + (r.keep_table ? "keep" : "") + '\n';
+    for (const auto& sc : r.eval_scalings)
+      s += sc.method + ' ' + std::to_string(std::bit_cast<std::uint64_t>(sc.factor)) + ' ';
+    s += '\n';
+  }
+  return s;
+}
+
 std::vector<int> assign_runs(std::span<const GridRun> runs, int ranks) {
   if (ranks < 1) throw std::invalid_argument("assign_runs: " + std::to_string(ranks) + " ranks");
   std::vector<std::size_t> order(runs.size());
@@ -253,7 +275,7 @@ std::vector<GridOutcome> run_grid(std::span<const GridRun> runs, const GridOptio
     throw std::invalid_argument("run_grid: parallel_runs must be at least 1");
   }
   validate(runs);
-  check_same_on_every_rank(comm, "sweep", grid_settings(runs));  // lab/preflight.hpp
+  check_same_on_every_rank(comm, "sweep", grid_settings(runs));  // lab/ranks/agreement.hpp
   const auto rank_of = assign_runs(runs, comm.size());
   std::vector<std::size_t> mine;  // in the order assign_runs placed them: the costliest first
   for (std::size_t i = 0; i < runs.size(); ++i) {

@@ -106,6 +106,10 @@ struct GridOptions {
 std::vector<GridOutcome> run_grid(std::span<const GridRun> runs, const GridOptions& options = {},
                                   Communicator& comm = single_process());
 
+// The settings of a grid as text, for check_same_on_every_rank (lab/ranks/agreement.hpp): every
+// run's name, settings, evaluation, evaluation steps, starting checkpoint and table, in order.
+std::string grid_settings(std::span<const GridRun> runs);
+
 // The rank that trains each run: the longest runs first (estimated from steps, batch, sequence
 // length and model size), each to the least loaded rank; deterministic.
 std::vector<int> assign_runs(std::span<const GridRun> runs, int ranks);

@@ -1,5 +1,6 @@
-// The communicator's shared parts (status exchange, count checks), the single process, and the
-// choice of world(). The MPI communicator is in mpi_communicator.cpp (built with MPI only).
+// The communicator's shared parts (status exchange, count checks) and the single process
+// (lab/ranks/distributed.hpp). The choice of world() is world.cpp's; the MPI communicator is in
+// mpi_communicator.cpp (built with MPI only).
 #include "lab/ranks/distributed.hpp"
 
 #include <algorithm>
@@ -7,8 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
-
-#include "lab/ranks/mpi_communicator.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -142,35 +141,6 @@ void Communicator::check(std::exception_ptr local, std::string_view what) {
 Communicator& single_process() {
   static SingleProcess one;
   return one;
-}
-
-bool launched_by_mpi() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
-    if (std::getenv(var) != nullptr) return true;
-  }
-  return false;
-}
-
-bool mpi_available() {
-  return detail::mpi_built();
-}
-
-Communicator& world() {
-  static Communicator* const w = [] {
-    if (detail::mpi_built() && launched_by_mpi()) return detail::mpi_world();
-    // Started as one of several processes of a job this build cannot join: each would work
-    // alone (and write the same outputs).
-    for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
-      const char* n = std::getenv(var);
-      if (!detail::mpi_built() && n != nullptr && std::string_view(n) != "1") {
-        throw std::runtime_error(std::string("world: started by an MPI launcher as one of ") + n +
-                                 " processes, but this build of posemb has no MPI (build it "
-                                 "where CMake finds MPI, with POSEMB_WITH_MPI on)");
-      }
-    }
-    return &single_process();
-  }();
-  return *w;
 }
 
 }  // namespace posemb::lab

@@ -1,7 +1,7 @@
 // lab/distributed.hpp: the processes of a job (MPI ranks) as the lab sees them: who am I, how
 // many are we, and the few collective operations data-parallel training and sweeps need.
 //
-//   lab::Communicator& comm = lab::world();     // the MPI job when launched by mpirun, else 1
+//   lab::Communicator& comm = lab::world();     // lab/ranks/world.hpp: the MPI job, else 1
 //   comm.set_timeout(std::chrono::seconds(600)); // a peer silent this long is a failure
 //   lab::Trainer tr(run, comm);                  // each rank computes its share of a step
 //   comm.all_or_none("train: writing the checkpoint", [&] {
@@ -128,18 +128,5 @@ class Communicator {
 
 // The one process, alone: rank 0 of 1. Collectives copy.
 Communicator& single_process();
-
-// The job: the MPI world when built with MPI and started by an MPI launcher, else
-// single_process(). The first call initializes MPI; MPI is finalized when the process exits (or
-// aborted when the communicator is broken). Call it from the main thread. Throws
-// std::runtime_error in a build without MPI started by a launcher as one of several processes
-// (each would work alone).
-Communicator& world();
-
-// True when this build has MPI (CMake found it and POSEMB_WITH_MPI is on).
-bool mpi_available();
-// True when the environment says an MPI launcher started this process (Open MPI's
-// OMPI_COMM_WORLD_SIZE, PMI_SIZE of MPICH and Slurm, PMIX_RANK of PMIx launchers).
-bool launched_by_mpi();
 
 }  // namespace posemb::lab

@@ -1,3 +1,4 @@
+// The demo's summary.md (lab/report/summary.hpp).
 #include "lab/report/summary.hpp"
 
 #include <algorithm>
@@ -10,7 +11,7 @@
 namespace posemb::lab {
 namespace {
 
-using namespace summary_detail;
+using namespace summary_numbers;
 
 // The seeds of rep's runs, "1, 2, 3".
 std::string seed_list(const DemoReport& rep) {

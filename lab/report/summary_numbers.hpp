@@ -1,20 +1,20 @@
-// lab/summary_detail.hpp: what the summary's rules (lab/claims.cpp) and its text
-// (lab/summary.cpp) share: number formatting and the numbers read from a DemoReport. Internal
-// to the lab's summary; users call lab/summary.hpp.
+// lab/report/summary_numbers.hpp: what the summary's rules (lab/report/claims.cpp) and its text
+// (lab/report/summary.cpp) share: number formatting and the numbers read from a DemoReport.
+// Internal to the report room; users call lab/report/summary.hpp and claims.hpp.
 //
-//   summary_detail::spread_text({0.97, 1.0, 0.99});          // "0.987 [0.970, 1.000]"
-//   auto e = summary_detail::numbers(rep, "sinusoidal");     // per seed: in, near, far
-//   auto a = summary_detail::curve_areas(rep.extension, "copy", L + 1, 2 * L);
+//   summary_numbers::spread_text({0.97, 1.0, 0.99});          // "0.987 [0.970, 1.000]"
+//   auto e = summary_numbers::numbers(rep, "sinusoidal");     // per seed: in, near, far
+//   auto a = summary_numbers::curve_areas(rep.extension, "copy", L + 1, 2 * L);
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
+#include "lab/report/demo_report.hpp"
 #include "lab/report/results.hpp"
-#include "lab/report/summary.hpp"
 
-namespace posemb::lab::summary_detail {
+namespace posemb::lab::summary_numbers {
 
 std::string range(std::size_t lo, std::size_t hi);  // "n = lo..hi"
 std::string fixed(double v, int digits);            // "%.*f"
@@ -51,4 +51,4 @@ std::vector<double> first_losses(const std::vector<ExtensionRun>& runs, const st
 // is "not judged (quick run)".
 std::string verdict(bool ok, bool quick);
 
-}  // namespace posemb::lab::summary_detail
+}  // namespace posemb::lab::summary_numbers

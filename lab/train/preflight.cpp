@@ -1,9 +1,9 @@
+// The checks made before the work (lab/train/preflight.hpp).
 #include "lab/train/preflight.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <bit>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -23,15 +23,6 @@ std::size_t bytes_in_use() {
     std::fclose(f);
   }
   return pages * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-}
-
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (const char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 }  // namespace
@@ -85,60 +76,6 @@ void check_thread_budget(std::size_t threads, std::string_view what, std::size_t
       " MiB leaves " + std::to_string(room / kMiB) + " MiB with " + std::to_string(in_use / kMiB) +
       " MiB in use: at most " + std::to_string(room / kPerThread) +
       " fit (use fewer, or raise the limit)");
-}
-
-void check_same_on_every_rank(Communicator& comm, std::string_view what,
-                              std::string_view settings) {
-  if (comm.size() == 1) return;
-  // The command's name is hashed too: a rank running another command differs.
-  const std::uint64_t mine = fnv1a(std::string(what) + '\n' + std::string(settings));
-  const auto all = comm.allgather(mine);
-  std::string differ;
-  for (std::size_t r = 1; r < all.size(); ++r) {
-    if (all[r] != all[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
-  }
-  if (differ.empty()) return;
-  throw JobFailure(std::string(what) + ": the ranks were not given the same settings: rank(s) " +
-                   differ + " of " + std::to_string(comm.size()) +
-                   " differ from rank 0; every rank must run the same command with the same "
-                   "flags");
-}
-
-std::string grid_settings(std::span<const GridRun> runs) {
-  std::string s;
-  auto eval = [&](const EvalConfig& e) {
-    for (const auto v : {e.min_len, e.max_len, e.samples, static_cast<std::size_t>(e.seed),
-                         static_cast<std::size_t>(e.randomized_eval)}) {
-      s += std::to_string(v) + ',';
-    }
-  };
-  for (const GridRun& r : runs) {
-    s += r.name + '\n' + r.run.to_json() + '\n';
-    eval(r.eval);
-    s += r.probe ? "probe " : "no probe ";
-    if (r.probe) eval(*r.probe);
-    for (const std::size_t at : r.eval_at) s += std::to_string(at) + ' ';
-    s += '\n' + r.init_from + '\n' + r.table + '\n' + (r.keep_table ? "keep" : "") + '\n';
-    for (const auto& sc : r.eval_scalings)
-      s += sc.method + ' ' + std::to_string(std::bit_cast<std::uint64_t>(sc.factor)) + ' ';
-    s += '\n';
-  }
-  return s;
-}
-
-std::vector<std::uint64_t> gather_sizes(Communicator& comm, std::uint64_t mine, std::uint64_t max,
-                                        std::string_view what) {
-  const auto all = comm.allgather(mine);
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    if (all[r] > max) {
-      comm.set_broken();
-      throw CommunicationError(std::string(what) + ": rank " + std::to_string(r) + " of " +
-                               std::to_string(all.size()) + " announced " + std::to_string(all[r]) +
-                               " bytes, more than the " + std::to_string(max) +
-                               " expected (the ranks are not running the same command)");
-    }
-  }
-  return all;
 }
 
 }  // namespace posemb::lab

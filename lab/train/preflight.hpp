@@ -1,24 +1,17 @@
-// lab/preflight.hpp: what a command checks before it starts the work, so that a run is refused
-// up front instead of failing after hours (or on one rank only):
+// lab/train/preflight.hpp: what a command checks before it starts the work, so that a run is
+// refused up front instead of failing after hours (the ranks' agreement is
+// lab/ranks/agreement.hpp's):
 //
 //   lab::check_resume_step(tr.step(), cfg.train.steps);            // a resume past --steps
 //   lab::check_checkpoint_metadata(cfg.to_json(), tr.lineage());   // the final write will fit
 //   lab::check_thread_budget(threads, "sweep --parallel-runs");    // threads under ulimit -v
-//   lab::check_same_on_every_rank(comm, "sweep", settings_text);   // MPI ranks agree
 //
 // Each throws with one line naming the numbers and what to change; nothing has been trained or
 // written when they throw.
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
-#include <span>
-#include <string>
 #include <string_view>
-#include <vector>
-
-#include "lab/experiment/grid.hpp"
-#include "lab/ranks/distributed.hpp"
 
 namespace posemb::lab {
 
@@ -42,20 +35,5 @@ void check_thread_budget(std::size_t threads, std::string_view what);
 // The same against a given limit and memory in use (bytes): the rule alone, for tests.
 void check_thread_budget(std::size_t threads, std::string_view what, std::size_t limit,
                          std::size_t in_use);
-
-// Collective. Throws JobFailure on every rank when the ranks were not given the same settings
-// (compared by a 64-bit hash of `settings`; `what` names the command). A single process
-// returns at once.
-void check_same_on_every_rank(Communicator& comm, std::string_view what, std::string_view settings);
-
-// The settings of a grid as text, for check_same_on_every_rank: every run's name, settings,
-// evaluation, evaluation steps, starting checkpoint and table, in order.
-std::string grid_settings(std::span<const GridRun> runs);
-
-// Collective: every rank's `mine`, in rank order, each checked to be at most `max` (a size a
-// peer sends is checked before anything is allocated for it); throws CommunicationError naming
-// the rank otherwise (a rank running another command, or another collective).
-std::vector<std::uint64_t> gather_sizes(Communicator& comm, std::uint64_t mine, std::uint64_t max,
-                                        std::string_view what);
 
 }  // namespace posemb::lab

@@ -25,6 +25,7 @@
 #include "lab/experiment/grid.hpp"
 #include "lab/ranks/distributed.hpp"
 #include "lab/ranks/gradient_exchange.hpp"
+#include "lab/ranks/world.hpp"
 #include "lab/train/trainer.hpp"
 #include "lab_runs.hpp"
 

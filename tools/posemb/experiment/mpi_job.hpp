@@ -17,6 +17,7 @@
 
 #include "cli.hpp"
 #include "lab/ranks/distributed.hpp"
+#include "lab/ranks/world.hpp"
 
 namespace posemb::cli {
 
