@@ -12,12 +12,18 @@
 //                 through posemb::embed_forward / embed_backward; the others use the token-only
 //                 overloads), forward and backward;
 //   q and k       rotated in every block after the qkv projection (rope), forward and backward;
-//   scores        a bias added to every head's attention scores (alibi: its slopes, passed to
-//                 lab::attention_forward / attention_step; a constant, nothing to train);
+//   scores        a bias added to every head's attention scores, one row per head indexed by the
+//                 distance d = query - key (scores_bias: alibi's -m_h d, a constant; a trained
+//                 bias's rows from its own tensors), the same in every layer; the attention's
+//                 backward gives the bias's gradient by distance (summed along each diagonal,
+//                 over every layer), which scores_bias_backward adds into the encoding's
+//                 tensors' gradients;
 //   decoding      the same two calls with T = 1, positions PositionSource::contiguous(t) (or
 //                 explicit ones for randomized positions).
-// Trainable state (the learned table) is a posemb::LearnedPositionalEmbedding; its tensors join
-// the model's list for the optimizer and the checkpoint, after wte.weight.
+// Trainable state (the learned table, a learned bias) is the encoding's own: tensors() gives
+// it and EncodingSpec::tensors describes it (names and shapes, for any config, nothing allocated:
+// a table is (max_seq_len, d_model), a bias by buckets (buckets, heads)); the tensors join the
+// model's list for the optimizer and the checkpoint, after wte.weight.
 //
 // Adding an encoding: one file in lab/encodings/ defining a class derived from Encoding and an
 // `extern const EncodingSpec` for it, and its name in the registry (lab/encodings/registry.cpp).
@@ -40,6 +46,12 @@
 #include "posemb/positions.hpp"
 
 namespace posemb::lab {
+
+// A tensor's checkpoint name and shape (nothing allocated).
+struct TensorInfo {
+  std::string name;  // e.g. "blocks.0.attn.qkv.weight"
+  std::size_t rows, cols;
+};
 
 // One trainable tensor: its checkpoint name, value and gradient (same shape).
 struct TensorSlot {
@@ -78,9 +90,17 @@ class Encoding {
                                   std::span<const std::int64_t> pos,  // (rows)
                                   std::size_t heads) const;
 
-  // One ALiBi slope per head (H values) for the bias of the attention scores (lab/attention.hpp),
-  // or empty: no bias. Default: empty.
-  virtual std::span<const float> attention_slopes() const;
+  // The bias of every head's attention scores by distance d = query - key >= 0 in tokens, the
+  // same in every layer: bias (H, D) written over, row h column d for d < D (D covers the longest
+  // sequence of the call). Returns false, bias untouched, when the encoding adds none. Default:
+  // none. Only read: may run concurrently.
+  virtual bool scores_bias(MatrixView<float> bias) const;  // (H, D)
+  // The gradient of scores_bias's rows, dbias (H, D) (summed over every layer, sequence and
+  // query pair at each distance), added into the gradients of tensors() (grads, in that order,
+  // each its tensor's shape). Called only for an encoding whose spec is trained_bias(). Default:
+  // nothing.
+  virtual void scores_bias_backward(std::span<const MatrixView<float>> grads,  // added into
+                                    MatrixView<const float> dbias) const;      // (H, D)
 
   // Throws SequenceTooLong when a position of (batch, seq_len) tokens is past what the
   // encoding can represent (a learned table's rows). Default: any position is fine.
@@ -90,7 +110,8 @@ class Encoding {
   // Not thread-safe: call before concurrent forward passes.
   virtual void reserve(std::size_t positions);
 
-  // Trainable tensors (checkpoint name, value, gradient), in checkpoint order. Default: none.
+  // Trainable tensors (checkpoint name, value, gradient), in checkpoint order, as
+  // EncodingSpec::tensors describes them. Default: none.
   virtual std::vector<TensorSlot> tensors();
   // Sets the gradients of tensors() to zero (the learned layer records its trained rows).
   virtual void zero_grad();
@@ -102,13 +123,13 @@ class Encoding {
 enum class EncodingSite {
   input,      // added to the token embedding (a learned table, sinusoidal)
   attention,  // q and k rotated in every block (rope)
-  scores,     // a bias on every head's attention scores (alibi)
+  scores,     // a bias on every head's attention scores by distance (alibi; a trained bias)
   nowhere,    // no position signal: the causal mask alone (NoPE)
 };
 
 // What an encoding is, independent of any model: its name, properties, defaults and factory.
-// Code that treats encodings differently asks for a property (has_table, any_position(),
-// train_positions, site, in_demo), never for a name.
+// Code that treats encodings differently asks for a property (has_table, trainable,
+// any_position(), train_positions, site, in_demo), never for a name.
 struct EncodingSpec {
   std::string_view name;     // --pe, checkpoints, results
   std::string_view summary;  // one line, for --help and docs
@@ -118,7 +139,13 @@ struct EncodingSpec {
   EncodingSite site = EncodingSite::input;
   bool in_demo = false;           // trained by `posemb demo` (and shown in its summary and charts)
   std::string_view table_tensor;  // the table's checkpoint name ("wpe.weight"); "" without one
-  PositionMode train_positions;   // positions of training sequences
+  // The position signal is learned (the encoding has tensors to train: a table, a bias), not
+  // computed from a formula or absent. Claims tell a trained bias from ALiBi's by it.
+  bool trainable = false;
+  // The trainable tensors of a model of cfg, in tensors()'s order (names and shapes; none when
+  // nullptr). A table: (max_seq_len, d_model).
+  std::vector<TensorInfo> (*tensors)(const ModelConfig& cfg) = nullptr;
+  PositionMode train_positions;  // positions of training sequences
   // The table's default rows for training rows of at most `train_tokens` tokens (0 without a
   // table).
   std::size_t (*default_table_rows)(std::size_t train_tokens);
@@ -130,6 +157,12 @@ struct EncodingSpec {
 
   // Computed (or absent) at any position: no last row to run past.
   bool any_position() const { return !has_table; }
+  // A bias on the scores whose tensors train (the attention's backward gives its gradient).
+  bool trained_bias() const { return site == EncodingSite::scores && trainable; }
+  // The tensors of a model of cfg (tensors, or none).
+  std::vector<TensorInfo> tensor_shapes(const ModelConfig& cfg) const {
+    return tensors == nullptr ? std::vector<TensorInfo>{} : tensors(cfg);
+  }
 };
 
 }  // namespace posemb::lab

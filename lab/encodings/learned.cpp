@@ -44,6 +44,11 @@ class LearnedEncoding final : public Encoding {
 
 constexpr std::string_view kTableName = "wpe.weight";  // GPT-2's name
 
+// The table: (max_seq_len, d_model).
+std::vector<TensorInfo> table_shape(const ModelConfig& cfg) {
+  return {{std::string(kTableName), cfg.max_seq_len, cfg.d_model}};
+}
+
 std::unique_ptr<Encoding> make(const ModelConfig& cfg) {
   return std::make_unique<LearnedEncoding>(cfg, kTableName);
 }
@@ -59,6 +64,8 @@ extern const EncodingSpec kLearned{
     .site = EncodingSite::input,
     .in_demo = true,
     .table_tensor = kTableName,
+    .trainable = true,
+    .tensors = table_shape,
     .train_positions = PositionMode::contiguous,
     .default_table_rows = [](std::size_t train_tokens) { return train_tokens; },
     .default_embed_init_std = 0.02,
@@ -75,6 +82,8 @@ extern const EncodingSpec kLearnedRandomized{
     .site = EncodingSite::input,
     .in_demo = true,
     .table_tensor = kTableName,
+    .trainable = true,
+    .tensors = table_shape,
     .train_positions = PositionMode::randomized,
     .default_table_rows =
         [](std::size_t train_tokens) { return std::max<std::size_t>(256, 4 * train_tokens); },

@@ -56,7 +56,14 @@ const EncodingSpec& find_encoding(std::string_view name) {
 }
 
 const EncodingSpec& validate_model(const ModelConfig& cfg) {
-  const EncodingSpec& spec = find_encoding(cfg.pe);
+  return validate_model(cfg, find_encoding(cfg.pe));
+}
+
+const EncodingSpec& validate_model(const ModelConfig& cfg, const EncodingSpec& spec) {
+  if (cfg.pe != spec.name) {
+    throw ConfigError({"model.pe"}, "model config: encoding " + quote_untrusted(cfg.pe, 64) +
+                                        " is not " + std::string(spec.name));
+  }
   cfg.check_fields();
   if (spec.has_table) {
     check_limit("model", "max_seq_len", cfg.max_seq_len, limits::max_seq_len);
@@ -81,9 +88,11 @@ void Encoding::rotate_qk_forward(MatrixView<float>, std::span<const std::int64_t
                                  std::size_t) const {}
 void Encoding::rotate_qk_backward(MatrixView<float>, std::span<const std::int64_t>,
                                   std::size_t) const {}
-std::span<const float> Encoding::attention_slopes() const {
-  return {};
+bool Encoding::scores_bias(MatrixView<float>) const {
+  return false;
 }
+void Encoding::scores_bias_backward(std::span<const MatrixView<float>>,
+                                    MatrixView<const float>) const {}
 void Encoding::check_positions(const PositionSource&, std::size_t, std::size_t) const {}
 void Encoding::reserve(std::size_t) {}
 std::vector<TensorSlot> Encoding::tensors() {

@@ -38,5 +38,8 @@ const EncodingSpec* find_encoding_if(bool (*pred)(const EncodingSpec&));
 // a rope scaling only for an encoding that rotates q and k, and the encoding's own checks.
 // Returns the encoding; throws ConfigError naming the fields.
 const EncodingSpec& validate_model(const ModelConfig& cfg);
+// The same checks against `spec` (cfg.pe must be its name), registered or not: a model built
+// with an encoding of its own (lab::Model's second constructor).
+const EncodingSpec& validate_model(const ModelConfig& cfg, const EncodingSpec& spec);
 
 }  // namespace posemb::lab

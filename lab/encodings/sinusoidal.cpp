@@ -51,6 +51,8 @@ extern const EncodingSpec kSinusoidal{
     .site = EncodingSite::input,
     .in_demo = true,
     .table_tensor = "",
+    .trainable = false,
+    .tensors = nullptr,
     .train_positions = PositionMode::contiguous,
     .default_table_rows = [](std::size_t) { return std::size_t{0}; },
     // The encoding's entries are of size 1; with 0.02-sized token embeddings the token identity

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "lab/encodings/registry.hpp"
+#include "lab/model/decoder.hpp"
 #include "lab/model/kernels.hpp"
 #include "lab/tasks/registry.hpp"
 #include "posemb/errors.hpp"

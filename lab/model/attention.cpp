@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "lab/model/kernels_simd.hpp"
-#include "posemb/alibi.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/parallel.hpp"
 
@@ -34,21 +33,29 @@ std::size_t attention_work(std::size_t tasks, std::size_t T, std::size_t hd) {
   return tasks * T * T * hd / 8;
 }
 
-// The ALiBi bias of each head for a query at position `last` against keys 0..last (the library's
-// posemb::alibi_forward, causal, start = last): row h holds -(m_h (last - j)) at column j, then
-// `pad` zeros. A query t < last reads its bias for key s at column last - t + s. Empty slopes:
-// an empty matrix.
-Matrix<float> alibi_rows(std::span<const float> slopes, std::size_t last, std::size_t pad) {
-  if (slopes.empty()) return {};
-  Matrix<float> rows(slopes.size(), last + 1 + pad);
-  alibi_forward(rows.view().subcols(0, last + 1), slopes, 1, 1, {.start = last});
+// The head kernels' layout of a bias by distance for a query at position `last` against keys
+// 0..last: row h holds bias(h, last - j) at column j, then `pad` zeros; a query t < last reads
+// its bias for key s at column last - t + s. An empty bias: an empty matrix.
+Matrix<float> kernel_bias(MatrixView<const float> bias, std::size_t last, std::size_t pad) {
+  if (bias.rows() == 0) return {};
+  Matrix<float> rows(bias.rows(), last + 1 + pad);
+  for (std::size_t h = 0; h < bias.rows(); ++h) {
+    float* row = rows.row(h).data();
+    for (std::size_t j = 0; j <= last; ++j) row[j] = bias(h, last - j);
+    std::fill(row + last + 1, row + last + 1 + pad, 0.0f);
+  }
   return rows;
 }
 
-void check_slopes(std::span<const float> slopes, std::size_t heads, const char* op) {
-  if (!slopes.empty() && slopes.size() != heads) {
-    throw std::invalid_argument(std::string(op) + ": " + std::to_string(slopes.size()) +
-                                " ALiBi slopes for " + std::to_string(heads) + " heads");
+// A bias (or its gradient) of H rows covering `distances` distances, or empty.
+template <class T>
+void check_bias(MatrixView<T> bias, std::size_t heads, std::size_t distances, const char* op) {
+  if (bias.rows() == 0 && bias.cols() == 0) return;
+  if (bias.rows() != heads || bias.cols() < distances) {
+    throw std::invalid_argument(std::string(op) + ": a bias of " + std::to_string(bias.rows()) +
+                                " x " + std::to_string(bias.cols()) + " for " +
+                                std::to_string(heads) + " heads and " + std::to_string(distances) +
+                                " distances (it needs H rows of at least that many)");
   }
 }
 
@@ -56,15 +63,15 @@ void check_slopes(std::span<const float> slopes, std::size_t heads, const char* 
 
 void attention_forward(MatrixView<float> y, std::span<float> probs, MatrixView<const float> qkv,
                        std::size_t batch, std::size_t seq_len, std::size_t heads,
-                       std::span<const float> slopes) {
+                       MatrixView<const float> by_distance) {
   const std::size_t c = y.cols(), hd = c / heads, T = seq_len;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   assert(probs.size() >= batch * heads * T * T);
-  check_slopes(slopes, heads, "attention_forward");
+  check_bias(by_distance, heads, T, "attention_forward");
   const auto attend_head = simd::attend_head();
   HeadScratch scratch(hd, T);
   // The head kernel reads whole vectors past a row's last key: ScratchColumns(T) of padding.
-  const Matrix<float> bias = alibi_rows(slopes, T == 0 ? 0 : T - 1, simd::ScratchColumns(T));
+  const Matrix<float> bias = kernel_bias(by_distance, T == 0 ? 0 : T - 1, simd::ScratchColumns(T));
   const std::size_t tasks = batch * heads;
   // Head h of sequence b (task b * heads + h), k transposed into kt.
   const auto one_head = [&](std::size_t task, float* kt) {
@@ -92,14 +99,19 @@ void attention_forward(MatrixView<float> y, std::span<float> probs, MatrixView<c
                      });
 }
 
-void attention_backward(MatrixView<float> dqkv, MatrixView<const float> dy,
+void attention_backward(MatrixView<float> dqkv, MatrixView<float> dbias, MatrixView<const float> dy,
                         std::span<const float> probs, MatrixView<const float> qkv,
                         std::size_t batch, std::size_t seq_len, std::size_t heads) {
   const std::size_t c = dy.cols(), hd = c / heads, T = seq_len;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  check_bias(dbias, heads, T, "attention_backward");
   const auto head = simd::attention_backward_head();
   HeadScratch transposes(hd, T);
   const std::size_t tasks = batch * heads;
+  // Each head of each sequence sums its bias gradient into its own row (nothing shared between
+  // the parallel tasks); the rows are added into dbias after, sequences in order.
+  const bool with_bias = dbias.rows() != 0;
+  std::vector<float> per_task(with_bias ? tasks * T : 0, 0.0f);
   // Head h of sequence b (task b * heads + h), its transposes in vt.
   const auto one_head = [&](std::size_t task, float* vt) {
     const std::size_t b = task / heads;
@@ -118,6 +130,7 @@ void attention_backward(MatrixView<float> dqkv, MatrixView<const float> dy,
     job.c = c;
     job.hd = hd;
     job.scale = scale;
+    job.dbias = with_bias ? per_task.data() + task * T : nullptr;
     head(job);
   };
   parallel_for_slots(tasks, 1, 2 * attention_work(tasks, T, hd), transposes.slots,
@@ -126,16 +139,24 @@ void attention_backward(MatrixView<float> dqkv, MatrixView<const float> dy,
                          one_head(task, transposes.slot(slot));
                        }
                      });
+  if (!with_bias) return;
+  for (std::size_t h = 0; h < heads; ++h) {
+    float* out = dbias.row(h).data();
+    for (std::size_t b = 0; b < batch; ++b) {
+      const float* mine = per_task.data() + (b * heads + h) * T;
+      for (std::size_t d = 0; d < T; ++d) out[d] += mine[d];
+    }
+  }
 }
 
 void attention_step(MatrixView<float> y, std::span<float> scratch, MatrixView<const float> qkv,
                     std::size_t batch, std::size_t cap, std::size_t t, std::size_t heads,
-                    std::span<const float> slopes) {
+                    MatrixView<const float> by_distance) {
   const std::size_t c = y.cols(), hd = c / heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   assert(scratch.size() >= batch * heads * (t + 1));
-  check_slopes(slopes, heads, "attention_step");
-  const Matrix<float> bias = alibi_rows(slopes, t, 0);
+  check_bias(by_distance, heads, t + 1, "attention_step");
+  const Matrix<float> bias = kernel_bias(by_distance, t, 0);
   const auto attend_row = simd::attend_row();
   const std::size_t tasks = batch * heads;
   parallel_for(tasks, 1, tasks * (t + 1) * hd / 4, [&](std::size_t t0, std::size_t t1) {

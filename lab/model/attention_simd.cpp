@@ -239,6 +239,10 @@ void AttentionBackwardHead(const AttentionHeadJob& j) {
       float* ds = rows + r * ldk;
       const float* pr = p + r * T;
       const std::size_t n = t0 + r + 1;
+      if (j.dbias != nullptr) {
+        // The bias's gradient at distance (t0 + r) - s: the product ds is scaled from below.
+        for (std::size_t s = 0; s < n; ++s) j.dbias[t0 + r - s] += pr[s] * (ds[s] - dot[r]);
+      }
       const V vdot = hn::Set(d, dot[r]), vscale = hn::Set(d, j.scale);
       std::size_t s = 0;
       for (; s + N <= n; s += N) {

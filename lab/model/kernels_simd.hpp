@@ -119,7 +119,9 @@ AttendHeadFn attend_head();
 // q, k, v at +0, +c, +2c (dy at +0); P: (T, T) weights. For each t: dp[s] = dot(g, v_s),
 // dot += p[s] dp[s] (s in order), dv_s += p[s] g; then for each s: ds = ((p[s] (dp[s] - dot))
 // scale), dq_t += ds k_s, dk_s += ds q_t. Every dv_s and dk_s adds its contributions in
-// ascending t.
+// ascending t. dbias (T floats, or nullptr: none): the gradient of the scores' bias by distance,
+// dbias[t - s] += p[s] (dp[s] - dot) (ds before its scaling) for every t and s <= t, rows t in
+// ascending order (added into).
 struct AttentionHeadJob {
   float* dqkv;
   std::size_t dqkv_stride;
@@ -131,6 +133,7 @@ struct AttentionHeadJob {
   float* vt;           // HeadScratchFloats(hd, T) floats of scratch
   std::size_t seq_len, c, hd;
   float scale;
+  float* dbias = nullptr;  // (T), added into; nullptr: no bias gradient
 };
 using AttentionBackwardHeadFn = void (*)(const AttentionHeadJob& job);
 AttentionBackwardHeadFn attention_backward_head();

@@ -24,12 +24,6 @@ MatrixView<const float> chead(const Matrix<float>& m, std::size_t n) {
   return m.cview().subrows(0, n);
 }
 
-std::size_t top_position(std::span<const std::int64_t> pos) {
-  std::int64_t top = 0;
-  for (auto p : pos) top = std::max(top, p);
-  return static_cast<std::size_t>(top);
-}
-
 // Saturating sums and products for the estimates: an overflow means "more than any budget".
 std::size_t sum_of(std::initializer_list<std::size_t> terms) {
   std::size_t s = 0;
@@ -52,10 +46,11 @@ std::size_t Activations::bytes(const ModelConfig& cfg, std::size_t mb, std::size
   const std::size_t block =
       sum_of({mul_of({n, 8 * C + 3 * F + 4, f}), mul_of({mb, cfg.n_heads, ms, ms, f})});
   // x0, lnf, dres, dtmp, datt (C), dqkv (3C), dfc (F), logits, dlogits (V), 3 row statistics,
-  // tokens, positions and targets.
+  // tokens, positions and targets; the scores' bias and its gradient.
   const std::size_t rest =
       sum_of({mul_of({n, 8 * C + F + 2 * V + 3, f}),
-              mul_of({n, sizeof(TokenId) + sizeof(std::int64_t) + sizeof(std::int32_t)})});
+              mul_of({n, sizeof(TokenId) + sizeof(std::int64_t) + sizeof(std::int32_t)}),
+              mul_of({2, cfg.n_heads, ms, f})});
   return sum_of({mul_of({cfg.n_layers, block}), rest});
 }
 
@@ -92,6 +87,8 @@ Activations::Activations(const ModelConfig& cfg, std::size_t mb, std::size_t ms)
   dfc = Matrix<float>(n, F);
   dlogits = Matrix<float>(n, V);
   losses.resize(n);
+  bias = Matrix<float>(cfg.n_heads, ms);
+  dbias = Matrix<float>(cfg.n_heads, ms);
   tokens = Matrix<TokenId>(mb, ms);
   positions = Matrix<std::int64_t>(mb, ms);
   targets.resize(n);
@@ -99,39 +96,50 @@ Activations::Activations(const ModelConfig& cfg, std::size_t mb, std::size_t ms)
 
 namespace {
 
-const ModelConfig& checked(const ModelConfig& cfg) {
-  validate_model(cfg);
+const ModelConfig& checked(const ModelConfig& cfg, const EncodingSpec& spec) {
+  validate_model(cfg, spec);
   check_allocation("lab model (" + std::to_string(cfg.n_layers) + " layers, d_model " +
                        std::to_string(cfg.d_model) + ", d_ff " + std::to_string(cfg.d_ff) +
                        ", max_seq_len " + std::to_string(cfg.max_seq_len) + ")",
-                   Model::bytes(cfg));
+                   Model::bytes(cfg, spec, 0));
   return cfg;
 }
 
 }  // namespace
 
-Model::Model(const ModelConfig& cfg)
-    : cfg_(checked(cfg)), spec_(&find_encoding(cfg.pe)), params_(cfg), enc_(spec_->make(cfg)) {}
+Model::Model(const ModelConfig& cfg) : Model(cfg, find_encoding(cfg.pe)) {}
 
-std::vector<ParamInfo> Model::tensor_shapes(const ModelConfig& cfg) {
-  std::vector<ParamInfo> own = Parameters::layout(cfg);
-  const EncodingSpec& spec = find_encoding(cfg.pe);
-  std::vector<ParamInfo> out;
+Model::Model(const ModelConfig& cfg, const EncodingSpec& spec)
+    : cfg_(checked(cfg, spec)), spec_(&spec), params_(cfg), enc_(spec_->make(cfg)) {}
+
+std::vector<TensorInfo> Model::tensor_shapes(const ModelConfig& cfg) {
+  return tensor_shapes(cfg, find_encoding(cfg.pe));
+}
+
+std::vector<TensorInfo> Model::tensor_shapes(const ModelConfig& cfg, const EncodingSpec& spec) {
+  std::vector<TensorInfo> own = Parameters::layout(cfg);
+  std::vector<TensorInfo> out;
   out.push_back(own.front());  // wte.weight
-  if (spec.has_table) out.push_back({std::string(spec.table_tensor), cfg.max_seq_len, cfg.d_model});
+  for (auto& t : spec.tensor_shapes(cfg)) out.push_back(std::move(t));
   out.insert(out.end(), own.begin() + 1, own.end());
   return out;
 }
 
 std::size_t Model::bytes(const ModelConfig& cfg, std::size_t positions) {
+  return bytes(cfg, find_encoding(cfg.pe), positions);
+}
+
+std::size_t Model::bytes(const ModelConfig& cfg, const EncodingSpec& spec, std::size_t positions) {
   const std::size_t f = sizeof(float);
   const std::size_t params = mul_of({2, Parameters::arena_floats(cfg), f});
-  // A learned table: values and gradient (and a flag per row); a computed encoding: its cache,
-  // up to twice the positions asked for while it grows.
-  const std::size_t encoding =
-      find_encoding(cfg.pe).has_table
-          ? mul_of({cfg.max_seq_len, sum_of({mul_of({2, cfg.d_model, f}), 1})})
-          : mul_of({3, positions, cfg.d_model, f});
+  // The encoding's tensors: values and gradient (a learned table: and a flag per row); a
+  // computed encoding: its cache, up to twice the positions asked for while it grows.
+  std::size_t encoding = 0;
+  for (const auto& t : spec.tensor_shapes(cfg)) {
+    encoding = sum_of({encoding, mul_of({2, t.rows, t.cols, f})});
+  }
+  encoding =
+      sum_of({encoding, spec.has_table ? cfg.max_seq_len : mul_of({3, positions, cfg.d_model, f})});
   return sum_of({params, encoding});
 }
 std::vector<TensorSlot> Model::tensors() {
@@ -266,6 +274,10 @@ double Model::forward(Activations& a, MatrixView<const TokenId> tokens,
   const std::span<const std::int32_t> tg(a.targets.data(), n);
   auto& P = params_;
   const std::span<const std::int64_t> pos_flat(pos.data(), n);
+  // The scores' bias by distance, the same in every layer (none: an empty view).
+  const auto bias_view = a.bias.view().subcols(0, T);
+  const MatrixView<const float> bias =
+      enc_->scores_bias(bias_view) ? MatrixView<const float>(bias_view) : MatrixView<const float>();
   // The input layer (the library's fused kernel; validates token ids and positions first).
   auto x0 = head_rows(a.x0, n);
   enc_->embed_forward(x0, tok, PositionSource::explicit_ids(pos), P.value(P.wte));
@@ -277,8 +289,7 @@ double Model::forward(Activations& a, MatrixView<const TokenId> tokens,
                       P.value(pb.ln1_b));
     linear_forward(head_rows(blk.qkv, n), chead(blk.ln1, n), P.value(pb.qkv_w), P.value(pb.qkv_b));
     enc_->rotate_qk_forward(head_rows(blk.qkv, n), pos_flat, H);
-    attention_forward(head_rows(blk.att, n), blk.probs, chead(blk.qkv, n), B, T, H,
-                      enc_->attention_slopes());
+    attention_forward(head_rows(blk.att, n), blk.probs, chead(blk.qkv, n), B, T, H, bias);
     linear_forward(head_rows(blk.res1, n), chead(blk.att, n), P.value(pb.o_w), P.value(pb.o_b));
     add_into(head_rows(blk.res1, n), x);
     layernorm_forward(head_rows(blk.ln2, n), blk.ln2_mean, blk.ln2_rstd, chead(blk.res1, n),
@@ -317,6 +328,19 @@ void Model::backward(Activations& a, Gradients* into) {
                      a.lnf_rstd, P.value(P.lnf_w));
   const MatrixView<const std::int64_t> pos(a.positions.data(), B, T);
   const std::span<const std::int64_t> pos_flat(pos.data(), n);
+  // The encoding's gradients: the micro-batch's buffers, or the encoding's own.
+  std::vector<MatrixView<float>> enc_grads;
+  if (into != nullptr) {
+    for (auto& g : into->encoding) enc_grads.push_back(g.view());
+  } else {
+    for (const auto& s : enc_->tensors()) enc_grads.push_back(s.grad);
+  }
+  // A trained bias on the scores: its gradient by distance, summed over the layers.
+  MatrixView<float> dbias;
+  if (spec_->trained_bias()) {
+    dbias = a.dbias.view().subcols(0, T);
+    for (std::size_t h = 0; h < H; ++h) std::fill_n(dbias.row(h).data(), T, 0.0f);
+  }
   for (std::size_t li = cfg_.n_layers; li-- > 0;) {
     auto& blk = a.blocks[li];
     const auto& pb = P.blocks[li];
@@ -332,117 +356,17 @@ void Model::backward(Activations& a, Gradients* into) {
     auto datt = head_rows(a.datt, n);
     auto dqkv = head_rows(a.dqkv, n);
     linear_backward(datt, G(pb.o_w), G(pb.o_b), dres, chead(blk.att, n), P.value(pb.o_w));
-    attention_backward(dqkv, datt, blk.probs, chead(blk.qkv, n), B, T, H);
+    attention_backward(dqkv, dbias, datt, blk.probs, chead(blk.qkv, n), B, T, H);
     enc_->rotate_qk_backward(dqkv, pos_flat, H);
     linear_backward(dtmp, G(pb.qkv_w), G(pb.qkv_b), dqkv, chead(blk.ln1, n), P.value(pb.qkv_w));
     layernorm_backward(dres, G(pb.ln1_w), G(pb.ln1_b), dtmp, x_in, blk.ln1_mean, blk.ln1_rstd,
                        P.value(pb.ln1_w));
   }
+  if (dbias.rows() != 0) enc_->scores_bias_backward(enc_grads, dbias);
   // The input layer: dres = d(loss)/d(x0), into the token table's and the encoding's gradients
   // (the library's fused backward: deterministic, rows summed in (b, t) order).
-  std::vector<MatrixView<float>> enc_grads;
-  if (into != nullptr) {
-    for (auto& g : into->encoding) enc_grads.push_back(g.view());
-  } else {
-    for (const auto& s : enc_->tensors()) enc_grads.push_back(s.grad);
-  }
   const MatrixView<const TokenId> tok(a.tokens.data(), B, T);
   enc_->embed_backward(G(P.wte), enc_grads, dres, tok, PositionSource::explicit_ids(pos));
-}
-
-std::size_t Decoder::bytes(const ModelConfig& cfg, std::size_t B, std::size_t cap) {
-  const std::size_t C = cfg.d_model, f = sizeof(float);
-  // The KV cache (per layer B*cap x 3C), x, ln, att, tmp (C), qkv (3C), fc (F), logits (V), two
-  // row statistics, the attention scratch (B*H*cap), positions and tokens.
-  return sum_of({mul_of({cfg.n_layers, B, cap, 3 * C, f}),
-                 mul_of({B, 7 * C + cfg.d_ff + cfg.vocab_size + 2, f}),
-                 mul_of({B, cfg.n_heads, cap, f}),
-                 mul_of({B, sizeof(std::int64_t) + sizeof(TokenId)})});
-}
-
-Decoder::Decoder(Model& model, std::size_t batch, std::size_t capacity)
-    : model_(model), batch_(batch), cap_(capacity) {
-  const auto& cfg = model.config();
-  const std::size_t C = cfg.d_model;
-  for (std::size_t l = 0; l < cfg.n_layers; ++l) cache_.emplace_back(batch * capacity, 3 * C);
-  x_ = Matrix<float>(batch, C);
-  ln_ = Matrix<float>(batch, C);
-  qkv_ = Matrix<float>(batch, 3 * C);
-  att_ = Matrix<float>(batch, C);
-  tmp_ = Matrix<float>(batch, C);
-  fc_ = Matrix<float>(batch, cfg.d_ff);
-  logits_ = Matrix<float>(batch, cfg.vocab_size);
-  mean_.resize(batch);
-  rstd_.resize(batch);
-  scratch_.resize(batch * cfg.n_heads * capacity);
-  pos_ = Matrix<std::int64_t>(batch, 1);
-  tok_ = Matrix<TokenId>(batch, 1);
-}
-
-MatrixView<const float> Decoder::step(std::span<const TokenId> tokens) {
-  for (std::size_t b = 0; b < batch_; ++b) pos_(b, 0) = static_cast<std::int64_t>(t_);
-  return run(tokens, PositionSource::contiguous(t_));
-}
-
-MatrixView<const float> Decoder::step(std::span<const TokenId> tokens,
-                                      std::span<const std::int64_t> positions) {
-  if (positions.size() != batch_) {
-    throw std::invalid_argument("Decoder::step: " + std::to_string(positions.size()) +
-                                " positions for a batch of " + std::to_string(batch_));
-  }
-  for (std::size_t b = 0; b < batch_; ++b) {
-    if (positions[b] < 0) {
-      throw std::invalid_argument("Decoder::step: negative position " +
-                                  std::to_string(positions[b]) + " at batch row " +
-                                  std::to_string(b));
-    }
-  }
-  std::copy(positions.begin(), positions.end(), pos_.data());
-  const MatrixView<const std::int64_t> ids = pos_.cview();
-  return run(tokens, PositionSource::explicit_ids(ids));
-}
-
-MatrixView<const float> Decoder::run(std::span<const TokenId> tokens,
-                                     const PositionSource& source) {
-  const auto& cfg = model_.config();
-  auto& P = model_.params();
-  auto& enc = model_.encoding();
-  const std::size_t B = batch_, C = cfg.d_model, H = cfg.n_heads;
-  if (tokens.size() != B) {
-    throw std::invalid_argument("Decoder::step: " + std::to_string(tokens.size()) +
-                                " tokens for a batch of " + std::to_string(B));
-  }
-  if (t_ >= cap_) {
-    throw std::out_of_range("Decoder::step: position " + std::to_string(t_) +
-                            " is past the capacity of " + std::to_string(cap_) + " tokens");
-  }
-  std::copy(tokens.begin(), tokens.end(), tok_.data());
-  const std::span<const std::int64_t> pos(pos_.data(), B);
-  model_.require_positions(top_position(pos), "Decoder::step");
-  // The input layer at this step's positions (validates token ids and positions first).
-  enc.embed_forward(x_, tok_, source, P.value(P.wte));
-  const std::size_t t = t_;
-  for (std::size_t l = 0; l < cfg.n_layers; ++l) {
-    const auto& pb = P.blocks[l];
-    layernorm_forward(ln_, mean_, rstd_, x_, P.value(pb.ln1_w), P.value(pb.ln1_b));
-    linear_forward(qkv_, ln_, P.value(pb.qkv_w), P.value(pb.qkv_b));
-    enc.rotate_qk_forward(qkv_, pos, H);
-    for (std::size_t b = 0; b < B; ++b) {
-      std::copy_n(qkv_.row(b).data(), 3 * C, cache_[l].row(b * cap_ + t).data());
-    }
-    attention_step(att_, scratch_, cache_[l], B, cap_, t, H, enc.attention_slopes());
-    linear_forward(tmp_, att_, P.value(pb.o_w), P.value(pb.o_b));
-    add_into(x_, tmp_);
-    layernorm_forward(ln_, mean_, rstd_, x_, P.value(pb.ln2_w), P.value(pb.ln2_b));
-    linear_forward(fc_, ln_, P.value(pb.fc_w), P.value(pb.fc_b));
-    gelu_forward(fc_, {}, fc_);
-    linear_forward(tmp_, fc_, P.value(pb.proj_w), P.value(pb.proj_b));
-    add_into(x_, tmp_);
-  }
-  layernorm_forward(ln_, mean_, rstd_, x_, P.value(P.lnf_w), P.value(P.lnf_b));
-  linear_forward(logits_, ln_, P.value(P.head), {});
-  ++t_;
-  return logits_;
 }
 
 }  // namespace posemb::lab

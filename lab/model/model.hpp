@@ -14,6 +14,8 @@
 //   model.zero_grad();
 //   model.backward(acts);                                   // gradients added into the model's
 //
+//   lab::Model mine(cfg, my_spec);   // an encoding of one's own, registered or not (the tests')
+//
 // Positions are explicit (B, T) ids, so contiguous 0..T-1 and Ruoss et al.'s sorted random
 // positions go through the same code. A position past a learned table throws SequenceTooLong.
 #pragma once
@@ -51,6 +53,7 @@ struct Activations {
   std::vector<float> lnf_mean, lnf_rstd;               // (BT)
   Matrix<float> dres, dtmp, datt, dqkv, dfc, dlogits;  // backward scratch
   std::vector<float> losses;
+  Matrix<float> bias, dbias;          // (H, max_seq): the scores' bias by distance, its gradient
   Matrix<TokenId> tokens;             // (B, T) copy of the last batch
   Matrix<std::int64_t> positions;     // (B, T)
   std::vector<std::int32_t> targets;  // (B*T)
@@ -68,13 +71,17 @@ class Model {
   // Throws ConfigError for an unusable cfg, MemoryLimitExceeded (before allocating) when the
   // model's memory (bytes(cfg)) exceeds the memory budget.
   explicit Model(const ModelConfig& cfg);
+  // The same with the encoding `spec` (cfg.pe its name), registered or not.
+  Model(const ModelConfig& cfg, const EncodingSpec& spec);
   // The trainable tensors of a model of cfg in checkpoint order (tensors()): names and shapes,
-  // nothing allocated.
-  static std::vector<ParamInfo> tensor_shapes(const ModelConfig& cfg);
-  // The bytes of a model of cfg (saturating): parameters and their gradients, the learned
-  // table and its gradient, and for a computed encoding (sinusoidal, rope) its cache of
-  // `positions` positions (an upper bound, growth included).
+  // nothing allocated; the encoding's as its spec describes them (EncodingSpec::tensors).
+  static std::vector<TensorInfo> tensor_shapes(const ModelConfig& cfg);
+  static std::vector<TensorInfo> tensor_shapes(const ModelConfig& cfg, const EncodingSpec& spec);
+  // The bytes of a model of cfg (saturating): parameters and their gradients, the encoding's
+  // tensors and their gradients (a learned table's rows flagged too), and for a computed encoding
+  // (sinusoidal, rope) its cache of `positions` positions (an upper bound, growth included).
   static std::size_t bytes(const ModelConfig& cfg, std::size_t positions = 0);
+  static std::size_t bytes(const ModelConfig& cfg, const EncodingSpec& spec, std::size_t positions);
   const ModelConfig& config() const { return cfg_; }
   const EncodingSpec& encoding_spec() const { return *spec_; }
   Encoding& encoding() { return *enc_; }
@@ -118,8 +125,9 @@ class Model {
                  MatrixView<const std::int64_t> positions, MatrixView<const std::int32_t> targets,
                  std::span<const std::size_t> rows, std::size_t normalizer);
   // Gradients of the last forward's loss, added into the model's own gradients, or into `into`
-  // (from make_gradients()) when given. Reads the parameters only, so micro-batches may run
-  // concurrently, each with its own acts and gradients.
+  // (from make_gradients()) when given; a trained bias on the scores gets the attention's
+  // gradient of its rows by distance (Encoding::scores_bias_backward). Reads the parameters only,
+  // so micro-batches may run concurrently, each with its own acts and gradients.
   void backward(Activations& acts, Gradients* into = nullptr);
 
   // Makes positions [0, positions) available to a computed encoding (it grows its cached
@@ -142,35 +150,6 @@ class Model {
   Parameters params_;
   std::unique_ptr<Encoding> enc_;
   std::size_t reserved_ = 0;  // positions reserve_positions has covered
-};
-
-// Incremental (KV-cached) decoding of a batch of sequences, one token position at a time, for
-// greedy evaluation: step t feeds token t of every sequence and returns the next-token logits.
-// Reads the model only (decoders may run concurrently); a computed encoding must have reserved
-// the positions first (Model::reserve_positions).
-class Decoder {
- public:
-  // Room for `capacity` tokens per sequence.
-  Decoder(Model& model, std::size_t batch, std::size_t capacity);
-  // The bytes the constructor allocates (saturating), to check against the memory budget first.
-  static std::size_t bytes(const ModelConfig& cfg, std::size_t batch, std::size_t capacity);
-  // tokens (B) at position t = length() of every sequence (the lookup of row t of a learned
-  // table: PositionSource::contiguous(t)). Returns logits (B, V), valid until the next step.
-  MatrixView<const float> step(std::span<const TokenId> tokens);
-  // tokens (B) at explicit positions (B) (randomized positions).
-  MatrixView<const float> step(std::span<const TokenId> tokens,
-                               std::span<const std::int64_t> positions);
-  std::size_t length() const { return t_; }
-
- private:
-  MatrixView<const float> run(std::span<const TokenId> tokens, const PositionSource& source);
-  Model& model_;
-  std::size_t batch_, cap_, t_ = 0;
-  std::vector<Matrix<float>> cache_;  // per layer (B*cap, 3C)
-  Matrix<float> x_, ln_, qkv_, att_, tmp_, fc_, logits_;
-  std::vector<float> mean_, rstd_, scratch_;
-  Matrix<std::int64_t> pos_;  // (B, 1)
-  Matrix<TokenId> tok_;       // (B, 1)
 };
 
 }  // namespace posemb::lab

@@ -10,9 +10,9 @@ bool is_layernorm_weight(std::string_view name) {
   return name.ends_with("ln1.weight") || name.ends_with("ln2.weight") || name == "lnf.weight";
 }
 
-std::vector<ParamInfo> Parameters::layout(const ModelConfig& cfg) {
+std::vector<TensorInfo> Parameters::layout(const ModelConfig& cfg) {
   const std::size_t C = cfg.d_model, V = cfg.vocab_size, F = cfg.d_ff;
-  std::vector<ParamInfo> out;
+  std::vector<TensorInfo> out;
   auto add = [&out](std::string name, std::size_t rows, std::size_t cols) {
     out.push_back({std::move(name), rows, cols});
   };

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "lab/config.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/matrix_view.hpp"
 
@@ -25,11 +26,6 @@ namespace posemb::lab {
 // True for the name of a LayerNorm weight ("blocks.<l>.ln1.weight", "...ln2.weight",
 // "lnf.weight"): initialized to 1, where every other bias-like tensor starts at 0.
 bool is_layernorm_weight(std::string_view name);
-
-struct ParamInfo {
-  std::string name;  // e.g. "blocks.0.attn.qkv.weight"
-  std::size_t rows, cols;
-};
 
 class Parameters {
  public:
@@ -40,12 +36,12 @@ class Parameters {
 
   explicit Parameters(const ModelConfig& cfg);
   // The tensors a Parameters of cfg holds, in order (names and shapes; nothing allocated).
-  static std::vector<ParamInfo> layout(const ModelConfig& cfg);
+  static std::vector<TensorInfo> layout(const ModelConfig& cfg);
   // The floats of one arena (values or gradients) of cfg: every tensor rounded up to 16 floats.
   static std::size_t arena_floats(const ModelConfig& cfg);
 
   std::size_t count() const { return infos_.size(); }
-  const ParamInfo& info(std::size_t i) const { return infos_.at(i); }
+  const TensorInfo& info(std::size_t i) const { return infos_.at(i); }
   MatrixView<float> value(std::size_t i);
   MatrixView<const float> value(std::size_t i) const;
   MatrixView<float> grad(std::size_t i);
@@ -61,7 +57,7 @@ class Parameters {
   std::vector<Block> blocks;
 
  private:
-  std::vector<ParamInfo> infos_;
+  std::vector<TensorInfo> infos_;
   std::vector<std::size_t> offsets_;
   Matrix<float> values_, grads_;  // (1, arena)
 };

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -38,23 +40,37 @@ bool curve_above(const std::vector<double>& a, const std::vector<double>& b) {
   return mean(a) > mean(b) + kCurveMargin;
 }
 
-// The encodings the published claims are about, found in the registry by their properties,
-// with this run's numbers of each.
+// The claims' encodings, by role (claim_roles()'s order).
+enum RoleId : std::size_t { kLearned, kRandomized, kSinusoidal, kRope, kNone, kAlibi, kRoles };
+
+constexpr ClaimRole kClaimRoles[] = {
+    {"a learned table at positions 0..len-1",
+     [](const EncodingSpec& e) {
+       return e.has_table && e.trainable && e.train_positions == PositionMode::contiguous;
+     }},
+    {"a learned table at randomized positions",
+     [](const EncodingSpec& e) {
+       return e.has_table && e.trainable && e.train_positions == PositionMode::randomized;
+     }},
+    {"a fixed encoding added at the input",
+     [](const EncodingSpec& e) { return e.site == EncodingSite::input && !e.trainable; }},
+    {"a fixed rotation of q and k",
+     [](const EncodingSpec& e) { return e.site == EncodingSite::attention && !e.trainable; }},
+    {"no positional encoding",
+     [](const EncodingSpec& e) { return e.site == EncodingSite::nowhere; }},
+    {"a fixed bias on the scores (ALiBi)",
+     [](const EncodingSpec& e) { return e.site == EncodingSite::scores && !e.trainable; }},
+};
+static_assert(std::size(kClaimRoles) == kRoles, "one role a RoleId");
+
+// A role's encoding and this run's numbers of it.
 struct Role {
   std::string name;  // the registered name ("" when no encoding has the properties)
   EncodingNumbers n;
 };
 
-// The first registered encoding with the properties that has runs in rep (else the first with
-// them, unmeasured).
-Role role(const DemoReport& rep, bool (*pred)(const EncodingSpec&)) {
-  const EncodingSpec* spec = find_encoding_if(pred);
-  for (const auto* e : encodings()) {
-    if (pred(*e) && !runs_of(rep, std::string(e->name)).empty()) {
-      spec = e;
-      break;
-    }
-  }
+Role role(const DemoReport& rep, RoleId id) {
+  const EncodingSpec* spec = encoding_of(kClaimRoles[id]);
   if (spec == nullptr) return {};
   Role r{std::string(spec->name), {}};
   r.n = numbers(rep, r.name);
@@ -72,17 +88,12 @@ Measured measure(const DemoReport& rep) {
   m.L = rep.task.train_len;
   m.in_range = range(1, m.L);
   m.near_range = range(m.L + 1, m.L + 3);
-  m.learned = role(rep, [](const EncodingSpec& e) {
-    return e.has_table && e.train_positions == PositionMode::contiguous;
-  });
-  m.randomized = role(rep, [](const EncodingSpec& e) {
-    return e.has_table && e.train_positions == PositionMode::randomized;
-  });
-  m.sinusoidal = role(
-      rep, [](const EncodingSpec& e) { return e.site == EncodingSite::input && e.any_position(); });
-  m.rope = role(rep, [](const EncodingSpec& e) { return e.site == EncodingSite::attention; });
-  m.none = role(rep, [](const EncodingSpec& e) { return e.site == EncodingSite::nowhere; });
-  m.alibi = role(rep, [](const EncodingSpec& e) { return e.site == EncodingSite::scores; });
+  m.learned = role(rep, kLearned);
+  m.randomized = role(rep, kRandomized);
+  m.sinusoidal = role(rep, kSinusoidal);
+  m.rope = role(rep, kRope);
+  m.none = role(rep, kNone);
+  m.alibi = role(rep, kAlibi);
   return m;
 }
 
@@ -285,6 +296,26 @@ ClaimVerdict peng(const DemoReport& rep, const Measured& m) {
 }
 
 }  // namespace
+
+std::span<const ClaimRole> claim_roles() {
+  return kClaimRoles;
+}
+
+const EncodingSpec* encoding_of(const ClaimRole& role) {
+  const EncodingSpec* found = nullptr;
+  for (const auto* e : encodings()) {
+    if (!e->in_demo || !role.matches(*e)) continue;
+    if (found != nullptr) {
+      throw std::logic_error("claims: the role '" + std::string(role.role) +
+                             "' matches encodings " + std::string(found->name) + " and " +
+                             std::string(e->name) +
+                             ": give one a property (lab/encodings/encoding.hpp) that tells them "
+                             "apart");
+    }
+    found = e;
+  }
+  return found;
+}
 
 std::vector<ClaimVerdict> judge_claims(const DemoReport& rep) {
   const Measured m = measure(rep);

@@ -9,9 +9,12 @@
 // Longformer's claim, the RoPE scalings none, linear and yarn for Chen's and Peng's.
 #pragma once
 
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "lab/encodings/encoding.hpp"
 #include "lab/report/demo_report.hpp"
 
 namespace posemb::lab {
@@ -24,6 +27,18 @@ struct ClaimVerdict {
   std::string rule;       // how the verdict is decided
   bool reproduced = false;
 };
+
+// The encodings the claims are about, each by properties (lab/encodings/encoding.hpp) that one
+// registered encoding of the demo has: never by its name or its place in the registry, and a
+// trained bias on the scores is never taken for ALiBi's fixed one (trainable tells them apart).
+struct ClaimRole {
+  std::string_view role;  // "a fixed bias on the scores (ALiBi)"
+  bool (*matches)(const EncodingSpec& e);
+};
+std::span<const ClaimRole> claim_roles();
+// The registered in-demo encoding that plays `role`, or nullptr; throws std::logic_error naming
+// both when two do (a new encoding needs a property that tells it apart).
+const EncodingSpec* encoding_of(const ClaimRole& role);
 
 // The eight claims (Vaswani, Press, Ruoss, Longformer, Kazemnejad; Press's ALiBi, Chen's position
 // interpolation, Peng's YaRN), each judged by its rule on rep's numbers. A claim whose runs are

@@ -150,7 +150,7 @@ Checkpoint decode_checkpoint_metadata(const Metadata& md, const std::string& pat
 void check_checkpoint_tensors(Checkpoint& ck) {
   const std::string& path = ck.path;
   const EncodingSpec& spec = find_encoding(ck.run.model.pe);
-  for (const ParamInfo& want : Model::tensor_shapes(ck.run.model)) {
+  for (const TensorInfo& want : Model::tensor_shapes(ck.run.model)) {
     const Tensor* t = ck.file.find(want.name);
     if (t == nullptr) {
       throw FileFormatError(path, "checkpoint has no tensor " + quote_untrusted(want.name) +

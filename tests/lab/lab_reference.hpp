@@ -99,8 +99,10 @@ inline double gelu_grad(double x) {
 
 // Causal attention of qkv (B*T, 3C), H heads: y (B*T, C), probs (B*H*T*T); mag(y) = sum_s p_s |v|.
 // slopes (H or empty): ALiBi, the score of query t and key u <= t gets slopes[h] (u - t) added.
+// bias (H, >= T, or null): a bias by distance, the score gets bias(h, t - u) added.
 inline void attention(Grid& y, std::vector<double>& probs, const Grid& qkv, std::size_t B,
-                      std::size_t T, std::size_t H, const std::vector<double>& slopes = {}) {
+                      std::size_t T, std::size_t H, const std::vector<double>& slopes = {},
+                      const Grid* bias = nullptr) {
   const std::size_t C = qkv.cols / 3, hd = C / H;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
   y = Grid(B * T, C);
@@ -118,6 +120,7 @@ inline void attention(Grid& y, std::vector<double>& probs, const Grid& qkv, std:
           s[u] = d * scale;
           if (!slopes.empty())
             s[u] += slopes[h] * (static_cast<double>(u) - static_cast<double>(t));
+          if (bias != nullptr) s[u] += (*bias)(h, t - u);
           mx = std::max(mx, s[u]);
         }
         double sum = 0;
@@ -134,9 +137,11 @@ inline void attention(Grid& y, std::vector<double>& probs, const Grid& qkv, std:
   }
 }
 
-// Gradient of attention w.r.t. qkv, given dy and the forward's probs: dqkv (B*T, 3C).
+// Gradient of attention w.r.t. qkv, given dy and the forward's probs: dqkv (B*T, 3C); with
+// dbias (H, >= T), also the gradient of a bias by distance, added into.
 inline void attention_backward(Grid& dqkv, const Grid& dy, const std::vector<double>& probs,
-                               const Grid& qkv, std::size_t B, std::size_t T, std::size_t H) {
+                               const Grid& qkv, std::size_t B, std::size_t T, std::size_t H,
+                               Grid* dbias = nullptr) {
   const std::size_t C = qkv.cols / 3, hd = C / H;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
   dqkv = Grid(B * T, 3 * C);
@@ -156,6 +161,7 @@ inline void attention_backward(Grid& dqkv, const Grid& dy, const std::vector<dou
           dot += p[u] * d;
         }
         for (std::size_t u = 0; u <= t; ++u) {
+          if (dbias != nullptr) (*dbias)(h, t - u) += p[u] * (dp[u] - dot);
           const double ds = p[u] * (dp[u] - dot) * scale;
           for (std::size_t i = 0; i < hd; ++i) {
             dqkv(b * T + t, h * hd + i) += ds * qkv(b * T + u, C + h * hd + i);
@@ -298,11 +304,12 @@ inline void attend_row(float* out, float* p, const float* q, const float* seq, s
   }
 }
 
-// One head of one sequence of attention's backward: dqkv's head columns written over.
+// One head of one sequence of attention's backward: dqkv's head columns written over; dbias (T, or
+// null): the bias's gradient by distance, dbias[t - s] += p[s] (dp[s] - dot), t ascending.
 inline void attention_backward_head(float* dqkv, std::size_t dstride, const float* dy,
                                     std::size_t gstride, const float* qkv, std::size_t stride,
                                     const float* probs, std::size_t T, std::size_t c,
-                                    std::size_t hd, float scale) {
+                                    std::size_t hd, float scale, float* dbias = nullptr) {
   for (std::size_t t = 0; t < T; ++t) {
     for (std::size_t part = 0; part < 3; ++part)
       std::fill_n(dqkv + t * dstride + part * c, hd, 0.0f);
@@ -322,6 +329,7 @@ inline void attention_backward_head(float* dqkv, std::size_t dstride, const floa
     const float* q = qkv + t * stride;
     float* dq = dqkv + t * dstride;
     for (std::size_t s = 0; s <= t; ++s) {
+      if (dbias != nullptr) dbias[t - s] = dbias[t - s] + p[s] * (dp[s] - dot);
       const float ds = (p[s] * (dp[s] - dot)) * scale;
       const float* k = qkv + s * stride + c;
       float* dk = dqkv + s * dstride + c;

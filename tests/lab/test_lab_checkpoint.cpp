@@ -20,6 +20,7 @@
 
 #include "lab/config.hpp"
 #include "lab/eval/evaluate.hpp"
+#include "lab/model/decoder.hpp"
 #include "lab/model/model.hpp"
 #include "lab/train/checkpoint.hpp"
 #include "lab/train/run.hpp"

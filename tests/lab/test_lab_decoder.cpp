@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lab/model/decoder.hpp"
 #include "lab/model/model.hpp"
 #include "lab_runs.hpp"
 #include "posemb/errors.hpp"

@@ -341,7 +341,7 @@ TEST(LabKernels, AttentionForwardBackwardAndStepMatchReference) {
   Matrix<float> y(B * T, C), dqkv(B * T, 3 * C);
   std::vector<float> probs(B * H * T * T);
   attention_forward(y, probs, qkv, B, T, H);
-  attention_backward(dqkv, dy, probs, qkv, B, T, H);
+  attention_backward(dqkv, {}, dy, probs, qkv, B, T, H);
   ref::Grid want, wantd;
   std::vector<double> rprobs;
   ref::attention(want, rprobs, grid(qkv), B, T, H);
@@ -423,7 +423,7 @@ TEST(LabKernels, AttentionForwardBackwardAndStepMatchReference) {
         Matrix<float> yy(B * T, C), dd(B * T, 3 * C);
         std::vector<float> pp(B * H * T * T);
         attention_forward(yy, pp, qkv, B, T, H);
-        attention_backward(dd, dy, pp, qkv, B, T, H);
+        attention_backward(dd, {}, dy, pp, qkv, B, T, H);
         auto out = flat(yy);
         for (float v : dd.flat()) out.push_back(v);
         return out;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lab/encodings/registry.hpp"
+#include "lab/model/decoder.hpp"
 #include "lab/model/model.hpp"
 #include "lab/train/checkpoint.hpp"
 #include "lab/train/run.hpp"

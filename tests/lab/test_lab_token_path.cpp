@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "lab/model/decoder.hpp"
 #include "lab/model/model.hpp"
 #include "lab/tasks/task.hpp"
 #include "lab_runs.hpp"

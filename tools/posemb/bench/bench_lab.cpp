@@ -180,8 +180,9 @@ std::vector<bench::Case> lab_kernel_cases(const std::vector<int>& threads) {
       [p] { lab::linear_backward(p->dx.view(), p->dw.view(), p->db.view(), p->qkv, p->x, p->w); });
   add("attention_forward", qkv + MC + attn,
       [p] { lab::attention_forward(p->y.view(), p->probs, p->qkv, P::B, P::T, P::H); });
-  add("attention_backward", 2 * qkv + MC + attn,
-      [p] { lab::attention_backward(p->dqkv.view(), p->dy, p->probs, p->qkv, P::B, P::T, P::H); });
+  add("attention_backward", 2 * qkv + MC + attn, [p] {
+    lab::attention_backward(p->dqkv.view(), {}, p->dy, p->probs, p->qkv, P::B, P::T, P::H);
+  });
   add("layernorm_forward", 2 * MC,
       [p] { lab::layernorm_forward(p->y.view(), p->mean, p->rstd, p->x, p->lnw, p->lnb); });
   add("layernorm_backward", 3 * MC, [p] {
