@@ -80,6 +80,24 @@ const std::vector<std::string>& rope_scaling_methods() {
   return m;
 }
 
+const std::vector<std::string>& scoring_names() {
+  static const std::vector<std::string> names = {"greedy", "teacher-forced"};
+  return names;
+}
+
+const std::string& scoring_name(Scoring s) {
+  return scoring_names().at(static_cast<std::size_t>(s));
+}
+
+Scoring parse_scoring(const std::string& name) {
+  const auto& names = scoring_names();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<Scoring>(i);
+  }
+  throw ConfigError({"eval.scoring"}, "eval config: scoring " + quote_untrusted(name, 64) +
+                                          " is not one of greedy, teacher-forced");
+}
+
 std::string RopeScalingConfig::text() const {
   if (method == rope_scaling_methods().front()) return method;
   std::ostringstream o;

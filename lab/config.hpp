@@ -164,6 +164,19 @@ struct TrainConfig {
   void validate() const;
 };
 
+// How an evaluation scores a model at each length (the scorers of lab/eval/).
+enum class Scoring {
+  greedy,          // the model decodes after the first counted target from its own outputs;
+                   // exact match and token accuracy of the counted targets (the symbol tasks')
+  teacher_forced,  // every input given; the counted targets' mean negative log-likelihood
+                   // (loss, and bits per token)
+};
+// The scorings' names (--scoring, results files), in the enum's order: greedy, teacher-forced.
+const std::vector<std::string>& scoring_names();
+const std::string& scoring_name(Scoring s);
+// The scoring called name; throws ConfigError (field eval.scoring) naming the choices otherwise.
+Scoring parse_scoring(const std::string& name);
+
 struct EvalConfig {
   std::size_t min_len = 1, max_len = 32;  // the task's lengths (n), inclusive
   std::size_t samples = 100;
@@ -172,6 +185,8 @@ struct EvalConfig {
   // evaluation. randomized (default; Ruoss et al.): a sorted random sample from [0, table rows),
   // as in training; contiguous: 0..len-1. Other encodings always use contiguous positions.
   PositionMode randomized_eval = PositionMode::randomized;
+  // How each length is scored; unset: the task's own (TaskSpec::scoring, lab/tasks/task.hpp).
+  std::optional<Scoring> scoring;
   void validate() const;
 };
 

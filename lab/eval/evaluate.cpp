@@ -1,3 +1,5 @@
+// Evaluation by length (lab/eval/evaluate.hpp): the lengths, their batches, the checks and
+// estimates; each length scored by its scorer (lab/eval/scorers.hpp).
 #include "lab/eval/evaluate.hpp"
 
 #include <algorithm>
@@ -8,8 +10,7 @@
 #include <string>
 
 #include "lab/encodings/registry.hpp"
-#include "lab/model/decoder.hpp"
-#include "lab/model/kernels.hpp"
+#include "lab/eval/scorers.hpp"
 #include "lab/tasks/registry.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/memory.hpp"
@@ -25,13 +26,18 @@ std::size_t table_rows(const Model& model) {
   return t != nullptr ? t->max_seq_len() : static_cast<std::size_t>(-1);
 }
 
-// The memory of one length's evaluation: its batch and its decoder.
-std::size_t length_bytes(const ModelConfig& mc, const TaskSpec& task, std::size_t samples,
+// The scoring of cfg for task.
+Scoring scoring_of(const EvalConfig& cfg, const TaskSpec& task) {
+  return cfg.scoring.value_or(task.scoring);
+}
+
+// The memory of one length's evaluation: its batch and its scorer's.
+std::size_t length_bytes(const ModelConfig& mc, const TaskSpec& task, const EvalConfig& cfg,
                          std::size_t n) {
   const std::size_t len = task.tokens(n);
   const std::size_t batch =
-      saturating_mul(saturating_mul(samples, len), sizeof(TokenId) + sizeof(std::int64_t) + 4);
-  return saturating_add(batch, Decoder::bytes(mc, samples, len));
+      saturating_mul(saturating_mul(cfg.samples, len), sizeof(TokenId) + sizeof(std::int64_t) + 4);
+  return saturating_add(batch, scorer_for(scoring_of(cfg, task)).bytes(mc, cfg.samples, len));
 }
 
 LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalConfig& cfg,
@@ -41,6 +47,7 @@ LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalCon
   LengthResult res;
   res.length = n;
   res.samples = cfg.samples;
+  res.scoring = scoring_of(cfg, spec);
   const std::size_t B = cfg.samples, len = spec.tokens(n);
   // Beyond the table: known from the lengths alone, before any batch or decoder is built.
   if (const std::size_t rows = table_rows(model); len > rows) {
@@ -66,49 +73,7 @@ LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalCon
     res.detail = e.what();
     return res;
   }
-  // Row b is given up to its first counted target's input (the prompt), then reads its own
-  // predictions; each prediction from there on at a counted target is scored.
-  std::vector<std::size_t> first(B, len);
-  for (std::size_t b = 0; b < B; ++b) {
-    for (std::size_t t = 0; t < len && first[b] == len; ++t) {
-      if (batch.targets(b, t) >= 0) first[b] = t;
-    }
-  }
-  Decoder dec(model, B, len);
-  std::vector<TokenId> tok(B), pred(B);
-  std::vector<std::int64_t> pos(B);
-  std::vector<char> all_right(B, 1);
-  std::size_t right = 0;
-  for (std::size_t t = 0; t < len; ++t) {
-    for (std::size_t b = 0; b < B; ++b) {
-      tok[b] = t <= first[b] ? batch.tokens(b, t) : pred[b];
-      pos[b] = batch.positions(b, t);
-    }
-    const auto logits = mode == PositionMode::contiguous ? dec.step(tok) : dec.step(tok, pos);
-    for (std::size_t b = 0; b < B; ++b) {
-      if (t < first[b]) continue;
-      // The argmax of infinite or NaN logits is no prediction: an accuracy from them would be
-      // garbage (a table of 3e38 values scored 0.000 everywhere), so evaluation stops.
-      if (!all_finite(logits.row(b))) {
-        throw std::runtime_error(
-            "evaluate: the logits are infinite or NaN at length " + std::to_string(n) +
-            ", instance " + std::to_string(b) + ", answer token " + std::to_string(t - first[b]) +
-            ": the model's parameters (or its rope scaling) overflow float; no accuracy is "
-            "reported");
-      }
-      pred[b] = static_cast<TokenId>(argmax(logits.row(b)));
-      if (batch.targets(b, t) < 0) continue;
-      if (pred[b] == batch.targets(b, t)) {
-        ++right;
-      } else {
-        all_right[b] = 0;
-      }
-    }
-  }
-  std::size_t exact = 0;
-  for (char c : all_right) exact += c ? 1 : 0;
-  res.exact_match = static_cast<double>(exact) / static_cast<double>(B);
-  res.token_accuracy = static_cast<double>(right) / static_cast<double>(batch.counted);
+  scorer_for(res.scoring).score(res, model, batch, mode);
   return res;
 }
 
@@ -146,7 +111,7 @@ std::size_t evaluation_bytes(const ModelConfig& model, const TaskConfig& task,
                                 ? 0
                                 : Model::bytes(model, spec.tokens(n)) - Model::bytes(model, 0);
   return saturating_add(cache, saturating_mul(std::max<std::size_t>(concurrent, 1),
-                                              length_bytes(model, spec, cfg.samples, n)));
+                                              length_bytes(model, spec, cfg, n)));
 }
 
 std::vector<double> evaluation_work_by_length(const ModelConfig& m, const TaskConfig& task,
@@ -208,7 +173,7 @@ std::vector<LengthResult> evaluate(Model& model, const TaskConfig& task, const E
   std::size_t concurrent = 1;
   if (longest != 0) {
     const std::size_t one = evaluation_bytes(mc, task, cfg, 1);
-    const std::size_t per = length_bytes(mc, spec, cfg.samples, longest);
+    const std::size_t per = length_bytes(mc, spec, cfg, longest);
     const std::size_t room = (memory_limit() - one) / std::max<std::size_t>(per, 1) + 1;
     concurrent = std::clamp<std::size_t>(room, 1, parallel_threads());
     std::size_t top = spec.tokens(longest);

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "lab/encodings/registry.hpp"
-#include "lab/experiment/demo.hpp"
+#include "lab/experiment/demo_plan.hpp"
 #include "lab/tasks/registry.hpp"
 #include "lab/train/run.hpp"
 #include "lab/train/trainer.hpp"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "lab/encodings/registry.hpp"
-#include "lab/experiment/demo.hpp"
+#include "lab/experiment/demo_run.hpp"
 #include "lab/experiment/grid.hpp"
 #include "lab/model/model.hpp"
 #include "lab/report/results.hpp"
@@ -250,26 +250,6 @@ DemoOutcome run_demo(const DemoPlan& plan, const std::filesystem::path& checkpoi
       "{} at the end",
       plan.options.parallel_runs, load_start, load_average());
   return out;
-}
-
-std::vector<std::pair<std::string, std::string>> demo_data_files(const DemoOutcome& out) {
-  const DemoPlan& plan = out.plan;
-  const std::size_t L = plan.train_len, L2 = 2 * L;
-  const TaskSpec& task = find_task(plan.options.task);
-  const auto& rep = out.report;
-  std::vector<std::pair<std::string, std::string>> files = {
-      {"results.csv", results_csv(rep.runs)},
-      {"results.json", results_json(plan.options.task, L, rep.runs)},
-      {"extension.csv", extension_csv(rep.extension)},
-      {"extension.json", extension_json(L, L2, task.tokens(L2), rep.extension)}};
-  if (!rep.rope_extension.empty()) {
-    files.emplace_back("rope_extension.csv", extension_csv(rep.rope_extension));
-    files.emplace_back(
-        "rope_extension.json",
-        rope_extension_json(L, L2, plan.rope_factor, task.tokens(L), rep.rope_extension));
-  }
-  files.emplace_back("summary.md", summary_markdown(rep));
-  return files;
 }
 
 }  // namespace posemb::lab

@@ -58,17 +58,28 @@ void validate(std::span<const GridRun> runs) {
   }
 }
 
+// A length as it travels between ranks (CBOR: doubles exactly), every field.
 json length_json(const LengthResult& l) {
-  return {{"length", l.length},        {"beyond", l.beyond_table}, {"exact", l.exact_match},
-          {"token", l.token_accuracy}, {"samples", l.samples},     {"detail", l.detail}};
+  return {{"length", l.length},
+          {"beyond", l.beyond_table},
+          {"scoring", static_cast<int>(l.scoring)},
+          {"exact", l.exact_match},
+          {"token", l.token_accuracy},
+          {"loss", l.loss},
+          {"counted", l.counted},
+          {"samples", l.samples},
+          {"detail", l.detail}};
 }
 
 LengthResult length_from(const json& j) {
   LengthResult l;
   l.length = j.at("length");
   l.beyond_table = j.at("beyond");
+  l.scoring = static_cast<Scoring>(j.at("scoring").get<int>());
   l.exact_match = j.at("exact");
   l.token_accuracy = j.at("token");
+  l.loss = j.at("loss");
+  l.counted = j.at("counted");
   l.samples = j.at("samples");
   l.detail = j.at("detail");
   return l;

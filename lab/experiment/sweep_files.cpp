@@ -1,5 +1,7 @@
 #include "lab/experiment/sweep_files.hpp"
 
+#include <algorithm>
+
 #include <fmt/core.h>
 
 #include <cmath>
@@ -70,23 +72,30 @@ std::pair<std::vector<SweepPoint>, std::vector<GridOutcome>> expand_rope_scaling
 
 std::string sweep_csv(const std::vector<SweepPoint>& points,
                       const std::vector<GridOutcome>& outcomes) {
+  Scorings sc;
+  for (const auto& out : outcomes) add_scorings(sc, out.results.results);
+  const std::string header = length_csv_header(sc);
+  // A failed run's row: no length, status failed, every score column empty.
+  const std::string failed =
+      ",failed" +
+      std::string(static_cast<std::size_t>(std::count(header.begin(), header.end(), ',')), ',');
   std::ostringstream o;
-  bool header = true;
+  bool first = true;
   for (std::size_t i = 0; i < points.size(); ++i) {
     const auto cols = settings(points[i], outcomes[i]);
-    if (header) {
+    if (first) {
       for (const auto& [name, value] : cols) o << name << ',';
-      o << "length,status,exact_match,token_accuracy\n";
-      header = false;
+      o << "length," << header << '\n';
+      first = false;
     }
     std::string prefix;
     for (const auto& [name, value] : cols) prefix += value + ",";
     if (!outcomes[i].error.empty()) {
-      o << prefix << ",failed,,\n";
+      o << prefix << failed << '\n';
       continue;
     }
     for (const auto& l : outcomes[i].results.results) {
-      o << prefix << l.length << ',' << length_csv_fields(l) << '\n';
+      o << prefix << l.length << ',' << length_csv_fields(l, sc) << '\n';
     }
   }
   return o.str();
@@ -142,6 +151,16 @@ double mean_exact_within(const GridOutcome& o, std::size_t lo, std::size_t hi) {
     }
   }
   return k ? s / static_cast<double>(k) : NAN;
+}
+
+std::vector<std::string> sweep_file_names() {
+  return {"results.csv", "results.json"};
+}
+
+std::vector<std::pair<std::string, std::string>> sweep_data_files(
+    const std::vector<SweepPoint>& points, const std::vector<GridOutcome>& outcomes) {
+  const auto names = sweep_file_names();
+  return {{names[0], sweep_csv(points, outcomes)}, {names[1], sweep_json(points, outcomes)}};
 }
 
 std::string sweep_failures(const std::vector<SweepPoint>& points,

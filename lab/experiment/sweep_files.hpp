@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lab/experiment/grid.hpp"
@@ -35,7 +36,8 @@ std::pair<std::vector<SweepPoint>, std::vector<GridOutcome>> expand_rope_scaling
 
 // results.csv: one row per run and evaluated length (a failed run: one row, status "failed").
 // Columns: run,task,alphabet,train_len,pe,seed,d_model,layers,heads,d_ff,batch,micro_batch,
-// steps,lr,max_seq_len,final_loss,rope_scaling,length,status,exact_match,token_accuracy. No
+// steps,lr,max_seq_len,final_loss,rope_scaling,length, then the scorers' columns
+// (lab::length_csv_header: status,exact_match,token_accuracy for greedy decoding). No
 // timings: the same grid gives the same file however it is spread over ranks.
 std::string sweep_csv(const std::vector<SweepPoint>& points,
                       const std::vector<GridOutcome>& outcomes);
@@ -43,6 +45,11 @@ std::string sweep_csv(const std::vector<SweepPoint>& points,
 // "rank", "error", "results": [{"length", "status", "exact_match", "token_accuracy"}]}]}.
 std::string sweep_json(const std::vector<SweepPoint>& points,
                        const std::vector<GridOutcome>& outcomes);
+
+// The files of a sweep, in order: results.csv (sweep_csv) and results.json (sweep_json).
+std::vector<std::string> sweep_file_names();
+std::vector<std::pair<std::string, std::string>> sweep_data_files(
+    const std::vector<SweepPoint>& points, const std::vector<GridOutcome>& outcomes);
 
 // "" when every run succeeded; else "N of M runs failed (their rows say 'failed'); the first:
 // NAME: ERROR".

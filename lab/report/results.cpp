@@ -19,29 +19,58 @@ std::string fixed6(double v) {
 
 }  // namespace
 
-std::string length_csv_fields(const LengthResult& l) {
-  if (l.beyond_table) return "beyond_table,,";
-  return "ok," + fixed6(l.exact_match) + "," + fixed6(l.token_accuracy);
+void add_scorings(Scorings& into, const std::vector<LengthResult>& lengths) {
+  for (const auto& l : lengths) {
+    if (std::find(into.begin(), into.end(), l.scoring) == into.end()) into.push_back(l.scoring);
+  }
+  std::sort(into.begin(), into.end());
+}
+
+Scorings scorings_of(const std::vector<RunResults>& runs) {
+  Scorings s;
+  for (const auto& r : runs) add_scorings(s, r.results);
+  return s;
+}
+
+std::string length_csv_header(const Scorings& scorings) {
+  std::string h = "status";
+  for (const Scoring sc : scorings.empty() ? Scorings{Scoring::greedy} : scorings) {
+    for (const auto& c : score_columns(sc)) h += "," + std::string(c.name);
+  }
+  return h;
+}
+
+std::string length_csv_fields(const LengthResult& l, const Scorings& scorings) {
+  std::string f = l.beyond_table ? "beyond_table" : "ok";
+  for (const Scoring sc : scorings.empty() ? Scorings{Scoring::greedy} : scorings) {
+    for (const auto& c : score_columns(sc)) {
+      f += ",";
+      if (!l.beyond_table && sc == l.scoring) f += fixed6(c.value(l));
+    }
+  }
+  return f;
 }
 
 nlohmann::ordered_json length_json(const LengthResult& l) {
   nlohmann::ordered_json x;
   x["length"] = l.length;
   x["status"] = l.beyond_table ? "beyond_table" : "ok";
-  x["exact_match"] =
-      l.beyond_table ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(l.exact_match);
-  x["token_accuracy"] =
-      l.beyond_table ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(l.token_accuracy);
+  for (const auto& c : score_columns(l.scoring)) {
+    x[std::string(c.name)] =
+        l.beyond_table ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.value(l));
+  }
   return x;
 }
 
 std::string results_csv(const std::vector<RunResults>& runs) {
+  const Scorings sc = scorings_of(runs);
   std::ostringstream o;
-  o << "pe,max_seq_len,length,status,exact_match,token_accuracy,seed\n";
+  o << "pe,max_seq_len,length," << length_csv_header(sc) << ",seed\n";
   for (const auto& r : runs) {
     for (const auto& l : r.results) {
       o << r.pe << ',' << (r.max_seq_len ? std::to_string(*r.max_seq_len) : "") << ',' << l.length
-        << ',' << length_csv_fields(l) << ',' << (r.seed ? std::to_string(*r.seed) : "") << '\n';
+        << ',' << length_csv_fields(l, sc) << ',' << (r.seed ? std::to_string(*r.seed) : "")
+        << '\n';
     }
   }
   return o.str();
@@ -129,13 +158,17 @@ std::vector<double> curve_mean_exact(const ExtensionRun& run, std::size_t lo, st
 }
 
 std::string extension_csv(const std::vector<ExtensionRun>& runs) {
+  Scorings sc;
+  for (const auto& r : runs) {
+    for (const auto& [step, results] : r.curve) add_scorings(sc, results);
+  }
   std::ostringstream o;
-  o << "method,seed,step,length,status,exact_match,token_accuracy\n";
+  o << "method,seed,step,length," << length_csv_header(sc) << '\n';
   for (const auto& r : runs) {
     for (const auto& [step, results] : r.curve) {
       for (const auto& l : results) {
         o << r.method << ',' << r.seed << ',' << step << ',' << l.length << ','
-          << length_csv_fields(l) << '\n';
+          << length_csv_fields(l, sc) << '\n';
       }
     }
   }

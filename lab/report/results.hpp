@@ -33,10 +33,21 @@ struct RunResults {
   std::vector<LengthResult> results;
 };
 
-// One length's "status,exact_match,token_accuracy" CSV fields (status ok or beyond_table, whose
-// accuracies are empty; "%.6f"): the one per-length writer of every results file (results.csv,
-// extension.csv, the sweep's); its JSON twin is length_json (lab/results_json.hpp).
-std::string length_csv_fields(const LengthResult& l);
+// The scorings whose columns a results file writes: each that its lengths were scored by, once,
+// in Scoring's order (greedy alone when there are none).
+using Scorings = std::vector<Scoring>;
+void add_scorings(Scorings& into, const std::vector<LengthResult>& lengths);
+Scorings scorings_of(const std::vector<RunResults>& runs);
+
+// The per-length CSV columns of a file with these scorings: "status" and each scoring's columns
+// (lab::score_columns): greedy "status,exact_match,token_accuracy", teacher-forced
+// "status,loss,bits_per_token", both "status,exact_match,token_accuracy,loss,bits_per_token".
+std::string length_csv_header(const Scorings& scorings);
+// One length's fields under that header (status ok or beyond_table; a value "%.6f", empty beyond
+// the table and in the columns of another scoring): the one per-length writer of every results
+// file (results.csv, extension.csv, the sweep's); its JSON twin is length_json
+// (lab/report/results_json.hpp).
+std::string length_csv_fields(const LengthResult& l, const Scorings& scorings);
 
 std::string results_csv(const std::vector<RunResults>& runs);
 std::string results_json(const std::string& task, std::size_t train_len,
@@ -79,7 +90,7 @@ struct ExtensionRun {
 // The mean exact match over lengths lo..hi of each point of a run's curve.
 std::vector<double> curve_mean_exact(const ExtensionRun& run, std::size_t lo, std::size_t hi);
 
-// method,seed,step,length,status,exact_match,token_accuracy
+// method,seed,step,length, then length_csv_header's columns
 std::string extension_csv(const std::vector<ExtensionRun>& runs);
 // {"train_len", "extended_train_len", "table_rows", "runs": [{"method", "seed", "first_loss",
 // "train_seconds", "curve": [{"step", "results": [...]}], "after": [...]}]}

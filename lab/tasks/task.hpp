@@ -39,13 +39,6 @@ struct Batch {
   std::size_t counted = 0;              // targets that count (>= 0) in the whole batch
 };
 
-// How an evaluation scores a task's model (the scorers of lab/eval/).
-enum class Scoring {
-  greedy,          // the model decodes after the first counted target from its own outputs;
-                   // exact match and token accuracy of the counted targets (the symbol tasks)
-  teacher_forced,  // the counted targets' loss, every input given (a text's bits per token)
-};
-
 // The demo's budget for a task (lab/experiment/demo_plan.hpp): its training length L and steps.
 struct DemoPreset {
   std::size_t train_len;             // L
@@ -79,7 +72,7 @@ struct TaskSpec {
   // `rows` seeded rows of length n, T = tokens(n); SequenceTooLong as train_batch.
   void (*eval_batch)(Batch& out, const TaskConfig& cfg, std::size_t n, std::size_t rows,
                      std::uint64_t seed, PositionMode mode, std::size_t range);
-  Scoring scoring;
+  Scoring scoring;   // how its evaluation scores a length by default (lab/config.hpp)
   DemoPreset demo;   // `posemb demo --task NAME`
   DemoPreset quick;  // `posemb demo --quick --task NAME` (a smoke run)
   // The task's own checks of its settings (nullptr: none); throws ConfigError.

@@ -3,12 +3,14 @@
 // overrides (lab::merge_run), the demo's plan, and the one per-length results writer.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <string>
 #include <vector>
 
 #include "lab/config.hpp"
 #include "lab/encodings/registry.hpp"
-#include "lab/experiment/demo.hpp"
+#include "lab/experiment/demo_files.hpp"
 #include "lab/report/results.hpp"
 #include "lab/tasks/registry.hpp"
 #include "lab/tasks/symbols.hpp"
@@ -204,8 +206,10 @@ TEST(Results, OnePerLengthWriterForEveryFile) {
   LengthResult beyond;
   beyond.length = 4;
   beyond.beyond_table = true;
-  EXPECT_EQ(length_csv_fields(ok), "ok,0.500000,0.125000");
-  EXPECT_EQ(length_csv_fields(beyond), "beyond_table,,");
+  const Scorings greedy = {Scoring::greedy};
+  EXPECT_EQ(length_csv_header(greedy), "status,exact_match,token_accuracy");
+  EXPECT_EQ(length_csv_fields(ok, greedy), "ok,0.500000,0.125000");
+  EXPECT_EQ(length_csv_fields(beyond, greedy), "beyond_table,,");
   RunResults run;
   run.pe = "learned";
   run.seed = 2;
@@ -215,6 +219,24 @@ TEST(Results, OnePerLengthWriterForEveryFile) {
             "pe,max_seq_len,length,status,exact_match,token_accuracy,seed\n"
             "learned,10,3,ok,0.500000,0.125000,2\n"
             "learned,10,4,beyond_table,,,2\n");
+  // The teacher-forced scorer's columns beside greedy decoding's, from the same writer: each
+  // length fills its own scorer's columns, loss and bits per token (loss / ln 2).
+  LengthResult tf;
+  tf.length = 5;
+  tf.scoring = Scoring::teacher_forced;
+  tf.loss = std::log(2.0);
+  RunResults both = run;
+  both.results.push_back(tf);
+  const Scorings two = {Scoring::greedy, Scoring::teacher_forced};
+  EXPECT_EQ(scorings_of({both}), two);
+  EXPECT_EQ(length_csv_fields(tf, two), "ok,,,0.693147,1.000000");
+  EXPECT_EQ(length_csv_fields(ok, two), "ok,0.500000,0.125000,,");
+  EXPECT_EQ(results_csv({both}),
+            "pe,max_seq_len,length,status,exact_match,token_accuracy,loss,bits_per_token,seed\n"
+            "learned,10,3,ok,0.500000,0.125000,,,2\n"
+            "learned,10,4,beyond_table,,,,,2\n"
+            "learned,10,5,ok,,,0.693147,1.000000,2\n");
+  EXPECT_NE(results_json("copy", 3, {both}).find("\"bits_per_token\": 1.0"), std::string::npos);
 }
 
 }  // namespace

@@ -13,7 +13,6 @@
 
 #include "cli.hpp"
 #include "lab/eval/evaluate.hpp"
-#include "lab/experiment/demo.hpp"
 #include "lab/train/preflight.hpp"
 #include "lab/train/train_until.hpp"
 #include "lab/train/trainer.hpp"

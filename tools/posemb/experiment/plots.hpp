@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "lab/experiment/demo.hpp"
+#include "lab/experiment/demo_run.hpp"
 #include "lab/experiment/sweep_files.hpp"
 #include "lab/report/results.hpp"
 #include "posemb/matrix_view.hpp"
@@ -42,7 +42,9 @@ std::string table_similarity_png(MatrixView<const float> table,  // (rows, dim)
                                  const std::string& title);
 
 // (file name, bytes) of the demo's charts: length_generalization.svg, extension.svg,
-// learned_table_similarity.png and extended_<method>_similarity.png.
+// rope_extension.svg (when a rotary encoding ran), learned_table_similarity.png and
+// extended_<method>_similarity.png; demo_chart_names(plan) lists them before the run.
+std::vector<std::string> demo_chart_names(const lab::DemoPlan& plan);
 std::vector<std::pair<std::string, std::string>> demo_charts(const lab::DemoOutcome& out);
 
 // (file name, SVG) for each group of a sweep: exact match by length, one line per encoding, the

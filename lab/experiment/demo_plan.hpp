@@ -1,37 +1,28 @@
-// lab/experiment.hpp: the lab's experiments end to end, behind `posemb demo` and
-// `posemb train`. The CLI maps its flags to these structs, calls one function and
-// writes or prints what it returns.
+// lab/experiment/demo_plan.hpp: the demo's plan (`posemb demo`): its options, its task's preset
+// (lab/tasks/), every run's settings, and the checks made before anything runs. The CLI maps its
+// flags to DemoOptions, plans, runs (lab/experiment/demo_run.hpp) and writes the files
+// (demo_files.hpp).
 //
 //   lab::DemoOptions o;  o.quick = true;           // the flags of `posemb demo`
 //   const lab::DemoPlan plan = lab::plan_demo(o);  // every run's settings
 //   lab::check_demo(plan);                         // work and memory, before anything is written
-//   lab::DemoOutcome out = lab::run_demo(plan, "demo-out/checkpoints", on_progress);
-//   for (const auto& [name, bytes] : lab::demo_data_files(out)) ...  // results.csv, summary.md
 //
-// The demo: every registered encoding marked in_demo (lab/encoding.hpp) trained with `seeds` seeds
-// from scratch; then each learned table (the encoding with a table and contiguous positions)
-// extended to twice the training length by four methods and fine-tuned, exact match past L probed
-// along the way; and each rotary run (the encoding that rotates q and k) run at twice its
-// training length with each RoPE scaling method (factor 2: none, linear, ntk, dynamic, yarn),
-// measured before any update and fine-tuned with that scaling, probed every 100 steps. Results
-// are a function of the options (the seeds, the steps), never of the threads.
+// The demo: every registered encoding marked in_demo (lab/encodings/) trained with `seeds`
+// seeds from scratch; then each learned table (the encoding with a table and contiguous
+// positions) extended to twice the training length by four methods and fine-tuned, exact match
+// past L probed along the way; and each rotary run (the encoding that rotates q and k) run at
+// twice its training length with each RoPE scaling method (factor 2: none, linear, ntk, dynamic,
+// yarn), measured before any update and fine-tuned with that scaling, probed every 100 steps.
+// Results are a function of the options (the seeds, the steps), never of the threads.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <functional>
 #include <string>
-#include <string_view>
-#include <utility>
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/eval/evaluate.hpp"
-#include "lab/report/summary.hpp"
 #include "lab/tasks/registry.hpp"
-#include "lab/train/trainer.hpp"
-#include "posemb/matrix.hpp"
 #include "posemb/resize.hpp"
 
 namespace posemb::lab {
@@ -84,32 +75,5 @@ DemoPlan plan_demo(const DemoOptions& o);
 // Checks each run's evaluation (ConfigError naming eval.max_len or eval.samples) and memory
 // (posemb::MemoryLimitExceeded), before anything runs.
 void check_demo(const DemoPlan& plan);
-
-// Progress of one stage ("demo: encodings", "demo: extension": the learned tables' and RoPE's)
-// over all its runs' steps.
-struct DemoProgress {
-  std::string_view stage;
-  std::size_t done = 0, total = 0;  // steps
-  double loss = 0.0;                // of the latest step of any run
-};
-
-// The demo's numbers and the learned tables its charts show.
-struct DemoOutcome {
-  DemoPlan plan;
-  DemoReport report;                                                   // what summary.md reads
-  Matrix<float> learned_table;                                         // first seed, after training
-  std::vector<std::pair<std::string, Matrix<float>>> extended_tables;  // method, after fine-tuning
-};
-
-// Runs the plan: checkpoints of the learned and rotary runs and the extended tables go into
-// checkpoint_dir (which must exist); `progress` (may be empty) is called from the training
-// threads, one call at a time. Throws std::runtime_error naming the first run that failed.
-DemoOutcome run_demo(const DemoPlan& plan, const std::filesystem::path& checkpoint_dir,
-                     const std::function<void(const DemoProgress&)>& progress);
-
-// (file name, bytes) of the demo's data: results.csv, results.json, extension.csv,
-// extension.json, rope_extension.csv, rope_extension.json (when a rotary encoding ran) and
-// summary.md (the charts are drawn by the CLI's renderer).
-std::vector<std::pair<std::string, std::string>> demo_data_files(const DemoOutcome& out);
 
 }  // namespace posemb::lab
