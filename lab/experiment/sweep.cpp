@@ -104,10 +104,8 @@ SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v
   return p;
 }
 
-}  // namespace
-
-std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& a,
-                                  const std::vector<std::uint64_t>& seeds) {
+// The number of runs of the grid: every axis has a value, and there are at most kMaxSweepRuns.
+std::size_t grid_size(const SweepAxes& a, const std::vector<std::uint64_t>& seeds) {
   const std::pair<const char*, std::size_t> sizes[] = {{"task", a.task.size()},
                                                        {"alphabet", a.alphabet.size()},
                                                        {"train_len", a.train_len.size()},
@@ -137,7 +135,11 @@ std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& a,
                                   overflow ? std::string("too many") : std::to_string(total),
                                   product, kMaxSweepRuns));
   }
-  // A value twice on an axis would train the same runs twice under the same name.
+  return total;
+}
+
+// No axis lists a value twice: that would train the same runs twice under the same name.
+void check_each_once(const SweepAxes& a, const std::vector<std::uint64_t>& seeds) {
   auto once = [](const char* field, const char* name, const auto& values) {
     auto sorted = values;
     // NaN (refused with its run below) sorts last, so that the order stays a strict weak one.
@@ -166,13 +168,21 @@ std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& a,
   once("train.seed", "seed", seeds);
   once("model.rope_scaling", "rope_scaling", a.rope_scaling);
   once("model.rope_factor", "rope_factor", a.rope_factor);
+}
+
+}  // namespace
+
+std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& a,
+                                  const std::vector<std::uint64_t>& seeds) {
+  const std::size_t total = grid_size(a, seeds);
+  check_each_once(a, seeds);
   const std::vector<RopeScalingConfig> scalings = eval_scalings(a);  // errors before any run's
   if (!a.rope_scaling.empty() && std::none_of(a.pe.begin(), a.pe.end(), [](const auto& pe) {
         return find_encoding(pe).site == EncodingSite::attention;
       })) {
     throw ConfigError({"model.rope_scaling", "model.pe"},
                       "sweep: rope scalings stretch the rotation of q and k, and none of the "
-                      "grid's encodings has one (rope does)");
+                      "grid's encodings rotates them");
   }
   std::vector<SweepPoint> grid;
   grid.reserve(total);
