@@ -1,5 +1,5 @@
-// lab/sweep.hpp: a list of runs (train a model, then evaluate it), shared among the ranks of a
-// job or run in one process one after another or a few at a time; every run's outcome gathered
+// lab/experiment/grid.hpp: a list of runs (train a model, then evaluate it), shared among the ranks
+// of a job or run in one process one after another or a few at a time; every run's outcome gathered
 // on every rank. Behind `posemb sweep` and `posemb demo`.
 //
 //   std::vector<lab::GridRun> runs;
@@ -17,7 +17,7 @@
 //   auto out = lab::run_grid(runs, opt, lab::world());   // out[i]: runs[i]'s, on every rank
 //
 // Results are the same bits however the runs are spread: a run is a function of its settings
-// (lab/trainer.hpp), whatever rank or thread trains it. Only train_seconds and rank differ.
+// (lab/train/trainer.hpp), whatever rank or thread trains it. Only train_seconds and rank differ.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// lab/sweep_grid.hpp: the grid of a sweep: each setting a list of values, the runs every
+// lab/experiment/sweep.hpp: the grid of a sweep: each setting a list of values, the runs every
 // combination of them, seed innermost, each a complete, validated run.
 //
 //   lab::RunChoices base;                       // the settings every run shares
@@ -11,11 +11,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lab/config.hpp"
 #include "lab/encodings/registry.hpp"
-#include "lab/experiment/sweep_files.hpp"
+#include "lab/experiment/grid.hpp"
 #include "lab/tasks/registry.hpp"
 
 namespace posemb::lab {
@@ -35,6 +36,24 @@ struct SweepAxes {
   std::vector<std::string> rope_scaling;
   std::vector<double> rope_factor;
 };
+
+// One run of the grid and the values of the grid's axes it was made from.
+struct SweepPoint {
+  GridRun run;
+  std::string task;
+  std::uint64_t seed = 0;
+  std::string group;  // the axes other than pe and seed that vary, "task=copy train_len=8"; or ""
+  // "none", "yarn x4": a zero-shot evaluation with this RoPE scaling (expand_rope_scalings);
+  // "" for a run's own evaluation.
+  std::string rope_scaling;
+};
+
+// A run evaluated with RoPE scalings (GridRun::eval_scalings) as one entry per scaling, in
+// their order: the point named "<name> rope_scaling=yarn x4" with rope_scaling set, the
+// outcome with that evaluation as its results (a failed run stays one entry). Every other run
+// as it is. The files, charts and summary then list each as a run of its own.
+std::pair<std::vector<SweepPoint>, std::vector<GridOutcome>> expand_rope_scalings(
+    const std::vector<SweepPoint>& points, const std::vector<GridOutcome>& outcomes);
 
 // The most runs one grid may have.
 inline constexpr std::size_t kMaxSweepRuns = 100000;

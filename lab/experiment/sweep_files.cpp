@@ -43,33 +43,6 @@ std::vector<std::pair<std::string, std::string>> settings(const SweepPoint& p,
 
 }  // namespace
 
-std::pair<std::vector<SweepPoint>, std::vector<GridOutcome>> expand_rope_scalings(
-    const std::vector<SweepPoint>& points, const std::vector<GridOutcome>& outcomes) {
-  std::pair<std::vector<SweepPoint>, std::vector<GridOutcome>> out;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const auto& scalings = points[i].run.eval_scalings;
-    if (scalings.empty() || !outcomes[i].error.empty() ||
-        outcomes[i].scaled.size() != scalings.size()) {
-      out.first.push_back(points[i]);
-      out.second.push_back(outcomes[i]);
-      continue;
-    }
-    for (std::size_t k = 0; k < scalings.size(); ++k) {
-      const auto& s = scalings[k];
-      SweepPoint p = points[i];
-      p.rope_scaling = s.method == rope_scaling_methods().front()
-                           ? s.method
-                           : fmt::format("{} x{}", s.method, s.factor);
-      p.run.name += " rope_scaling=" + p.rope_scaling;
-      GridOutcome o = outcomes[i];
-      o.results.results = outcomes[i].scaled[k];
-      out.first.push_back(std::move(p));
-      out.second.push_back(std::move(o));
-    }
-  }
-  return out;
-}
-
 std::string sweep_csv(const std::vector<SweepPoint>& points,
                       const std::vector<GridOutcome>& outcomes) {
   Scorings sc;

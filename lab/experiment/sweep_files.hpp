@@ -1,6 +1,6 @@
-// lab/sweep_report.hpp: what a sweep (lab/sweep.hpp) writes: results.csv and results.json,
-// every run and length, with the per-length fields of lab/results.hpp (the one writer of
-// accuracy by length for the demo, the sweep and eval).
+// lab/experiment/sweep_files.hpp: what a sweep (lab/experiment/grid.hpp) writes: results.csv and
+// results.json, every run and length, with the per-length fields of lab/report/results.hpp (the one
+// writer of accuracy by length for the demo, the sweep and eval).
 //
 //   std::vector<lab::SweepPoint> grid = ...;            // runs and the axes' values
 //   auto out = lab::run_grid(runs_of(grid), opt, comm);
@@ -13,26 +13,9 @@
 #include <vector>
 
 #include "lab/experiment/grid.hpp"
+#include "lab/experiment/sweep.hpp"
 
 namespace posemb::lab {
-
-// One run of the grid and the values of the grid's axes it was made from.
-struct SweepPoint {
-  GridRun run;
-  std::string task;
-  std::uint64_t seed = 0;
-  std::string group;  // the axes other than pe and seed that vary, "task=copy train_len=8"; or ""
-  // "none", "yarn x4": a zero-shot evaluation with this RoPE scaling (expand_rope_scalings);
-  // "" for a run's own evaluation.
-  std::string rope_scaling;
-};
-
-// A run evaluated with RoPE scalings (GridRun::eval_scalings) as one entry per scaling, in
-// their order: the point named "<name> rope_scaling=yarn x4" with rope_scaling set, the
-// outcome with that evaluation as its results (a failed run stays one entry). Every other run
-// as it is. The files, charts and summary then list each as a run of its own.
-std::pair<std::vector<SweepPoint>, std::vector<GridOutcome>> expand_rope_scalings(
-    const std::vector<SweepPoint>& points, const std::vector<GridOutcome>& outcomes);
 
 // results.csv: one row per run and evaluated length (a failed run: one row, status "failed").
 // Columns: run,task,alphabet,train_len,pe,seed,d_model,layers,heads,d_ff,batch,micro_batch,

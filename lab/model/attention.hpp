@@ -1,4 +1,4 @@
-// lab/attention.hpp: causal multi-head self-attention (the part between the qkv and output
+// lab/model/attention.hpp: causal multi-head self-attention (the part between the qkv and output
 // projections), forward and backward, and one cached decoding step.
 //
 // Layout: qkv is (B*T, 3C), row b*T + t holding [q | k | v] of token t of sequence b; head h

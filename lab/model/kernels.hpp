@@ -1,11 +1,11 @@
-// lab/kernels.hpp: the model's element-wise and matrix kernels, forward and backward.
+// lab/model/kernels.hpp: the model's element-wise and matrix kernels, forward and backward.
 //
 // Conventions: row-major float32, one token per row. Forward and backward take the same
 // arguments in the same order, outputs first; each comment says whether a result is written over
 // or added into. Every kernel is deterministic whatever the thread count: work is split
 // into fixed chunks (never "one chunk per thread") and every reduction runs in a fixed order.
-// Matrix products are lab::gemm calls (lab/gemm.hpp), one per chunk: the same bits on every CPU
-// and SIMD target.
+// Matrix products are lab::gemm calls (lab/model/gemm.hpp), one per chunk: the same bits on every
+// CPU and SIMD target.
 //
 //   lab::linear_forward(y, x, w, b);            // y (M, N) = x (M, K) w (K, N) + b (1, N)
 //   lab::linear_backward(dx, dw, db, dy, x, w); // dx written over; dw, db added into

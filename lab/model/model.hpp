@@ -1,8 +1,8 @@
-// lab/model.hpp: a small GPT-style decoder-only transformer, forward and backward by hand.
+// lab/model/model.hpp: a small GPT-style decoder-only transformer, forward and backward by hand.
 //
-// input layer (token rows + the positional encoding, lab/encoding.hpp) -> N pre-LayerNorm blocks
-// (causal multi-head self-attention, GELU MLP, residuals) -> final LayerNorm -> linear head ->
-// cross-entropy on the rows whose target is >= 0. The input layer is the library's fused
+// input layer (token rows + the positional encoding, lab/encodings/encoding.hpp) -> N pre-LayerNorm
+// blocks (causal multi-head self-attention, GELU MLP, residuals) -> final LayerNorm -> linear head
+// -> cross-entropy on the rows whose target is >= 0. The input layer is the library's fused
 // posemb::embed_forward / embed_backward; the learned table is a
 // posemb::LearnedPositionalEmbedding owned by the encoding.
 //

@@ -1,5 +1,5 @@
-// lab/params.hpp: the model's own parameters (everything but the positional encoding's), in one
-// arena for values and one for gradients.
+// lab/model/params.hpp: the model's own parameters (everything but the positional encoding's), in
+// one arena for values and one for gradients.
 //
 //   lab::Parameters p(cfg);               // wte, blocks, final LayerNorm, head
 //   auto w = p.value(p.blocks[0].qkv_w);  // (C, 3C)

@@ -1,4 +1,4 @@
-// lab/distributed.hpp: the processes of a job (MPI ranks) as the lab sees them: who am I, how
+// lab/ranks/distributed.hpp: the processes of a job (MPI ranks) as the lab sees them: who am I, how
 // many are we, and the few collective operations data-parallel training and sweeps need.
 //
 //   lab::Communicator& comm = lab::world();     // lab/ranks/world.hpp: the MPI job, else 1

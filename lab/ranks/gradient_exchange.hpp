@@ -1,4 +1,4 @@
-// lab/gradient_exchange.hpp: a step's micro-batches shared among the ranks of a job, their
+// lab/ranks/gradient_exchange.hpp: a step's micro-batches shared among the ranks of a job, their
 // gradients summed in micro-batch order (the same bits as one process summing them all), each
 // rank's share of the sum, and the exchange of what each rank computes from its share.
 //
@@ -26,7 +26,7 @@
 // micro-batch per rank, the volume of a ring all-reduce. MPI only moves the floats.
 //
 // Ranks on one machine skip the messages: each rank writes the parts the others need into its
-// own block of shared memory (lab/shared_blocks.hpp) and reads theirs in place, so a part is
+// own block of shared memory (lab/ranks/shared_blocks.hpp) and reads theirs in place, so a part is
 // copied once instead of through MPI's buffers. The sums are the same, in the same order, either
 // way. Transport::messages keeps the messages (what ranks on several machines use).
 #pragma once

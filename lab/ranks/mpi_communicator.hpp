@@ -1,4 +1,4 @@
-// lab/mpi_communicator.hpp: the lab's one door to MPI (internal to lab/distributed.cpp).
+// lab/ranks/mpi_communicator.hpp: the lab's one door to MPI (internal to lab/ranks/world.cpp).
 // mpi_communicator.cpp implements it when the build has MPI, no_mpi.cpp otherwise.
 #pragma once
 

@@ -1,4 +1,4 @@
-// lab/shared_blocks.hpp: memory that every rank of a job on one machine maps, so that a rank
+// lab/ranks/shared_blocks.hpp: memory that every rank of a job on one machine maps, so that a rank
 // reads what another wrote without a message carrying it. Each rank writes its own block; every
 // rank reads every block; fence() orders the two.
 //

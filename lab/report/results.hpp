@@ -1,4 +1,4 @@
-// lab/results.hpp: the experiment's outputs (the CLI writes them with
+// lab/report/results.hpp: the experiment's outputs (the CLI writes them with
 // posemb::write_file_atomically), and the statistics over seeds they are read with.
 //
 //   results.csv / results.json  accuracy by length for every run (results.json's schema is read

@@ -62,7 +62,7 @@ void write_claims(std::ostringstream& o, const DemoReport& rep) {
       << verdict(c.reproduced, rep.quick) << " |\n";
   }
   o << "\nHow each verdict is decided, from this run's numbers (the rules are fixed in "
-       "lab/claims.cpp, the verdicts are not):\n\n";
+       "lab/report/claims.cpp, the verdicts are not):\n\n";
   for (const auto& c : claims) {
     o << "- " << c.claim.substr(0, c.claim.find(':')) << ": reproduced when " << c.rule << ".\n";
   }

@@ -1,4 +1,4 @@
-// lab/checkpoint.hpp: the lab's checkpoints (safetensors: every parameter, the AdamW moments,
+// lab/train/checkpoint.hpp: the lab's checkpoints (safetensors: every parameter, the AdamW moments,
 // the run settings and the step in the metadata), written and read.
 //
 //   lab::write_checkpoint("out/checkpoint.safetensors", model, opt, run, step);   // atomic

@@ -1,6 +1,6 @@
-// lab/checkpoint_table.hpp: a lab checkpoint with its learned position table resized, the lab's
-// side of `posemb resize` (the library resizes the table and keeps every other tensor; the lab
-// keeps its run settings true to the new table).
+// lab/train/checkpoint_table.hpp: a lab checkpoint with its learned position table resized, the
+// lab's side of `posemb resize` (the library resizes the table and keeps every other tensor; the
+// lab keeps its run settings true to the new table).
 //
 //   posemb::TensorFile f = posemb::read_tensor_file("run/checkpoint.safetensors");
 //   posemb::FileResizeRequest req;                  // posemb/resize.hpp

@@ -105,7 +105,7 @@ std::size_t Trainer::memory_bytes(const RunConfig& cfg, int ranks) {
   total = saturating_add(total,
                          saturating_mul(nm, saturating_add(model, Activations::bytes(m, mb, T))));
   if (ranks > 1) {
-    // GradientExchange's message buffers (lab/gradient_exchange.hpp): this rank's gradients
+    // GradientExchange's message buffers (lab/ranks/gradient_exchange.hpp): this rank's gradients
     // outside its range, the other micro-batches' parts inside it, its range and one whole
     // gradient, at most nm + 2 gradients of G floats. Shared memory needs less (its own block).
     std::size_t elements = 0;

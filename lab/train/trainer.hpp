@@ -1,4 +1,4 @@
-// lab/trainer.hpp: training the lab model on a task, checkpoints, resume.
+// lab/train/trainer.hpp: training the lab model on a task, checkpoints, resume.
 //
 //   lab::RunConfig run;                               // model, task, optimizer settings
 //   run.model.pe = "sinusoidal";
@@ -18,9 +18,9 @@
 // every kernel is independent of the thread count, so a run, a resumed run, and a run on another
 // thread count give the same bits.
 //
-// Data parallelism (lab/distributed.hpp, lab/gradient_exchange.hpp): given a communicator of N
-// ranks, every rank builds the same model from the seed (checked: the ranks compare a
-// fingerprint of their state), computes its share of each step's micro-batches, and the
+// Data parallelism (lab/ranks/distributed.hpp, lab/ranks/gradient_exchange.hpp): given a
+// communicator of N ranks, every rank builds the same model from the seed (checked: the ranks
+// compare a fingerprint of their state), computes its share of each step's micro-batches, and the
 // gradients are summed in micro-batch order across ranks, each rank summing and updating (AdamW
 // over a range) its range of the parameters, which are then gathered on every rank: the same
 // loss, gradient norm, clipping and parameters as one process with the same batch and

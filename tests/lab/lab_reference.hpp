@@ -1,7 +1,8 @@
-// tests/lab/lab_reference.hpp: plain scalar references of the lab model's kernels (lab/kernels.hpp,
-// lab/attention.hpp), in double, one obvious loop each. Each returns the exact-ish value and the
-// magnitude of the terms that were summed for it (sum of |term|), from which the tests derive
-// float32 tolerances: a sum of k float terms is within about k * eps * sum|term| of exact.
+// tests/lab/lab_reference.hpp: plain scalar references of the lab model's kernels
+// (lab/model/kernels.hpp, lab/model/attention.hpp), in double, one obvious loop each. Each returns
+// the exact-ish value and the magnitude of the terms that were summed for it (sum of |term|), from
+// which the tests derive float32 tolerances: a sum of k float terms is within about k * eps *
+// sum|term| of exact.
 #pragma once
 
 #include <algorithm>
@@ -186,11 +187,11 @@ inline double cross_entropy(std::vector<double>& d, const std::vector<double>& l
   return std::log(s) + mx - logits[y];
 }
 
-// The SIMD row kernels' exact float32 formulas (lab/kernels_simd.hpp), as plain scalar loops in
-// the same order: every target of the kernels must give these bits.
+// The SIMD row kernels' exact float32 formulas (lab/model/kernels_simd.hpp), as plain scalar loops
+// in the same order: every target of the kernels must give these bits.
 namespace exact {
 
-// lab_exp: the same constants and operations as lab/kernels_simd.cpp.
+// lab_exp: the same constants and operations as lab/model/kernels_simd.cpp.
 inline float exp(float x) {
   constexpr float kLog2e = 1.44269504088896341f, kC1 = 0.693359375f, kC2 = -2.12194440e-4f;
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
@@ -282,7 +283,7 @@ inline float softmax_row(float* d, const float* l, std::size_t n, std::size_t ta
   return std::log(s) + mx - l[target];
 }
 
-// One query row of attention for one head (lab/attention.cpp's layout); bias (t+1 floats or
+// One query row of attention for one head (lab/model/attention.cpp's layout); bias (t+1 floats or
 // nullptr) added to the scaled scores.
 inline void attend_row(float* out, float* p, const float* q, const float* seq, std::size_t stride,
                        std::size_t c, std::size_t hd, std::size_t t, float scale,

@@ -1,4 +1,4 @@
-// A lab checkpoint with its table resized (lab/checkpoint_table.hpp: the lab's side of
+// A lab checkpoint with its table resized (lab/train/checkpoint_table.hpp: the lab's side of
 // `posemb resize`), and the lab reading the table's resizes as data: posemb.resizes, or the
 // "resize: ..." text of a checkpoint resized before posemb.resizes existed.
 #include <gtest/gtest.h>

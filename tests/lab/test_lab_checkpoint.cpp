@@ -398,8 +398,8 @@ std::size_t allocated_by(F&& f) {
 
 TEST(MemoryEstimates, AreUpperBoundsOfWhatIsAllocated) {
   // Scratch a thread allocates once, on its first use (the matrix product's packing buffer,
-  // lab/gemm_simd.cpp), is not the trainer's: on one thread, after a first trainer has run, only
-  // the trainer's own allocations are counted (on two, whether a helper thread's first product
+  // lab/model/gemm_simd.cpp), is not the trainer's: on one thread, after a first trainer has run,
+  // only the trainer's own allocations are counted (on two, whether a helper thread's first product
   // falls in the counted step varies from run to run).
   const std::size_t threads = parallel_threads();
   set_parallel_threads(1);

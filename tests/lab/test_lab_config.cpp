@@ -1,5 +1,5 @@
-// The lab's one configuration (lab/config.hpp) and its encodings (lab/encoding.hpp): every
-// limit accepted at its ends and refused past them with a ConfigError naming the field; the
+// The lab's one configuration (lab/config.hpp) and its encodings (lab/encodings/encoding.hpp):
+// every limit accepted at its ends and refused past them with a ConfigError naming the field; the
 // registry; the model's tensor list (checkpoint order); the learned table as a
 // LearnedPositionalEmbedding that records the rows training reached; micro-batch gradient
 // buffers equal to the model's own gradients.

@@ -1,6 +1,7 @@
-// The lab's experiment API (lab/experiment.hpp) and the data it is driven by: the registry's
-// properties and name list (lab/encoding.hpp), the rules for a run from a checkpoint plus
-// overrides (lab::merge_run), the demo's plan, and the one per-length results writer.
+// The lab's experiment API (lab/experiment/demo_plan.hpp) and the data it is driven by: the
+// registry's properties and name list (lab/encodings/encoding.hpp), the rules for a run from a
+// checkpoint plus overrides (lab::merge_run), the demo's plan, and the one per-length results
+// writer.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,7 +1,7 @@
-// The lab model's kernels (lab/kernels.hpp, lab/attention.hpp, the rope encoding's rotation)
-// against the plain double-precision references of lab_reference.hpp, with tolerances derived
-// from float32's epsilon and the magnitude of the terms each result sums; and the same bits on
-// 1 and 2 threads. Shapes are awkward on purpose: row counts past the 64-row sgemm chunks with a
+// The lab model's kernels (lab/model/kernels.hpp, lab/model/attention.hpp, the rope encoding's
+// rotation) against the plain double-precision references of lab_reference.hpp, with tolerances
+// derived from float32's epsilon and the magnitude of the terms each result sums; and the same bits
+// on 1 and 2 threads. Shapes are awkward on purpose: row counts past the 64-row sgemm chunks with a
 // tail, widths that are not multiples of the 32-wide tiles.
 #include <gtest/gtest.h>
 #include <omp.h>

@@ -1,7 +1,7 @@
-// The lab's SIMD row kernels (lab/kernels_simd.hpp): on every target this CPU runs, each equals
-// its plain scalar reference (lab_reference.hpp, namespace exact: the same formulas and the fixed
-// 16-partial order) bit for bit, at awkward widths; the lab's kernels built on them give the same
-// bytes on every target; and lab_exp is within a derived bound of exp computed in double.
+// The lab's SIMD row kernels (lab/model/kernels_simd.hpp): on every target this CPU runs, each
+// equals its plain scalar reference (lab_reference.hpp, namespace exact: the same formulas and the
+// fixed 16-partial order) bit for bit, at awkward widths; the lab's kernels built on them give the
+// same bytes on every target; and lab_exp is within a derived bound of exp computed in double.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -218,7 +218,7 @@ TEST(LabSimd, SoftmaxRowsEqualTheReferenceOnEveryTarget) {
 }
 
 // ALiBi's bias rows for head h of H (the library's posemb::alibi_forward, one query at position
-// last against keys 0..last), `pad` zeros after them: the rows lab/attention.cpp passes.
+// last against keys 0..last), `pad` zeros after them: the rows lab/model/attention.cpp passes.
 std::vector<float> alibi_row(std::size_t H, std::size_t h, std::size_t last, std::size_t pad) {
   Matrix<float> m(H, last + 1 + pad);
   const auto slopes = alibi_slopes(H);
@@ -312,8 +312,8 @@ TEST(LabSimd, AttentionRowsEqualTheReferenceOnEveryTarget) {
   }
 }
 
-// The lab's kernels (lab/kernels.hpp, lab/attention.hpp), which split rows among threads and
-// call the row kernels: the same bytes on every target, at a model-like shape.
+// The lab's kernels (lab/model/kernels.hpp, lab/model/attention.hpp), which split rows among
+// threads and call the row kernels: the same bytes on every target, at a model-like shape.
 TEST(LabSimd, LabKernelsGiveTheSameBytesOnEveryTarget) {
   const std::size_t B = 2, T = 19, H = 3, hd = 17, C = H * hd, M = B * T, V = 41;
   auto mat = [](std::size_t r, std::size_t c, std::uint64_t seed, float scale = 1.0f) {

@@ -1,4 +1,4 @@
-// The lab's run choices and sweep grid (lab/config.hpp complete_run, lab/sweep_grid.hpp): the
+// The lab's run choices and sweep grid (lab/config.hpp complete_run, lab/experiment/sweep.hpp): the
 // defaults that depend on other choices, the grid's order, names and groups, and every refusal
 // naming its field.
 #include <gtest/gtest.h>

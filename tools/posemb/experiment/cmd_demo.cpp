@@ -1,9 +1,10 @@
 // `posemb demo`: the main job. Trains the lab model (a small GPT) on a task with each registered
 // positional encoding, three seeds each; then extends each learned table to twice the training
 // length four ways (copy, interpolate, random, sinusoidal) and fine-tunes, and runs each rope run
-// at twice its training length with each RoPE scaling and fine-tunes (lab/experiment.hpp).
-// Writes summary.md (each published claim beside this run's numbers, with a verdict from stated
-// rules; the same text on stdout), results and extension data, and the charts.
+// at twice its training length with each RoPE scaling and fine-tunes
+// (lab/experiment/demo_plan.hpp). Writes summary.md (each published claim beside this run's
+// numbers, with a verdict from stated rules; the same text on stdout), results and extension data,
+// and the charts.
 #include <fmt/core.h>
 
 #include <algorithm>

@@ -49,11 +49,12 @@ void parse_lengths(const std::string& s, lab::EvalConfig& ec) {
   ec.max_len = num(s.substr(colon + 1));
 }
 
-// The flags that set each setting of the evaluation.
+// The flags that set each setting of the evaluation (the encoding is the checkpoint's: no flag).
 const FlagNames kEvalFlags = {{"eval.min_len", "--lengths"},
                               {"eval.max_len", "--lengths"},
                               {"eval.samples", "--samples"},
-                              {"eval.scoring", "--scoring"}};
+                              {"eval.scoring", "--scoring"},
+                              {"model.pe", ""}};
 
 void run_eval(EvalOptions& o) {
   lab::EvalConfig& ec = o.request.eval;

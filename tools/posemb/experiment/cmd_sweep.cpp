@@ -39,7 +39,7 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
     fmt::print("posemb sweep: {} runs on {} rank{}, {} at a time per rank\n", runs.size(),
                comm.size(), comm.size() > 1 ? "s" : "", o.parallel_runs);
   }
-  lab::GridOptions go;  // the threads' memory checked before any starts (lab/preflight.hpp)
+  lab::GridOptions go;  // the threads' memory checked before any starts (lab/train/preflight.hpp)
   go.parallel_runs = o.parallel_runs;
   lab::check_thread_budget(std::min(go.parallel_runs, runs.size()), "sweep --parallel-runs");
   std::mutex print;

@@ -2,8 +2,8 @@
 // writing atomic safetensors checkpoints (parameters + AdamW state) into --out. --resume
 // continues a run; --init-from starts a new run from a checkpoint's weights (with --table: a
 // resized table), e.g. to fine-tune at a longer training length. Under `mpirun -np N` the ranks
-// share each step's micro-batches (lab/trainer.hpp): the same checkpoint as one process, written
-// by rank 0; rank 0 alone prints.
+// share each step's micro-batches (lab/train/trainer.hpp): the same checkpoint as one process,
+// written by rank 0; rank 0 alone prints.
 #include <fmt/core.h>
 
 #include <filesystem>
@@ -37,7 +37,7 @@ void train(TrainOptions& o, lab::Communicator& comm) {
   const bool root = comm.rank() == 0;
   const bool quiet = o.quiet || !root;
   const auto& cfg = tr->config();
-  try {  // what the run and its final write need, before any training (lab/preflight.hpp)
+  try {  // what the run and its final write need, before any training (lab/train/preflight.hpp)
     lab::check_resume_step(tr->step(), cfg.train.steps);
   } catch (const lab::ConfigError& e) {
     throw usage_error(e, {{"train.steps", "--steps"}});

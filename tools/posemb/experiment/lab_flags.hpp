@@ -36,7 +36,7 @@ lab::RunConfig finish_lab_flags(const LabFlags& f);
 // Config field ("eval.max_len") -> the flag that sets it in one command ("--eval-max").
 using FlagNames = std::map<std::string, std::string>;
 // A UsageError with e's message and the flags that set its fields (those in `extra`, then the
-// lab flags).
+// lab flags; a field `extra` maps to "" names no flag).
 [[nodiscard]] UsageError usage_error(const lab::ConfigError& e, const FlagNames& extra = {});
 
 // The config field a lab flag sets ("--train-len" -> "task.train_len"); "" for a flag that sets
