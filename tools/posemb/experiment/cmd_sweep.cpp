@@ -107,8 +107,8 @@ void register_sweep_command(CLI::App& app) {
            "RoPE scalings each rope run is also evaluated with after training, zero-shot, "
            "each reported as a run of its own (rope_scaling column; one chart line each): " +
                rope_scaling_method_names() +
-               " (the library's methods, posemb/rope_scaling.hpp; L0 is the run's "
-               "2 * train_len + 2 positions). Trains no more runs")
+               " (the library's methods, posemb/rope_scaling.hpp; L0 is the tokens of the run's "
+               "longest training row). Trains no more runs")
       ->check(CLI::IsMember(lab::rope_scaling_methods()))
       ->default_str("");  // empty: no scaled evaluation
   add_list(cmd, "--rope-factor", o->rope_factor, "Factors s of each --rope-scaling method but none")

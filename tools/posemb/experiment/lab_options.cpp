@@ -69,8 +69,8 @@ void add_rope_scaling_flags(CLI::App* cmd, RopeScalingFlags& f, const std::strin
                                  "RoPE past its trained length, for a rope checkpoint: " +
                                      rope_scaling_method_names() +
                                      " (the library's methods, posemb/rope_scaling.hpp; "
-                                     "the trained length L0 is the checkpoint's, 2 * train_len + "
-                                     "2 positions). " +
+                                     "the trained length L0 is the checkpoint's: the tokens of "
+                                     "its longest training row). " +
                                      when)
                      ->check(CLI::IsMember(lab::rope_scaling_methods()));
   f.factor_opt = cmd->add_option("--rope-factor", f.factor,

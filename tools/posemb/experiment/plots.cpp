@@ -7,13 +7,15 @@
 #include <map>
 
 #include "lab/config.hpp"
+#include "lab/tasks/registry.hpp"
 #include "posemb/table_analysis.hpp"
 #include "viz/chart.hpp"
 #include "viz/heatmap.hpp"
 
 namespace posemb::cli {
 
-std::string length_generalization_svg(const std::string& title, std::size_t train_len,
+std::string length_generalization_svg(const std::string& title, const lab::TaskSpec& task,
+                                      std::size_t train_len,
                                       const std::vector<EncodingRuns>& encodings) {
   viz::LineChart c;
   c.title = title;
@@ -39,8 +41,8 @@ std::string length_generalization_svg(const std::string& title, std::size_t trai
       s.hi.push_back(ls.beyond_table ? NAN : ls.exact.max);
     }
     if (const auto rows = e.runs.front()->max_seq_len) {
-      // A table of R rows holds instances of n <= (R - 2) / 2 (2n + 2 input tokens).
-      const std::size_t last = *rows >= 2 ? (*rows - 2) / 2 : 0;
+      // A table of R rows holds the lengths whose rows fit R tokens (the task's length rule).
+      const std::size_t last = lab::longest_length_within(task, *rows);
       const std::string what =
           "table of " + std::to_string(*rows) + " rows: n <= " + std::to_string(last);
       if (last < longest) {
@@ -139,7 +141,7 @@ std::vector<std::pair<std::string, std::string>> demo_charts(const lab::DemoOutc
   files.emplace_back(kLengthChart,
                      length_generalization_svg(plan.options.task + ", trained on n <= " +
                                                    std::to_string(L) + ": exact match by length",
-                                               L, enc));
+                                               lab::find_task(plan.options.task), L, enc));
   files.emplace_back(kExtensionChart,
                      extension_svg("learned table extended from n <= " + std::to_string(L) +
                                        " to n <= " + std::to_string(L2) + ", then fine-tuned",
@@ -215,7 +217,8 @@ std::vector<std::pair<std::string, std::string>> sweep_charts(
                               ", trained on n <= " + std::to_string(L) + ": exact match by length";
     const std::string file = group.empty() ? "length_generalization.svg"
                                            : "length_generalization_" + slug(group) + ".svg";
-    charts.emplace_back(file, length_generalization_svg(title, L, lines));
+    charts.emplace_back(file,
+                        length_generalization_svg(title, lab::find_task(first.task), L, lines));
   }
   return charts;
 }

@@ -17,6 +17,7 @@
 #include "lab/experiment/demo_run.hpp"
 #include "lab/experiment/sweep_files.hpp"
 #include "lab/report/results.hpp"
+#include "lab/tasks/task.hpp"
 #include "posemb/matrix_view.hpp"
 
 namespace posemb::cli {
@@ -28,8 +29,9 @@ struct EncodingRuns {
 };
 
 // The SVG of exact match by length n (mean and min-max over seeds) for encodings trained on
-// n <= train_len.
-std::string length_generalization_svg(const std::string& title, std::size_t train_len,
+// n <= train_len; a table's last length from the task's length rule.
+std::string length_generalization_svg(const std::string& title, const lab::TaskSpec& task,
+                                      std::size_t train_len,
                                       const std::vector<EncodingRuns>& encodings);
 
 // The SVG of the mean exact match over n = lo..hi against fine-tuning steps, one line per
