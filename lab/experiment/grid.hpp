@@ -66,7 +66,7 @@ struct GridRun {
 };
 
 // The model config the trained run `trained` is evaluated with for its eval scaling s: the run's,
-// with s's method and factor, its L0 from rope_scaling_for (checked by ModelConfig::validate,
+// with s's method and factor, its L0 from rope_scaling_for (checked by lab::validate_model,
 // not here).
 ModelConfig scaled_model(const RunConfig& trained, const RopeScalingConfig& s);
 

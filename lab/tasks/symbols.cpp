@@ -79,7 +79,7 @@ void fill_train_batch(Batch& out, const TaskConfig& cfg, std::size_t rows, std::
                       std::uint64_t step, PositionMode mode, std::size_t range, Answer answer) {
   cfg.check_fields();
   const std::size_t T = tokens(cfg.train_len);
-  check_range("make_train_batch", T, mode, range);
+  check_range("train_batch", T, mode, range);
   shape(out, rows, T);
   Rng rng(mix_seed(seed, step));
   for (std::size_t b = 0; b < rows; ++b) {
@@ -91,7 +91,7 @@ void fill_train_batch(Batch& out, const TaskConfig& cfg, std::size_t rows, std::
 void fill_eval_batch(Batch& out, const TaskConfig& cfg, std::size_t n, std::size_t rows,
                      std::uint64_t seed, PositionMode mode, std::size_t range, Answer answer) {
   cfg.check_fields();
-  check_range("make_eval_batch", tokens(n), mode, range);
+  check_range("eval_batch", tokens(n), mode, range);
   shape(out, rows, tokens(n));
   Rng rng(mix_seed(seed ^ 0xe7a1ull, n));
   for (std::size_t b = 0; b < rows; ++b) fill_row(out, b, cfg, n, rng, mode, range, answer);

@@ -53,7 +53,7 @@ namespace posemb::lab {
 
 class Trainer {
  public:
-  // Throws ConfigError (from RunConfig::validate) for unusable settings, MemoryLimitExceeded
+  // Throws ConfigError (from lab::validate_run) for unusable settings, MemoryLimitExceeded
   // (before allocating) when memory_bytes(cfg) exceeds the memory budget (posemb/memory.hpp).
   // With several ranks (collective): throws JobFailure on every rank when any rank fails, or
   // when the ranks' states differ (different settings).
