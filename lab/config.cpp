@@ -1,3 +1,4 @@
+// The settings' limits and the checks of their fields (lab/config.hpp).
 #include "lab/config.hpp"
 
 #include <algorithm>
@@ -5,7 +6,6 @@
 #include <sstream>
 #include <type_traits>
 
-#include "lab/encoding.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb::lab {
@@ -43,10 +43,9 @@ void check(const char* part, const char* field, V value, const Limit<T>& lim) {
   throw ConfigError({std::string(part) + "." + field}, o.str());
 }
 
-// The scaling's method, factor and L0; the method's own parameters are the library's to check
-// (the rope encoding's validate).
-void validate_rope_scaling(const ModelConfig& m, const EncodingSpec& spec) {
-  const RopeScalingConfig& r = m.rope_scaling;
+// The scaling's method, factor and L0; whether the encoding rotates is the encoding's to check
+// (lab::validate_model), the method's own parameters the library's (the rope encoding's).
+void check_rope_scaling(const RopeScalingConfig& r) {
   const auto& methods = rope_scaling_methods();
   if (std::find(methods.begin(), methods.end(), r.method) == methods.end()) {
     std::string names;
@@ -62,12 +61,6 @@ void validate_rope_scaling(const ModelConfig& m, const EncodingSpec& spec) {
     }
     return;
   }
-  if (spec.site != EncodingSite::attention) {
-    throw ConfigError({"model.rope_scaling", "model.pe"}, "model config: rope scaling " + r.method +
-                                                              " stretches the rotation of q "
-                                                              "and k, and encoding " +
-                                                              std::string(spec.name) + " has none");
-  }
   check("model", "rope_factor", r.factor, limits::rope_factor);
   if (r.original_len == 0) {
     throw ConfigError({"model.rope_scaling"},
@@ -77,9 +70,32 @@ void validate_rope_scaling(const ModelConfig& m, const EncodingSpec& spec) {
 
 }  // namespace
 
+void check_limit(const char* part, const char* field, std::size_t value,
+                 const Limit<std::size_t>& lim) {
+  check(part, field, value, lim);
+}
+
 const std::vector<std::string>& rope_scaling_methods() {
   static const std::vector<std::string> m = {"none", "linear", "ntk", "dynamic", "yarn"};
   return m;
+}
+
+const std::vector<std::string>& scoring_names() {
+  static const std::vector<std::string> names = {"greedy", "teacher-forced"};
+  return names;
+}
+
+const std::string& scoring_name(Scoring s) {
+  return scoring_names().at(static_cast<std::size_t>(s));
+}
+
+Scoring parse_scoring(const std::string& name) {
+  const auto& names = scoring_names();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<Scoring>(i);
+  }
+  throw ConfigError({"eval.scoring"}, "eval config: scoring " + quote_untrusted(name, 64) +
+                                          " is not one of greedy, teacher-forced");
 }
 
 std::string RopeScalingConfig::text() const {
@@ -89,20 +105,7 @@ std::string RopeScalingConfig::text() const {
   return o.str();
 }
 
-RopeScalingConfig rope_scaling_for(const RunConfig& trained, const std::string& method,
-                                   double factor) {
-  RopeScalingConfig r;
-  r.method = method;
-  if (method == rope_scaling_methods().front()) return r;
-  r.factor = factor;
-  const RopeScalingConfig& had = trained.model.rope_scaling;
-  r.original_len = had.method != rope_scaling_methods().front() ? had.original_len
-                                                                : input_len(trained.task.train_len);
-  return r;
-}
-
-void ModelConfig::validate() const {
-  const auto& spec = find_encoding(pe);
+void ModelConfig::check_fields() const {
   if (vocab_size < 2) {
     throw ConfigError({"model.vocab_size"},
                       "model config: vocab_size " + std::to_string(vocab_size) + " must be >= 2");
@@ -116,23 +119,14 @@ void ModelConfig::validate() const {
                       "model config: d_model " + std::to_string(d_model) +
                           " is not a multiple of n_heads " + std::to_string(n_heads));
   }
-  if (spec.has_table) {
-    check("model", "max_seq_len", max_seq_len, limits::max_seq_len);
-  } else if (max_seq_len != 0) {
-    throw ConfigError({"model.max_seq_len", "model.pe"},
-                      "model config: max_seq_len " + std::to_string(max_seq_len) +
-                          " sets the rows of a learned table, and encoding " +
-                          std::string(spec.name) + " has none (it must be 0)");
-  }
   check("model", "rope_base", rope_base, limits::positive);
   check("model", "sinusoidal_base", sinusoidal_base, limits::positive);
   check("model", "init_std", init_std, limits::init_std);
   check("model", "embed_init_std", embed_init_std, limits::init_std);
-  validate_rope_scaling(*this, spec);
-  if (spec.validate != nullptr) spec.validate(*this);
+  check_rope_scaling(rope_scaling);
 }
 
-void TaskConfig::validate() const {
+void TaskConfig::check_fields() const {
   check("task", "alphabet", alphabet, limits::alphabet);
   check("task", "train_len", train_len, limits::train_len);
 }
@@ -161,153 +155,10 @@ void EvalConfig::validate() const {
   check("eval", "samples", samples, limits::samples);
 }
 
-void RunConfig::validate() const {
-  task.validate();
+void RunConfig::check_fields() const {
+  task.check_fields();
   train.validate();
-  model.validate();
-  if (model.vocab_size != task.vocab_size()) {
-    throw ConfigError({"model.vocab_size", "task.alphabet"},
-                      "run config: model vocab_size " + std::to_string(model.vocab_size) +
-                          " is not the task's " + std::to_string(task.vocab_size()) +
-                          " (alphabet " + std::to_string(task.alphabet) + " + 4 special tokens)");
-  }
-  const auto& spec = find_encoding(model.pe);
-  const std::size_t need = input_len(task.train_len);
-  if (spec.has_table && model.max_seq_len < need) {
-    throw ConfigError({"model.max_seq_len", "task.train_len"},
-                      "run config: the learned table's max_seq_len " +
-                          std::to_string(model.max_seq_len) +
-                          " is shorter than the longest training sequence, 2 * train_len " +
-                          std::to_string(task.train_len) + " + 2 = " + std::to_string(need));
-  }
-}
-
-namespace {
-
-struct TaskName {
-  TaskKind kind;
-  const char* name;
-  const char* rule;
-};
-
-constexpr TaskName kTaskNames[] = {
-    {TaskKind::copy, "copy", "y = x"},
-    {TaskKind::reverse, "reverse", "y = x reversed"},
-    {TaskKind::sort, "sort", "y = x in ascending order"},
-    {TaskKind::odd_first, "odd-first", "y = x1 x3 x5 ... then x2 x4 ..."},
-};
-
-}  // namespace
-
-TaskKind parse_task_kind(const std::string& name) {
-  for (const auto& t : kTaskNames) {
-    if (name == t.name) return t.kind;
-  }
-  throw ConfigError({"task.kind"}, "task config: task " + quote_untrusted(name, 64) +
-                                       " is not one of " + task_kind_list());
-}
-
-std::string task_kind_name(TaskKind kind) {
-  for (const auto& t : kTaskNames) {
-    if (kind == t.kind) return t.name;
-  }
-  throw std::invalid_argument("task_kind_name: task kind " +
-                              std::to_string(static_cast<int>(kind)) + " has no name");
-}
-
-std::vector<std::string> task_kind_names() {
-  std::vector<std::string> names;
-  for (const auto& t : kTaskNames) names.emplace_back(t.name);
-  return names;
-}
-
-std::string task_kind_list() {
-  std::string out;
-  for (const auto& t : kTaskNames) out += (out.empty() ? "" : ", ") + std::string(t.name);
-  return out;
-}
-
-std::string task_kind_rules() {
-  std::string out;
-  for (const auto& t : kTaskNames) {
-    out += (out.empty() ? "" : ", ") + std::string(t.name) + " (" + t.rule + ")";
-  }
-  return out;
-}
-
-namespace {
-
-// The settings a run from a checkpoint may take from the flags, each copying its value.
-struct OverridableField {
-  std::string_view field;
-  void (*copy)(RunConfig& to, const RunConfig& from);
-};
-
-constexpr OverridableField kOverridable[] = {
-    {"task.kind", [](RunConfig& t, const RunConfig& f) { t.task.kind = f.task.kind; }},
-    {"task.alphabet", [](RunConfig& t, const RunConfig& f) { t.task.alphabet = f.task.alphabet; }},
-    {"task.train_len",
-     [](RunConfig& t, const RunConfig& f) { t.task.train_len = f.task.train_len; }},
-    {"train.batch", [](RunConfig& t, const RunConfig& f) { t.train.batch = f.train.batch; }},
-    {"train.micro_batch",
-     [](RunConfig& t, const RunConfig& f) { t.train.micro_batch = f.train.micro_batch; }},
-    {"train.steps", [](RunConfig& t, const RunConfig& f) { t.train.steps = f.train.steps; }},
-    {"train.lr", [](RunConfig& t, const RunConfig& f) { t.train.lr = f.train.lr; }},
-    {"train.warmup", [](RunConfig& t, const RunConfig& f) { t.train.warmup = f.train.warmup; }},
-    {"train.min_lr_ratio",
-     [](RunConfig& t, const RunConfig& f) { t.train.min_lr_ratio = f.train.min_lr_ratio; }},
-    {"train.weight_decay",
-     [](RunConfig& t, const RunConfig& f) { t.train.weight_decay = f.train.weight_decay; }},
-    {"train.beta1", [](RunConfig& t, const RunConfig& f) { t.train.beta1 = f.train.beta1; }},
-    {"train.beta2", [](RunConfig& t, const RunConfig& f) { t.train.beta2 = f.train.beta2; }},
-    {"train.grad_clip",
-     [](RunConfig& t, const RunConfig& f) { t.train.grad_clip = f.train.grad_clip; }},
-    {"train.seed", [](RunConfig& t, const RunConfig& f) { t.train.seed = f.train.seed; }},
-};
-
-const OverridableField* find_overridable(std::string_view field) {
-  for (const auto& f : kOverridable) {
-    if (f.field == field) return &f;
-  }
-  return nullptr;
-}
-
-}  // namespace
-
-bool overridable_from_checkpoint(std::string_view field) {
-  return find_overridable(field) != nullptr;
-}
-
-RunConfig merge_run(const RunConfig& base, const RunOverrides& o) {
-  RunConfig r = base;
-  for (const auto& field : o.fields) {
-    const OverridableField* f = find_overridable(field);
-    if (f == nullptr) {
-      throw ConfigError({field}, "init from checkpoint: " + field +
-                                     " cannot be set: the model's shape and encoding come from "
-                                     "the checkpoint");
-    }
-    f->copy(r, o.values);
-  }
-  if (o.rope_scaling) {
-    r.model.rope_scaling = rope_scaling_for(base, o.rope_scaling->method, o.rope_scaling->factor);
-  }
-  r.model.vocab_size = r.task.vocab_size();
-  return r;
-}
-
-RunConfig complete_run(const RunChoices& c) {
-  RunConfig r = c.run;
-  r.task.kind = parse_task_kind(c.task);
-  const EncodingSpec& spec = find_encoding(c.pe);
-  r.model.pe = c.pe;
-  if (r.model.embed_init_std <= 0.0) r.model.embed_init_std = spec.default_embed_init_std;
-  r.model.d_ff = c.d_ff != 0 ? c.d_ff : 4 * r.model.d_model;
-  r.model.vocab_size = r.task.vocab_size();
-  r.model.max_seq_len =
-      c.max_seq_len != 0 ? c.max_seq_len : spec.default_table_rows(r.task.train_len);
-  r.validate();
-  return r;
+  model.check_fields();
 }
 
 }  // namespace posemb::lab

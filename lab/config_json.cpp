@@ -21,7 +21,7 @@ using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
 // Every field of the run JSON, in order: visitor(section, key, member, limit). The limit (or
-// nullptr) is only for messages about a value of the wrong type; validate() checks the range.
+// nullptr) is only for messages about a value of the wrong type; check_fields() checks the range.
 template <class Run, class Visitor>
 void visit_fields(Run& c, Visitor&& v) {
   namespace lim = limits;
@@ -131,23 +131,13 @@ struct Reader {
       refuse(std::string(section) + "." + key, "is " + shown(v) + ", not a string");
     out = v.get<std::string>();
   }
-  void operator()(const char* section, const char* key, TaskKind& out,
-                  const Limit<std::size_t>* lim) {
-    std::string name;
-    (*this)(section, key, name, lim);
-    out = parse_task_kind(name);
-  }
 };
 
 struct Writer {
   OrderedJson& root;
   template <class T, class L>
   void operator()(const char* section, const char* key, const T& value, const L*) {
-    if constexpr (std::is_same_v<T, TaskKind>) {
-      root[section][key] = task_kind_name(value);
-    } else {
-      root[section][key] = value;
-    }
+    root[section][key] = value;
   }
 };
 
@@ -258,7 +248,7 @@ RunConfig RunConfig::from_json(const std::string& text) {
       }
     }
   }
-  c.validate();
+  c.check_fields();
   return c;
 }
 

@@ -5,6 +5,10 @@
             public headers (posemb/...) and internal headers (src/<layer>/...) of its own layer
             and the layers below, never above.
   lab       lab/: public posemb/... headers and its own lab/... headers; nothing from src/.
+            Inside the lab, rooms (LAB_ROOMS below): a room's files include the settings
+            (lab/config.hpp), files of their own room and of the rooms it lists, all lower;
+            the settings include no room; every lab source is in a room but the settings'
+            (lab/config*); no two lab modules (a file stem: x.hpp with x.cpp) include each other.
   viz       viz/ (the plot renderer): public posemb/... headers and its own viz/... headers.
   tools     tools/: public headers, the lab, the renderer, the benchmark harness and peers
             (bench/harness, bench/peers), its own headers; nothing from src/ or tests/.
@@ -13,13 +17,15 @@
   python    python/src/ (the Python extension): public headers and its own; nothing from src/.
 
 A new public header must be given a layer in LAYER_OF below (and in docs/architecture.md).
-Exits 1 listing every violation.
+Exits 1 listing every violation. An argument names another source tree to check
+(scripts/test-check-layering.sh checks that violations are caught).
 """
 import pathlib
 import re
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else
+                    pathlib.Path(__file__).resolve().parent.parent)
 LAYERS = ["core", "nn", "io"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 
@@ -61,6 +67,21 @@ LAYER_OF = {
     "table_provenance.hpp": "io",
     "rope_config.hpp": "io",
 }
+# The lab's rooms, lowest first, each with the rooms it may include (all listed before it). Every
+# room may include the settings (lab/config.hpp) and its own files. docs/architecture.md draws
+# the same.
+LAB_ROOMS = {
+    "ranks": [],
+    "encodings": [],
+    "tasks": [],
+    "model": ["encodings"],
+    "train": ["ranks", "encodings", "tasks", "model"],
+    "eval": ["encodings", "tasks", "model"],
+    "report": ["encodings", "tasks", "eval"],
+    "experiment": ["ranks", "encodings", "tasks", "model", "train", "eval", "report"],
+}
+# The settings: the lab's files outside every room (lab/config.hpp and its sources).
+LAB_SETTINGS = re.compile(r"^config(_json)?\.(hpp|cpp)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 errors = []
 
@@ -127,6 +148,55 @@ allowed_roots = {
 }
 
 
+def lab_room_of(path):
+    """The room of a lab file ("model"), "settings", or None for a stray file."""
+    parts = path.relative_to(ROOT / "lab").parts
+    if len(parts) == 1:
+        return "settings" if LAB_SETTINGS.match(parts[0]) else None
+    return parts[0] if parts[0] in LAB_ROOMS else None
+
+
+def check_lab_rooms():
+    order = list(LAB_ROOMS)
+    for room, below in LAB_ROOMS.items():
+        for b in below:
+            if b not in LAB_ROOMS or order.index(b) >= order.index(room):
+                errors.append(f"scripts/check-layering.py: lab room {room} lists {b}, which is "
+                              "not a room below it")
+    modules = {}  # module (lab path without suffix) -> the modules it includes
+    for f in sources("lab"):
+        room = lab_room_of(f)
+        if f.suffix not in (".hpp", ".cpp", ".h"):
+            continue
+        if room is None:
+            errors.append(f"{rel(f)}: a lab source outside every room (lab/<room>/, rooms: "
+                          + ", ".join(LAB_ROOMS) + "); only the settings (lab/config*) are not "
+                          "in one")
+            continue
+        allowed = {"settings", room} | set(LAB_ROOMS.get(room, []))
+        me = rel(f).rsplit(".", 1)[0].removesuffix("-inl")
+        for inc in includes(f):
+            if not inc.startswith("lab/"):
+                continue
+            target = ROOT / inc
+            dep = lab_room_of(target) if target.exists() else None
+            if dep is None:
+                errors.append(f"{rel(f)}: includes {inc}, which is no file of a lab room")
+                continue
+            if dep not in allowed:
+                what = "the settings include" if room == "settings" else f"room {room} includes"
+                errors.append(f"{rel(f)}: {what} {inc} of room {dep}, which it may not "
+                              f"(allowed: {', '.join(sorted(allowed))})")
+            them = inc.rsplit(".", 1)[0].removesuffix("-inl")
+            if them != me:
+                modules.setdefault(me, set()).add(them)
+    for a in sorted(modules):
+        for b in sorted(modules[a]):
+            if a < b and a in modules.get(b, set()):
+                errors.append(f"{a} and {b} include each other (a .hpp or its .cpp each way): "
+                              "move what both need into a file of its own")
+
+
 def sources(base):
     d = ROOT / base
     if not d.exists():
@@ -147,6 +217,7 @@ for p in stray:
     errors.append(f"{rel(p)}: library source outside a layer folder (src/core, src/nn, src/io)")
 for f in sources("lab"):
     check_client(f, ["lab/"], "lab")
+check_lab_rooms()
 for f in sources("viz"):
     check_client(f, ["viz/"], "viz")
 for f in sources("tools"):

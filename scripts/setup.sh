@@ -24,7 +24,7 @@ build=(
 )
 # libopenblas-dev: the BLAS behind the numpy and PyTorch peers (without it, apt may give
 # Debian's torch the reference BLAS, its first alternative: a handicapped peer). The lab itself
-# uses no BLAS (lab/gemm.hpp).
+# uses no BLAS (lab/model/gemm.hpp).
 bench=(libbenchmark-dev python3 python3-numpy python3-torch libopenblas-dev)
 test=(
   git clang clang-format libclang-rt-14-dev                  # format check, libFuzzer, sanitizers

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The posemb lab model (src/lab/model.hpp) in PyTorch: the same parameters, names, layout
+"""The posemb lab model (lab/model/model.hpp) in PyTorch: the same parameters, names, layout
 (linear weights stored (in, out): y = x W + b) and arithmetic, for two uses:
 
   * the whole-model oracle of tests/test_lab_model_torch.cpp (import TinyGPT, float64), and

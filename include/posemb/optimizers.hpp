@@ -65,7 +65,7 @@ class AdamW {
   // those elements, with its two moments, gets exactly the bits step(params) gives it; every
   // other element and moment is left as it is. Counts as one step, like step(params), so
   // callers whose ranges tile the parameters (the ranks of a data-parallel job, each updating
-  // its share; lab/gradient_exchange.hpp) hold together what one step(params) computes:
+  // its share; lab/ranks/gradient_exchange.hpp) hold together what one step(params) computes:
   //   opt.step(params, 0, half);   other.step(params, half, total);   // the two halves
   // Throws std::invalid_argument, writing nothing, for a range past the total or as step().
   void step(std::span<const ParamRef> params, std::size_t begin, std::size_t end);

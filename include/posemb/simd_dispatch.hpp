@@ -13,8 +13,8 @@
 // For code built against the same Highway (1.x) as posemb that wants its kernels on posemb's
 // target (posemb/simd.hpp) rather than on Highway's own choice: POSEMB_SIMD and the choice the
 // tests make with detail::set_simd_target then switch those kernels too, so a program's kernels
-// and posemb's always run the same instruction set. posemb's lab (lab/kernels_simd.cpp) is such
-// a client. Compile such a file for at least posemb's targets (Highway's default list with
+// and posemb's always run the same instruction set. posemb's lab (lab/model/kernels_simd.cpp) is
+// such a client. Compile such a file for at least posemb's targets (Highway's default list with
 // HWY_DISABLED_TARGETS=HWY_SSSE3, as posemb's src/CMakeLists.txt does): the index may name any
 // of them, and a call through a table that lacks posemb's target throws std::logic_error naming
 // the target (it never calls a null pointer). This header includes nothing from Highway: a

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "posemb/embedding.hpp"
 #include "posemb/positions.hpp"
 
@@ -44,6 +44,11 @@ class LearnedEncoding final : public Encoding {
 
 constexpr std::string_view kTableName = "wpe.weight";  // GPT-2's name
 
+// The table: (max_seq_len, d_model).
+std::vector<TensorInfo> table_shape(const ModelConfig& cfg) {
+  return {{std::string(kTableName), cfg.max_seq_len, cfg.d_model}};
+}
+
 std::unique_ptr<Encoding> make(const ModelConfig& cfg) {
   return std::make_unique<LearnedEncoding>(cfg, kTableName);
 }
@@ -59,8 +64,10 @@ extern const EncodingSpec kLearned{
     .site = EncodingSite::input,
     .in_demo = true,
     .table_tensor = kTableName,
+    .trainable = true,
+    .tensors = table_shape,
     .train_positions = PositionMode::contiguous,
-    .default_table_rows = [](std::size_t train_len) { return input_len(train_len); },
+    .default_table_rows = [](std::size_t train_tokens) { return train_tokens; },
     .default_embed_init_std = 0.02,
     .validate = nullptr,
     .make = make,
@@ -75,9 +82,11 @@ extern const EncodingSpec kLearnedRandomized{
     .site = EncodingSite::input,
     .in_demo = true,
     .table_tensor = kTableName,
+    .trainable = true,
+    .tensors = table_shape,
     .train_positions = PositionMode::randomized,
     .default_table_rows =
-        [](std::size_t train_len) { return std::max<std::size_t>(256, 4 * input_len(train_len)); },
+        [](std::size_t train_tokens) { return std::max<std::size_t>(256, 4 * train_tokens); },
     .default_embed_init_std = 0.02,
     .validate = nullptr,
     .make = make,

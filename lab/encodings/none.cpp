@@ -2,7 +2,7 @@
 // input layer is the token rows only (the library's token-only posemb::embed_forward).
 #include <memory>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "lab/encodings/token_only.hpp"
 
 namespace posemb::lab {
@@ -19,6 +19,8 @@ extern const EncodingSpec kNone{
     .site = EncodingSite::nowhere,
     .in_demo = true,
     .table_tensor = "",
+    .trainable = false,
+    .tensors = nullptr,
     .train_positions = PositionMode::contiguous,
     .default_table_rows = [](std::size_t) { return std::size_t{0}; },
     .default_embed_init_std = 0.02,

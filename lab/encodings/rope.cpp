@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "lab/encodings/token_only.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/rope.hpp"
@@ -107,6 +107,8 @@ extern const EncodingSpec kRope{
     .site = EncodingSite::attention,
     .in_demo = true,
     .table_tensor = "",
+    .trainable = false,
+    .tensors = nullptr,
     .train_positions = PositionMode::contiguous,
     .default_table_rows = [](std::size_t) { return std::size_t{0}; },
     .default_embed_init_std = 0.02,

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "posemb/embedding.hpp"
 #include "posemb/matrix.hpp"
 #include "posemb/sinusoidal.hpp"
@@ -51,6 +51,8 @@ extern const EncodingSpec kSinusoidal{
     .site = EncodingSite::input,
     .in_demo = true,
     .table_tensor = "",
+    .trainable = false,
+    .tensors = nullptr,
     .train_positions = PositionMode::contiguous,
     .default_table_rows = [](std::size_t) { return std::size_t{0}; },
     // The encoding's entries are of size 1; with 0.02-sized token embeddings the token identity

@@ -4,7 +4,7 @@
 
 #include <span>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/encoding.hpp"
 #include "posemb/embedding.hpp"
 
 namespace posemb::lab {

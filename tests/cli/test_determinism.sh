@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The same seed gives the same checkpoint, byte for byte, on every SIMD target posemb runs on this
-# CPU, under several OPENBLAS_CORETYPE values (the lab's matrix products are its own, lab/gemm.hpp:
-# OpenBLAS's choice of kernels for the CPU must not matter) and on 1 and 2 threads; and that
-# checkpoint has the committed SHA-256 digest below, so a result that changes on another machine
-# (another CPU, compiler or library version) fails here.
+# CPU, under several OPENBLAS_CORETYPE values (the lab's matrix products are its own,
+# lab/model/gemm.hpp: OpenBLAS's choice of kernels for the CPU must not matter) and on 1 and 2
+# threads; and that checkpoint has the committed SHA-256 digest below, so a result that changes
+# on another machine (another CPU, compiler or library version) fails here.
 #
 # The golden digest is of the pinned run
 #   posemb train --pe learned --train-len 8 --d-model 32 --steps 100 --seed 1

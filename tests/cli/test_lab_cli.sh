@@ -117,6 +117,22 @@ j = json.load(open(sys.argv[1]))
 st = {r["length"]: r["status"] for r in j["runs"][0]["results"]}
 assert st == {3: "ok", 4: "ok", 5: "beyond_table", 6: "beyond_table"}, st
 PY
+# The second scorer: teacher-forced loss by length, its columns in the same files.
+expect 0 "eval --scoring teacher-forced" -- eval --checkpoint "$tmp/a/checkpoint.safetensors" \
+  --lengths 3:6 --samples 8 --scoring teacher-forced --out "$tmp/ev-tf"
+contains out "teacher-forced" "the table says how it scored"
+head -1 "$tmp/ev-tf/results.csv" | grep -qx "pe,max_seq_len,length,status,loss,bits_per_token,seed" ||
+  fail "teacher-forced results.csv header: $(head -1 "$tmp/ev-tf/results.csv")"
+"$py" - "$tmp/ev-tf/results.json" <<'PY' || fail "teacher-forced results.json"
+import json, math, sys
+j = json.load(open(sys.argv[1]))
+r = {x["length"]: x for x in j["runs"][0]["results"]}
+assert [r[n]["status"] for n in (3, 4, 5, 6)] == ["ok", "ok", "beyond_table", "beyond_table"], r
+for n in (3, 4):
+    assert r[n]["loss"] > 0 and abs(r[n]["bits_per_token"] - r[n]["loss"] / math.log(2)) < 1e-9, r[n]
+assert r[5]["loss"] is None
+PY
+expect 2 "an unknown scoring" -- eval --checkpoint "$tmp/a" --lengths 3:6 --scoring beam
 # A `posemb train --out` directory names its checkpoint.safetensors; a directory without one is a
 # usage error naming it.
 expect 0 "eval of a --out directory" -- eval --checkpoint "$tmp/a" --lengths 3:6 --samples 8 \

@@ -130,7 +130,7 @@ def class10_memory(p):
                                            "--steps", "1", "--quiet", "--out", "{dir}/t"], (1,), as_limit=768 << 20,
              max_rss_mb=800),
     ]
-    # A small address space: the lab's own matrix products (lab/gemm.hpp) need no large work
+    # A small address space: the lab's own matrix products (lab/model/gemm.hpp) need no large work
     # buffers (OpenBLAS's took 128 MiB per thread), so a tiny run trains and evaluates in 64 MiB.
     for mb in (64, 128, 256, 380):
         out += [Case("c10-as-%dM-train" % mb, "10", ["train", *tiny, "--out", "{dir}/t"], (0,),

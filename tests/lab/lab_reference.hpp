@@ -1,7 +1,8 @@
-// tests/lab/lab_reference.hpp: plain scalar references of the lab model's kernels (lab/kernels.hpp,
-// lab/attention.hpp), in double, one obvious loop each. Each returns the exact-ish value and the
-// magnitude of the terms that were summed for it (sum of |term|), from which the tests derive
-// float32 tolerances: a sum of k float terms is within about k * eps * sum|term| of exact.
+// tests/lab/lab_reference.hpp: plain scalar references of the lab model's kernels
+// (lab/model/kernels.hpp, lab/model/attention.hpp), in double, one obvious loop each. Each returns
+// the exact-ish value and the magnitude of the terms that were summed for it (sum of |term|), from
+// which the tests derive float32 tolerances: a sum of k float terms is within about k * eps *
+// sum|term| of exact.
 #pragma once
 
 #include <algorithm>
@@ -99,8 +100,10 @@ inline double gelu_grad(double x) {
 
 // Causal attention of qkv (B*T, 3C), H heads: y (B*T, C), probs (B*H*T*T); mag(y) = sum_s p_s |v|.
 // slopes (H or empty): ALiBi, the score of query t and key u <= t gets slopes[h] (u - t) added.
+// bias (H, >= T, or null): a bias by distance, the score gets bias(h, t - u) added.
 inline void attention(Grid& y, std::vector<double>& probs, const Grid& qkv, std::size_t B,
-                      std::size_t T, std::size_t H, const std::vector<double>& slopes = {}) {
+                      std::size_t T, std::size_t H, const std::vector<double>& slopes = {},
+                      const Grid* bias = nullptr) {
   const std::size_t C = qkv.cols / 3, hd = C / H;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
   y = Grid(B * T, C);
@@ -118,6 +121,7 @@ inline void attention(Grid& y, std::vector<double>& probs, const Grid& qkv, std:
           s[u] = d * scale;
           if (!slopes.empty())
             s[u] += slopes[h] * (static_cast<double>(u) - static_cast<double>(t));
+          if (bias != nullptr) s[u] += (*bias)(h, t - u);
           mx = std::max(mx, s[u]);
         }
         double sum = 0;
@@ -134,9 +138,11 @@ inline void attention(Grid& y, std::vector<double>& probs, const Grid& qkv, std:
   }
 }
 
-// Gradient of attention w.r.t. qkv, given dy and the forward's probs: dqkv (B*T, 3C).
+// Gradient of attention w.r.t. qkv, given dy and the forward's probs: dqkv (B*T, 3C); with
+// dbias (H, >= T), also the gradient of a bias by distance, added into.
 inline void attention_backward(Grid& dqkv, const Grid& dy, const std::vector<double>& probs,
-                               const Grid& qkv, std::size_t B, std::size_t T, std::size_t H) {
+                               const Grid& qkv, std::size_t B, std::size_t T, std::size_t H,
+                               Grid* dbias = nullptr) {
   const std::size_t C = qkv.cols / 3, hd = C / H;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
   dqkv = Grid(B * T, 3 * C);
@@ -156,6 +162,7 @@ inline void attention_backward(Grid& dqkv, const Grid& dy, const std::vector<dou
           dot += p[u] * d;
         }
         for (std::size_t u = 0; u <= t; ++u) {
+          if (dbias != nullptr) (*dbias)(h, t - u) += p[u] * (dp[u] - dot);
           const double ds = p[u] * (dp[u] - dot) * scale;
           for (std::size_t i = 0; i < hd; ++i) {
             dqkv(b * T + t, h * hd + i) += ds * qkv(b * T + u, C + h * hd + i);
@@ -180,11 +187,11 @@ inline double cross_entropy(std::vector<double>& d, const std::vector<double>& l
   return std::log(s) + mx - logits[y];
 }
 
-// The SIMD row kernels' exact float32 formulas (lab/kernels_simd.hpp), as plain scalar loops in
-// the same order: every target of the kernels must give these bits.
+// The SIMD row kernels' exact float32 formulas (lab/model/kernels_simd.hpp), as plain scalar loops
+// in the same order: every target of the kernels must give these bits.
 namespace exact {
 
-// lab_exp: the same constants and operations as lab/kernels_simd.cpp.
+// lab_exp: the same constants and operations as lab/model/kernels_simd.cpp.
 inline float exp(float x) {
   constexpr float kLog2e = 1.44269504088896341f, kC1 = 0.693359375f, kC2 = -2.12194440e-4f;
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
@@ -276,7 +283,7 @@ inline float softmax_row(float* d, const float* l, std::size_t n, std::size_t ta
   return std::log(s) + mx - l[target];
 }
 
-// One query row of attention for one head (lab/attention.cpp's layout); bias (t+1 floats or
+// One query row of attention for one head (lab/model/attention.cpp's layout); bias (t+1 floats or
 // nullptr) added to the scaled scores.
 inline void attend_row(float* out, float* p, const float* q, const float* seq, std::size_t stride,
                        std::size_t c, std::size_t hd, std::size_t t, float scale,
@@ -298,11 +305,12 @@ inline void attend_row(float* out, float* p, const float* q, const float* seq, s
   }
 }
 
-// One head of one sequence of attention's backward: dqkv's head columns written over.
+// One head of one sequence of attention's backward: dqkv's head columns written over; dbias (T, or
+// null): the bias's gradient by distance, dbias[t - s] += p[s] (dp[s] - dot), t ascending.
 inline void attention_backward_head(float* dqkv, std::size_t dstride, const float* dy,
                                     std::size_t gstride, const float* qkv, std::size_t stride,
                                     const float* probs, std::size_t T, std::size_t c,
-                                    std::size_t hd, float scale) {
+                                    std::size_t hd, float scale, float* dbias = nullptr) {
   for (std::size_t t = 0; t < T; ++t) {
     for (std::size_t part = 0; part < 3; ++part)
       std::fill_n(dqkv + t * dstride + part * c, hd, 0.0f);
@@ -322,6 +330,7 @@ inline void attention_backward_head(float* dqkv, std::size_t dstride, const floa
     const float* q = qkv + t * stride;
     float* dq = dqkv + t * dstride;
     for (std::size_t s = 0; s <= t; ++s) {
+      if (dbias != nullptr) dbias[t - s] = dbias[t - s] + p[s] * (dp[s] - dot);
       const float ds = (p[s] * (dp[s] - dot)) * scale;
       const float* k = qkv + s * stride + c;
       float* dk = dqkv + s * dstride + c;

@@ -1,8 +1,9 @@
 // The lab's alibi encoding (lab/encodings/alibi.cpp) and ALiBi's bias inside the lab's attention
-// (lab/attention.hpp): the forward against a plain double-precision reference (bias
-// slope * (j - i) for keys j <= i, lab_reference.hpp), the gradient against central finite
-// differences of that reference, a cached decoding step equal to the full forward's row bit for
-// bit, the same bits on 1 and 2 threads, and the encoding's slopes are the library's. (Every SIMD
+// (lab/model/attention.hpp), given by the encoding by distance (Encoding::scores_bias): the
+// forward against a plain double-precision reference (bias slope * (j - i) for keys j <= i,
+// lab_reference.hpp), the gradient against central finite differences of that reference, a
+// cached decoding step equal to the full forward's row bit for bit, the same bits on 1 and 2
+// threads, and the encoding's rows are the library's values. (Every SIMD
 // target: test_lab_simd; the whole model against PyTorch: test_lab_model_torch, every encoding.)
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -10,12 +11,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
-#include "lab/attention.hpp"
-#include "lab/encoding.hpp"
-#include "lab/model.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/model/attention.hpp"
+#include "lab/model/model.hpp"
 #include "lab_reference.hpp"
 #include "posemb/alibi.hpp"
 #include "posemb/matrix.hpp"
@@ -43,6 +45,26 @@ ref::Grid grid(MatrixView<const float> m) {
   return g;
 }
 
+// The registered ALiBi encoding (a fixed bias on the scores) for `heads` heads.
+std::unique_ptr<Encoding> alibi_encoding(std::size_t heads) {
+  const EncodingSpec* spec = find_encoding_if(
+      [](const EncodingSpec& e) { return e.site == EncodingSite::scores && !e.trainable; });
+  EXPECT_NE(spec, nullptr);
+  ModelConfig cfg;
+  cfg.vocab_size = 8;
+  cfg.d_model = 4 * heads;
+  cfg.n_heads = heads;
+  cfg.pe = std::string(spec->name);
+  return spec->make(cfg);
+}
+
+// Its bias by distance, (heads, distances): what the model gives the attention.
+Matrix<float> alibi_bias(std::size_t heads = H, std::size_t distances = T) {
+  Matrix<float> bias(heads, distances);
+  EXPECT_TRUE(alibi_encoding(heads)->scores_bias(bias.view()));
+  return bias;
+}
+
 std::vector<double> slopes_in_double() {
   const auto s = alibi_slopes(H);
   return {s.begin(), s.end()};
@@ -56,7 +78,7 @@ TEST(LabAlibi, ForwardMatchesThePlainReference) {
   const auto qkv = random_matrix(B * T, 3 * C, 71, 1.5f);
   Matrix<float> y(B * T, C);
   std::vector<float> probs(B * H * T * T);
-  attention_forward(y, probs, qkv, B, T, H, alibi_slopes(H));
+  attention_forward(y, probs, qkv, B, T, H, alibi_bias());
   ref::Grid want;
   std::vector<double> rprobs, plain;
   ref::attention(want, rprobs, grid(qkv), B, T, H, slopes_in_double());
@@ -99,8 +121,8 @@ TEST(LabAlibi, GradientMatchesFiniteDifferences) {
   const auto qkv = random_matrix(B * T, 3 * C, 72, 1.0f), w = random_matrix(B * T, C, 73, 1.0f);
   Matrix<float> y(B * T, C), dqkv(B * T, 3 * C);
   std::vector<float> probs(B * H * T * T);
-  attention_forward(y, probs, qkv, B, T, H, alibi_slopes(H));
-  attention_backward(dqkv, w, probs, qkv, B, T, H);
+  attention_forward(y, probs, qkv, B, T, H, alibi_bias());
+  attention_backward(dqkv, {}, w, probs, qkv, B, T, H);
   const auto slopes = slopes_in_double();
   const ref::Grid wg = grid(w);
   auto loss = [&](const ref::Grid& x) {
@@ -139,16 +161,17 @@ TEST(LabAlibi, GradientMatchesFiniteDifferences) {
   EXPECT_LE(worst, tol) << "largest |backward - finite difference| over " << B * T * 3 * C;
 }
 
-// A cached decoding step with the slopes gives the biased forward's row bit for bit; the forward
-// and backward give the same bits on 1 and 2 threads; slopes of the wrong count are refused.
+// A cached decoding step with the bias gives the biased forward's row bit for bit; the forward
+// and backward give the same bits on 1 and 2 threads; a bias of the wrong heads or too few
+// distances is refused.
 TEST(LabAlibi, DecodingStepAndThreadsGiveTheSameBits) {
   const auto qkv = random_matrix(B * T, 3 * C, 74, 1.5f), dy = random_matrix(B * T, C, 75, 1.0f);
-  const auto slopes = alibi_slopes(H);
+  const auto slopes = alibi_bias();
   auto run = [&] {
     Matrix<float> y(B * T, C), d(B * T, 3 * C);
     std::vector<float> probs(B * H * T * T);
     attention_forward(y, probs, qkv, B, T, H, slopes);
-    attention_backward(d, dy, probs, qkv, B, T, H);
+    attention_backward(d, {}, dy, probs, qkv, B, T, H);
     std::vector<float> out(y.data(), y.data() + y.size());
     out.insert(out.end(), d.data(), d.data() + d.size());
     out.insert(out.end(), probs.begin(), probs.end());
@@ -176,18 +199,23 @@ TEST(LabAlibi, DecodingStepAndThreadsGiveTheSameBits) {
           << "step " << t << ", sequence " << b;
     }
   }
-  const std::vector<float> three(3, 0.5f);
+  const Matrix<float> three(3, T), short_rows(H, T - 1);
   EXPECT_THROW(attention_forward(y, probs, qkv, B, T, H, three), std::invalid_argument);
+  EXPECT_THROW(attention_forward(y, probs, qkv, B, T, H, short_rows), std::invalid_argument);
   EXPECT_THROW(attention_step(ys, sc, cache, B, T, 0, H, three), std::invalid_argument);
+  Matrix<float> d(B * T, 3 * C), dshort(H, T - 1);
+  EXPECT_THROW(attention_backward(d, dshort, dy, probs, qkv, B, T, H), std::invalid_argument);
 }
 
-// The registered encoding: its scores bias has the library's slopes for the model's heads, no
-// table, no tensors, and it enters at the scores.
-TEST(LabAlibi, EncodingHasTheLibrarysSlopes) {
-  const EncodingSpec* spec =
-      find_encoding_if([](const EncodingSpec& e) { return e.site == EncodingSite::scores; });
+// The registered encoding: its bias by distance is the library's value for every head and
+// distance, bit for bit (posemb::alibi_forward of a query d positions after its key); no table,
+// no tensors, nothing to train, and it enters at the scores.
+TEST(LabAlibi, EncodingGivesTheLibrarysBias) {
+  const EncodingSpec* spec = find_encoding_if(
+      [](const EncodingSpec& e) { return e.site == EncodingSite::scores && !e.trainable; });
   ASSERT_NE(spec, nullptr);
   EXPECT_FALSE(spec->has_table);
+  EXPECT_FALSE(spec->trained_bias());
   for (std::size_t heads : {1, 3, 4, 6}) {
     ModelConfig cfg;
     cfg.vocab_size = 8;
@@ -198,11 +226,20 @@ TEST(LabAlibi, EncodingHasTheLibrarysSlopes) {
     cfg.pe = std::string(spec->name);
     cfg.max_seq_len = 0;
     Model model(cfg);
-    const auto s = model.encoding().attention_slopes();
-    const auto want = alibi_slopes(heads);
-    ASSERT_EQ(s.size(), heads);
-    EXPECT_EQ(std::memcmp(s.data(), want.data(), heads * sizeof(float)), 0) << heads << " heads";
+    constexpr std::size_t D = 300;
+    Matrix<float> bias(heads, D);
+    ASSERT_TRUE(model.encoding().scores_bias(bias.view()));
+    const auto slopes = alibi_slopes(heads);
+    for (std::size_t d = 0; d < D; ++d) {
+      Matrix<float> one(heads, 1);  // query d against key 0, for every head
+      alibi_forward(one.view(), slopes, 1, 1, {.start = d});
+      for (std::size_t h = 0; h < heads; ++h) {
+        ASSERT_EQ(std::memcmp(&bias(h, d), &one(h, 0), sizeof(float)), 0)
+            << heads << " heads, head " << h << ", distance " << d;
+      }
+    }
     EXPECT_TRUE(model.encoding().tensors().empty());
+    EXPECT_TRUE(spec->tensor_shapes(cfg).empty());
   }
 }
 

@@ -1,4 +1,4 @@
-// Checkpoints are untrusted input (lab/checkpoint.hpp, RunConfig::from_json): every metadata
+// Checkpoints are untrusted input (lab/train/checkpoint.hpp, lab::run_from_json): every metadata
 // entry and every field of the run JSON is checked with its type and limits, and refused with
 // an exception naming the file and the key (never std::stoul's "stoul", map::at, a JSON library
 // type error, a huge allocation or a resume at step 2^64 - 1); tensors are checked by shape
@@ -18,11 +18,13 @@
 #include <typeinfo>
 #include <vector>
 
-#include "lab/checkpoint.hpp"
 #include "lab/config.hpp"
-#include "lab/evaluate.hpp"
-#include "lab/model.hpp"
-#include "lab/trainer.hpp"
+#include "lab/eval/evaluate.hpp"
+#include "lab/model/decoder.hpp"
+#include "lab/model/model.hpp"
+#include "lab/train/checkpoint.hpp"
+#include "lab/train/run.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_runs.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/memory.hpp"
@@ -138,12 +140,12 @@ RunConfig tiny_run(const std::string& pe = "learned") {
   return r;
 }
 
-// from_json must refuse `text` with a ConfigError that names `field` (when given) and holds no
-// control byte and no CLI flag.
+// run_from_json (what a checkpoint reader calls) must refuse `text` with a ConfigError that names
+// `field` (when given) and holds no control byte and no CLI flag.
 void expect_json_refused(const std::string& text, const std::string& field,
                          const std::string& why) {
   try {
-    (void)RunConfig::from_json(text);
+    (void)run_from_json(text);
     ADD_FAILURE() << why << ": accepted " << text;
   } catch (const ConfigError& e) {
     const std::string what = e.what();
@@ -396,8 +398,8 @@ std::size_t allocated_by(F&& f) {
 
 TEST(MemoryEstimates, AreUpperBoundsOfWhatIsAllocated) {
   // Scratch a thread allocates once, on its first use (the matrix product's packing buffer,
-  // lab/gemm_simd.cpp), is not the trainer's: on one thread, after a first trainer has run, only
-  // the trainer's own allocations are counted (on two, whether a helper thread's first product
+  // lab/model/gemm_simd.cpp), is not the trainer's: on one thread, after a first trainer has run,
+  // only the trainer's own allocations are counted (on two, whether a helper thread's first product
   // falls in the counted step varies from run to run).
   const std::size_t threads = parallel_threads();
   set_parallel_threads(1);
@@ -438,8 +440,8 @@ TEST(MemoryEstimates, RefuseBeforeAllocating) {
   big.model.n_heads = 64;
   big.train.batch = 65536;
   big.task.train_len = 1024;
-  big.model.max_seq_len = input_len(1024);
-  ASSERT_NO_THROW(big.validate());
+  big.model.max_seq_len = symbols::tokens(1024);
+  ASSERT_NO_THROW(validate_run(big));
   const std::size_t limit = memory_limit();
   set_memory_limit(std::size_t{16} << 30);  // whatever the machine: 16 GiB
   const std::size_t used = allocated_by([&] {
@@ -474,7 +476,7 @@ TEST(Evaluate, LengthsBeyondTheTableCostNothingAndWorkIsBounded) {
   EXPECT_LT(used, std::size_t{1} << 30);
   // An encoding with no table: the same lengths are far more work than an evaluation may take.
   try {
-    check_evaluation(tiny_run("rope").model, ec);
+    check_evaluation(tiny_run("rope").model, run.task, ec);
     ADD_FAILURE() << "lengths up to 100000 accepted";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.fields(), (std::vector<std::string>{"eval.max_len", "eval.samples"}));
@@ -486,9 +488,9 @@ TEST(Evaluate, LengthsBeyondTheTableCostNothingAndWorkIsBounded) {
   small.samples = 4;
   const auto free_rows = evaluate(rope.model(), run.task, small);
   const std::size_t limit = memory_limit();
-  set_memory_limit(evaluation_bytes(rope.model().config(), small, 1));
+  set_memory_limit(evaluation_bytes(rope.model().config(), run.task, small, 1));
   const auto tight_rows = evaluate(rope.model(), run.task, small);
-  set_memory_limit(evaluation_bytes(rope.model().config(), small, 1) - 1);
+  set_memory_limit(evaluation_bytes(rope.model().config(), run.task, small, 1) - 1);
   EXPECT_THROW((void)evaluate(rope.model(), run.task, small), MemoryLimitExceeded);
   set_memory_limit(limit);
   ASSERT_EQ(free_rows.size(), tight_rows.size());

@@ -1,5 +1,5 @@
-// The lab's one configuration (lab/config.hpp) and its encodings (lab/encoding.hpp): every
-// limit accepted at its ends and refused past them with a ConfigError naming the field; the
+// The lab's one configuration (lab/config.hpp) and its encodings (lab/encodings/encoding.hpp):
+// every limit accepted at its ends and refused past them with a ConfigError naming the field; the
 // registry; the model's tensor list (checkpoint order); the learned table as a
 // LearnedPositionalEmbedding that records the rows training reached; micro-batch gradient
 // buffers equal to the model's own gradients.
@@ -13,24 +13,27 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/encoding.hpp"
-#include "lab/evaluate.hpp"
-#include "lab/model.hpp"
-#include "lab/trainer.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/eval/evaluate.hpp"
+#include "lab/model/model.hpp"
+#include "lab/tasks/registry.hpp"
+#include "lab/tasks/symbols.hpp"
+#include "lab/train/run.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_runs.hpp"
 
 namespace posemb::lab {
 namespace {
 
 RunConfig valid_run() {
-  RunConfig r;
+  RunConfig r = testing::default_run();
   r.task.train_len = 4;
   r.task.alphabet = 4;
-  r.model.vocab_size = r.task.vocab_size();
+  r.model.vocab_size = task_vocab_size(r.task);
   r.model.d_model = 16;
   r.model.n_heads = 2;
   r.model.d_ff = 32;
-  r.model.max_seq_len = input_len(r.task.train_len);
+  r.model.max_seq_len = symbols::tokens(r.task.train_len);
   r.train.batch = 8;
   r.train.micro_batch = 2;
   r.train.warmup = 2;
@@ -40,7 +43,7 @@ RunConfig valid_run() {
 // Expects validate() to throw a ConfigError whose fields include `field`.
 void expect_refused(const RunConfig& r, const std::string& field, const std::string& what) {
   try {
-    r.validate();
+    validate_run(r);
     ADD_FAILURE() << what << ": accepted";
   } catch (const ConfigError& e) {
     const auto& f = e.fields();
@@ -80,12 +83,12 @@ TEST(LabConfig, EveryIntegerLimitIsAcceptedAtItsEndsAndRefusedPastThem) {
       {"task.alphabet", limits::alphabet,
        [](RunConfig& r, std::size_t v) {
          r.task.alphabet = v;
-         r.model.vocab_size = r.task.vocab_size();
+         r.model.vocab_size = task_vocab_size(r.task);
        }},
       {"task.train_len", limits::train_len,
        [](RunConfig& r, std::size_t v) {
          r.task.train_len = v;
-         r.model.max_seq_len = input_len(v);
+         r.model.max_seq_len = symbols::tokens(v);
        }},
       {"train.batch", limits::batch, [](RunConfig& r, std::size_t v) { r.train.batch = v; }},
       {"train.micro_batch", limits::micro_batch,
@@ -98,7 +101,7 @@ TEST(LabConfig, EveryIntegerLimitIsAcceptedAtItsEndsAndRefusedPastThem) {
       RunConfig r = valid_run();
       f.set(r, v);
       if (f.field == "model.max_seq_len" && v < 4) continue;  // below the task's need
-      EXPECT_NO_THROW(r.validate()) << f.field << " = " << v;
+      EXPECT_NO_THROW(validate_run(r)) << f.field << " = " << v;
     }
     if (f.limit.min > 0) {
       RunConfig r = valid_run();
@@ -145,7 +148,7 @@ TEST(LabConfig, FloatLimitsAndCrossChecks) {
   refused([](RunConfig& r) { r.model.pe = "banana"; }, "model.pe");
   RunConfig big = valid_run();
   big.train.lr = 1e30f;  // large but finite: accepted (training then stops on a non-finite loss)
-  EXPECT_NO_THROW(big.validate());
+  EXPECT_NO_THROW(validate_run(big));
   EvalConfig e;
   e.min_len = 5;
   e.max_len = 2;
@@ -173,12 +176,12 @@ TEST(LabConfig, JsonRoundTrip) {
   RunConfig r = valid_run();
   r.model.pe = "learned-randomized";
   r.model.max_seq_len = 256;
-  r.task.kind = TaskKind::reverse;
+  r.task.kind = "reverse";
   r.train.lr = 3e-3f;
   const RunConfig back = RunConfig::from_json(r.to_json());
   EXPECT_EQ(back.to_json(), r.to_json());
   EXPECT_EQ(back.model.pe, "learned-randomized");
-  EXPECT_EQ(back.task.kind, TaskKind::reverse);
+  EXPECT_EQ(back.task.kind, "reverse");
 }
 
 TEST(Encodings, RegistryNamesAreUniqueAndFound) {
@@ -206,8 +209,8 @@ TEST(Encodings, SpecAgreesWithTheModel) {
   for (const auto* e : encodings()) {
     RunConfig r = valid_run();
     r.model.pe = std::string(e->name);
-    r.model.max_seq_len = e->default_table_rows(r.task.train_len);
-    ASSERT_NO_THROW(r.validate()) << e->name;
+    r.model.max_seq_len = e->default_table_rows(symbols::tokens(r.task.train_len));
+    ASSERT_NO_THROW(validate_run(r)) << e->name;
     Model model(r.model);
     const auto slots = model.tensors();
     EXPECT_EQ(e->has_table, model.encoding().learned_table() != nullptr) << e->name;
@@ -216,7 +219,7 @@ TEST(Encodings, SpecAgreesWithTheModel) {
     ASSERT_GE(slots.size(), 3u);
     EXPECT_EQ(slots[0].name, "wte.weight");
     if (e->has_table) {
-      EXPECT_GE(r.model.max_seq_len, input_len(r.task.train_len)) << e->name;
+      EXPECT_GE(r.model.max_seq_len, symbols::tokens(r.task.train_len)) << e->name;
       EXPECT_EQ(slots[1].name, e->table_tensor);
       EXPECT_EQ(slots[1].value.rows(), r.model.max_seq_len);
       // The slot is the layer's own table: no copy.
@@ -236,11 +239,12 @@ TEST(Encodings, GradientBuffersEqualTheModelsGradients) {
   for (const auto* e : encodings()) {
     RunConfig r = valid_run();
     r.model.pe = std::string(e->name);
-    r.model.max_seq_len = e->default_table_rows(r.task.train_len);
+    r.model.max_seq_len = e->default_table_rows(symbols::tokens(r.task.train_len));
     Model model(r.model);
     model.initialize(3);
     Batch batch;
-    make_train_batch(batch, r.task, 4, 1, 0, e->train_positions, r.model.max_seq_len);
+    find_task(r.task.kind)
+        .train_batch(batch, r.task, 4, 1, 0, e->train_positions, r.model.max_seq_len);
     Activations acts(r.model, 4, batch.tokens.cols());
     model.reserve_positions(batch.tokens.cols() + r.model.max_seq_len);
     model.forward(acts, batch.tokens, batch.positions, batch.targets);
@@ -262,7 +266,7 @@ TEST(Encodings, GradientBuffersEqualTheModelsGradients) {
 }
 
 // The learned table is a LearnedPositionalEmbedding: after training on sequences of at most
-// input_len(train_len) tokens, exactly the rows past them are untrained; with randomized
+// symbols::tokens(train_len) tokens, exactly the rows past them are untrained; with randomized
 // positions, rows of the whole table are reached.
 TEST(Encodings, LearnedTableRecordsTheRowsTrainingReached) {
   RunConfig r = valid_run();
@@ -274,7 +278,7 @@ TEST(Encodings, LearnedTableRecordsTheRowsTrainingReached) {
   EXPECT_EQ(table->untrained_rows().size(), 40u);
   for (int s = 0; s < 3; ++s) tr.train_step();
   std::vector<std::size_t> want;
-  for (std::size_t row = input_len(r.task.train_len); row < 40; ++row) want.push_back(row);
+  for (std::size_t row = symbols::tokens(r.task.train_len); row < 40; ++row) want.push_back(row);
   EXPECT_EQ(table->untrained_rows(), want);
   // learned-randomized: positions sampled from the whole table.
   r.model.pe = "learned-randomized";
@@ -282,7 +286,7 @@ TEST(Encodings, LearnedTableRecordsTheRowsTrainingReached) {
   Trainer rnd(r);
   for (int s = 0; s < 3; ++s) rnd.train_step();
   const auto left = rnd.model().encoding().learned_table()->untrained_rows();
-  EXPECT_LT(left.size(), 64u - input_len(r.task.train_len));
+  EXPECT_LT(left.size(), 64u - symbols::tokens(r.task.train_len));
 }
 
 // The work of each length, for the time left of eval's progress: in evaluate()'s order (the
@@ -294,11 +298,13 @@ TEST(EvaluationWork, ByLengthLongestFirstZeroBeyondTheTable) {
   ec.max_len = 9;
   ec.samples = 3;
   const ModelConfig learned = testing::tiny_model_config("learned", 14);  // n <= 6 fits
-  const std::vector<double> w = evaluation_work_by_length(learned, ec);
+  TaskConfig copy;
+  copy.kind = testing::kCopy;
+  const std::vector<double> w = evaluation_work_by_length(learned, copy, ec);
   ASSERT_EQ(w.size(), 8u);  // n = 9, 8, ..., 2
   for (std::size_t k = 0; k < w.size(); ++k) {
     const std::size_t n = ec.max_len - k;
-    if (input_len(n) > 14) {
+    if (symbols::tokens(n) > 14) {
       EXPECT_EQ(w[k], 0.0) << "n = " << n;
     } else {
       EXPECT_GT(w[k], 0.0) << "n = " << n;
@@ -309,14 +315,14 @@ TEST(EvaluationWork, ByLengthLongestFirstZeroBeyondTheTable) {
   }
   double sum = 0.0;
   for (const double x : w) sum += x;
-  EXPECT_DOUBLE_EQ(sum, evaluation_work(learned, ec));
+  EXPECT_DOUBLE_EQ(sum, evaluation_work(learned, copy, ec));
   // A computed encoding decodes every length; the attention makes long lengths cost more than
   // in proportion.
   const std::vector<double> r =
-      evaluation_work_by_length(testing::tiny_model_config("rope", 0), ec);
+      evaluation_work_by_length(testing::tiny_model_config("rope", 0), copy, ec);
   ASSERT_EQ(r.size(), 8u);
   for (const double x : r) EXPECT_GT(x, 0.0);
-  EXPECT_GT(r.front() / r.back(), static_cast<double>(input_len(9)) / input_len(2));
+  EXPECT_GT(r.front() / r.back(), static_cast<double>(symbols::tokens(9)) / symbols::tokens(2));
 }
 
 }  // namespace

@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "lab/model.hpp"
+#include "lab/model/decoder.hpp"
+#include "lab/model/model.hpp"
 #include "lab_runs.hpp"
 #include "posemb/errors.hpp"
 

@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "lab/distributed.hpp"
-#include "lab/encoding.hpp"
-#include "lab/gradient_exchange.hpp"
-#include "lab/model.hpp"
-#include "lab/sweep.hpp"
-#include "lab/trainer.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/experiment/grid.hpp"
+#include "lab/model/model.hpp"
+#include "lab/ranks/distributed.hpp"
+#include "lab/ranks/gradient_exchange.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_runs.hpp"
 #include "posemb/memory.hpp"
 #include "posemb/parallel.hpp"

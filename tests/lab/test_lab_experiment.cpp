@@ -1,15 +1,21 @@
-// The lab's experiment API (lab/experiment.hpp) and the data it is driven by: the registry's
-// properties and name list (lab/encoding.hpp), the rules for a run from a checkpoint plus
-// overrides (lab::merge_run), the demo's plan, and the one per-length results writer.
+// The lab's experiment API (lab/experiment/demo_plan.hpp) and the data it is driven by: the
+// registry's properties and name list (lab/encodings/encoding.hpp), the rules for a run from a
+// checkpoint plus overrides (lab::merge_run), the demo's plan, and the one per-length results
+// writer.
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include <string>
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/encoding.hpp"
-#include "lab/experiment.hpp"
-#include "lab/results.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/experiment/demo_files.hpp"
+#include "lab/report/results.hpp"
+#include "lab/tasks/registry.hpp"
+#include "lab/tasks/symbols.hpp"
+#include "lab/train/run.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -19,7 +25,8 @@ TEST(Registry, NameListDefaultAndPropertyLookup) {
   for (const auto* e : encodings()) names.emplace_back(e->name);
   EXPECT_EQ(encoding_name_list(), names);
   EXPECT_EQ(default_encoding_name(), names.front());
-  EXPECT_EQ(ModelConfig().pe, names.front());
+  EXPECT_TRUE(ModelConfig().pe.empty());  // the settings name no encoding by default
+  EXPECT_EQ(RunChoices().pe, names.front());
   // The properties the demo and the summary look encodings up by (the tests may spell names).
   auto one = [](bool (*pred)(const EncodingSpec&)) {
     const EncodingSpec* e = find_encoding_if(pred);
@@ -43,9 +50,11 @@ TEST(Registry, NameListDefaultAndPropertyLookup) {
 
 RunConfig checkpoint_run() {
   RunConfig r;
+  r.task.kind = "copy";
+  r.model.pe = "learned";
   r.task.alphabet = 6;
   r.task.train_len = 5;
-  r.model.vocab_size = r.task.vocab_size();
+  r.model.vocab_size = task_vocab_size(r.task);
   r.model.d_model = 24;
   r.train.steps = 300;
   r.train.lr = 2e-3f;
@@ -56,7 +65,7 @@ RunConfig checkpoint_run() {
 TEST(MergeRun, TheFieldsGivenComeFromTheOverridesTheRestFromTheCheckpoint) {
   const RunConfig base = checkpoint_run();
   RunOverrides ov;
-  ov.values.task.kind = TaskKind::reverse;
+  ov.values.task.kind = "reverse";
   ov.values.task.alphabet = 10;
   ov.values.task.train_len = 9;
   ov.values.train.steps = 40;
@@ -65,7 +74,7 @@ TEST(MergeRun, TheFieldsGivenComeFromTheOverridesTheRestFromTheCheckpoint) {
   ov.values.model.d_model = 128;  // not given
   ov.fields = {"task.kind", "task.alphabet", "task.train_len", "train.steps", "train.seed"};
   const RunConfig r = merge_run(base, ov);
-  EXPECT_EQ(r.task.kind, TaskKind::reverse);
+  EXPECT_EQ(r.task.kind, "reverse");
   EXPECT_EQ(r.task.alphabet, 10u);
   EXPECT_EQ(r.task.train_len, 9u);
   EXPECT_EQ(r.train.steps, 40u);
@@ -116,20 +125,21 @@ TEST(DemoPlan, EveryRegisteredEncodingTheExtendedOneAndTheOverrides) {
   EXPECT_EQ(plan.eval.seed, 1005u);
   for (const auto& pe : plan.encodings) {
     const RunConfig r = plan.run(pe, 6);
-    EXPECT_NO_THROW(r.validate()) << pe;
+    EXPECT_NO_THROW(validate_run(r)) << pe;
     EXPECT_EQ(r.train.seed, 6u);
     const auto& spec = find_encoding(pe);
     if (spec.train_positions == PositionMode::randomized) {
       EXPECT_EQ(r.model.max_seq_len, plan.randomized_rows) << pe;
       EXPECT_EQ(r.train.steps, plan.randomized_steps) << pe;
     } else {
-      EXPECT_EQ(r.model.max_seq_len, spec.default_table_rows(plan.train_len)) << pe;
+      EXPECT_EQ(r.model.max_seq_len, spec.default_table_rows(symbols::tokens(plan.train_len)))
+          << pe;
       EXPECT_EQ(r.train.steps, 12u) << pe;
     }
   }
   const RunConfig ext = plan.extension_run(5);
   EXPECT_EQ(ext.task.train_len, 2 * plan.train_len);
-  EXPECT_EQ(ext.model.max_seq_len, input_len(2 * plan.train_len));
+  EXPECT_EQ(ext.model.max_seq_len, symbols::tokens(2 * plan.train_len));
   EXPECT_EQ(ext.train.steps, plan.extension_steps);
   // RoPE: the rotary encoding with every scaling method, factor 2 over its trained positions.
   ASSERT_FALSE(plan.rotary.empty());
@@ -138,14 +148,14 @@ TEST(DemoPlan, EveryRegisteredEncodingTheExtendedOneAndTheOverrides) {
   EXPECT_EQ(plan.rope_probe_every, 50u);
   for (const auto& m : plan.rope_methods) {
     const RunConfig r = plan.rope_extension_run(5, m);
-    EXPECT_NO_THROW(r.validate()) << m;
+    EXPECT_NO_THROW(validate_run(r)) << m;
     EXPECT_EQ(r.model.pe, plan.rotary);
     EXPECT_EQ(r.task.train_len, 2 * plan.train_len);
     EXPECT_EQ(r.train.steps, plan.rope_extension_steps);
     EXPECT_EQ(r.model.rope_scaling.method, m);
     if (m != "none") {
       EXPECT_EQ(r.model.rope_scaling.factor, 2.0) << m;
-      EXPECT_EQ(r.model.rope_scaling.original_len, input_len(plan.train_len)) << m;
+      EXPECT_EQ(r.model.rope_scaling.original_len, symbols::tokens(plan.train_len)) << m;
     }
   }
   EXPECT_NO_THROW(check_demo(plan));
@@ -172,16 +182,16 @@ TEST(DemoPlan, EveryRegisteredEncodingTheExtendedOneAndTheOverrides) {
 TEST(DemoPlan, EveryTaskPlansItsRunsAndTheHarderOnesTrainLonger) {
   DemoOptions copy;
   const DemoPlan base = plan_demo(copy);
-  for (const auto& name : task_kind_names()) {
+  for (const auto& name : task_name_list()) {
     DemoOptions o;
     o.task = name;
     const DemoPlan plan = plan_demo(o);
     for (const auto& pe : plan.encodings) {
       const RunConfig r = plan.run(pe, 1);
-      EXPECT_NO_THROW(r.validate()) << name << " " << pe;
-      EXPECT_EQ(task_kind_name(r.task.kind), name) << pe;
+      EXPECT_NO_THROW(validate_run(r)) << name << " " << pe;
+      EXPECT_EQ(r.task.kind, name) << pe;
     }
-    EXPECT_EQ(task_kind_name(plan.extension_run(1).task.kind), name);
+    EXPECT_EQ(plan.extension_run(1).task.kind, name);
     EXPECT_GE(plan.steps, base.steps) << name;
     if (name == "reverse" || name == "odd-first") {
       EXPECT_GT(plan.steps, base.steps) << name;
@@ -197,8 +207,10 @@ TEST(Results, OnePerLengthWriterForEveryFile) {
   LengthResult beyond;
   beyond.length = 4;
   beyond.beyond_table = true;
-  EXPECT_EQ(length_csv_fields(ok), "ok,0.500000,0.125000");
-  EXPECT_EQ(length_csv_fields(beyond), "beyond_table,,");
+  const Scorings greedy = {Scoring::greedy};
+  EXPECT_EQ(length_csv_header(greedy), "status,exact_match,token_accuracy");
+  EXPECT_EQ(length_csv_fields(ok, greedy), "ok,0.500000,0.125000");
+  EXPECT_EQ(length_csv_fields(beyond, greedy), "beyond_table,,");
   RunResults run;
   run.pe = "learned";
   run.seed = 2;
@@ -208,6 +220,24 @@ TEST(Results, OnePerLengthWriterForEveryFile) {
             "pe,max_seq_len,length,status,exact_match,token_accuracy,seed\n"
             "learned,10,3,ok,0.500000,0.125000,2\n"
             "learned,10,4,beyond_table,,,2\n");
+  // The teacher-forced scorer's columns beside greedy decoding's, from the same writer: each
+  // length fills its own scorer's columns, loss and bits per token (loss / ln 2).
+  LengthResult tf;
+  tf.length = 5;
+  tf.scoring = Scoring::teacher_forced;
+  tf.loss = std::log(2.0);
+  RunResults both = run;
+  both.results.push_back(tf);
+  const Scorings two = {Scoring::greedy, Scoring::teacher_forced};
+  EXPECT_EQ(scorings_of({both}), two);
+  EXPECT_EQ(length_csv_fields(tf, two), "ok,,,0.693147,1.000000");
+  EXPECT_EQ(length_csv_fields(ok, two), "ok,0.500000,0.125000,,");
+  EXPECT_EQ(results_csv({both}),
+            "pe,max_seq_len,length,status,exact_match,token_accuracy,loss,bits_per_token,seed\n"
+            "learned,10,3,ok,0.500000,0.125000,,,2\n"
+            "learned,10,4,beyond_table,,,,,2\n"
+            "learned,10,5,ok,,,0.693147,1.000000,2\n");
+  EXPECT_NE(results_json("copy", 3, {both}).find("\"bits_per_token\": 1.0"), std::string::npos);
 }
 
 }  // namespace

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "lab/checkpoint.hpp"
-#include "lab/results.hpp"
-#include "lab/summary.hpp"
-#include "lab/trainer.hpp"
+#include "lab/report/results.hpp"
+#include "lab/report/summary.hpp"
+#include "lab/train/checkpoint.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_runs.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/resize.hpp"
@@ -49,14 +49,14 @@ TEST(InitFrom, StartsFromTheWeightsWithTheResizedTableAndAFreshOptimizer) {
   const std::string base = dir.file("base.safetensors"), table = dir.file("wpe.safetensors");
   train_and_save(tiny(), base);
   const PositionTable t = load_position_table(base);
-  save_position_table(table, resize_table(t, input_len(6), ResizeMethod::copy));
+  save_position_table(table, resize_table(t, symbols::tokens(6), ResizeMethod::copy));
   RunConfig next = read_checkpoint(base).run;
   next.task.train_len = 6;
   next.train.steps = 4;
   next.train.lr = 1e-3f;
   Trainer ft = Trainer::from_checkpoint(base, next, table);
   EXPECT_EQ(ft.step(), 0u);
-  EXPECT_EQ(ft.config().model.max_seq_len, input_len(6));
+  EXPECT_EQ(ft.config().model.max_seq_len, symbols::tokens(6));
   EXPECT_EQ(ft.config().task.train_len, 6u);
   EXPECT_EQ(ft.config().train.lr, 1e-3f);
   const Checkpoint ck = read_checkpoint(base);
@@ -87,16 +87,16 @@ TEST(InitFrom, StartsFromTheWeightsWithTheResizedTableAndAFreshOptimizer) {
   RunConfig same = read_checkpoint(base).run;
   same.train.steps = 2;
   const Trainer own = Trainer::from_checkpoint(base, same);
-  EXPECT_EQ(own.config().model.max_seq_len, input_len(3));
+  EXPECT_EQ(own.config().model.max_seq_len, symbols::tokens(3));
   EXPECT_EQ(own.lineage().find("resize"), std::string::npos) << own.lineage();
   // A whole checkpoint resized in place: its table and its lineage come along.
   const std::string whole = dir.file("whole.safetensors");
   const TensorFile f = read_safetensors(base);
   const ResizedFile rf =
-      replace_position_table(f, resize_table(t, input_len(6), ResizeMethod::copy));
+      replace_position_table(f, resize_table(t, symbols::tokens(6), ResizeMethod::copy));
   write_safetensors(whole, rf.tensors, rf.metadata);
   const Trainer w = Trainer::from_checkpoint(whole, next);
-  EXPECT_EQ(w.config().model.max_seq_len, input_len(6));
+  EXPECT_EQ(w.config().model.max_seq_len, symbols::tokens(6));
   EXPECT_NE(w.lineage().find("copy 8 -> 14"), std::string::npos) << w.lineage();
 }
 
@@ -125,7 +125,7 @@ TEST(InitFrom, RefusesAnotherModelATooShortTableAndATableForAComputedEncoding) {
   EXPECT_EQ(fields_of(r), std::vector<std::string>{"task.train_len"});
   r = read_checkpoint(base).run;
   r.task.alphabet = 5;
-  r.model.vocab_size = r.task.vocab_size();
+  r.model.vocab_size = task_vocab_size(r.task);
   EXPECT_EQ(fields_of(r), std::vector<std::string>{"model.vocab_size"});
   const std::string rope = dir.file("rope.safetensors");
   train_and_save(tiny("rope"), rope);
@@ -139,7 +139,7 @@ RunResults run(const std::string& pe, double in, double past, bool table = false
   RunResults r;
   r.pe = pe;
   r.seed = 1;
-  if (table) r.max_seq_len = input_len(2);
+  if (table) r.max_seq_len = symbols::tokens(2);
   for (std::size_t n = 1; n <= 6; ++n) {
     LengthResult l;
     l.length = n;

@@ -1,5 +1,5 @@
-// The lab's matrix product (lab/gemm.hpp): on every SIMD target this CPU runs, equal bit for bit
-// to a plain scalar float loop computing the sum in the order the header defines, at awkward
+// The lab's matrix product (lab/model/gemm.hpp): on every SIMD target this CPU runs, equal bit for
+// bit to a plain scalar float loop computing the sum in the order the header defines, at awkward
 // sizes (0, 1, odd, past the 256-wide blocks), with strides wider than the rows, offset
 // pointers, all four transposition patterns, beta 0, 1 and another; the same bits when C is
 // computed in row, column or k pieces, or by several threads at once; within a derived bound of
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/simd.hpp"
-#include "lab/gemm.hpp"
+#include "lab/model/gemm.hpp"
 #include "posemb/simd.hpp"
 
 namespace posemb::lab {
@@ -66,7 +66,7 @@ float at(const Stored& s, bool trans, std::size_t i, std::size_t j) {
   return trans ? s.data()[j * s.ld + i] : s.data()[i * s.ld + j];
 }
 
-// lab/gemm.hpp's definition, as plain scalar float code (this file is compiled with
+// lab/model/gemm.hpp's definition, as plain scalar float code (this file is compiled with
 // -ffp-contract=off, so no multiply and add is fused). C written in place.
 void reference_gemm(const Case& t, const Stored& a, const Stored& b, Stored& c) {
   for (std::size_t i = 0; i < t.m; ++i) {

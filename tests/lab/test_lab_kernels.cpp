@@ -1,7 +1,7 @@
-// The lab model's kernels (lab/kernels.hpp, lab/attention.hpp, the rope encoding's rotation)
-// against the plain double-precision references of lab_reference.hpp, with tolerances derived
-// from float32's epsilon and the magnitude of the terms each result sums; and the same bits on
-// 1 and 2 threads. Shapes are awkward on purpose: row counts past the 64-row sgemm chunks with a
+// The lab model's kernels (lab/model/kernels.hpp, lab/model/attention.hpp, the rope encoding's
+// rotation) against the plain double-precision references of lab_reference.hpp, with tolerances
+// derived from float32's epsilon and the magnitude of the terms each result sums; and the same bits
+// on 1 and 2 threads. Shapes are awkward on purpose: row counts past the 64-row sgemm chunks with a
 // tail, widths that are not multiples of the 32-wide tiles.
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -13,9 +13,9 @@
 #include <random>
 #include <vector>
 
-#include "lab/attention.hpp"
-#include "lab/encoding.hpp"
-#include "lab/kernels.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/model/attention.hpp"
+#include "lab/model/kernels.hpp"
 #include "lab_reference.hpp"
 #include "posemb/matrix.hpp"
 
@@ -341,7 +341,7 @@ TEST(LabKernels, AttentionForwardBackwardAndStepMatchReference) {
   Matrix<float> y(B * T, C), dqkv(B * T, 3 * C);
   std::vector<float> probs(B * H * T * T);
   attention_forward(y, probs, qkv, B, T, H);
-  attention_backward(dqkv, dy, probs, qkv, B, T, H);
+  attention_backward(dqkv, {}, dy, probs, qkv, B, T, H);
   ref::Grid want, wantd;
   std::vector<double> rprobs;
   ref::attention(want, rprobs, grid(qkv), B, T, H);
@@ -423,7 +423,7 @@ TEST(LabKernels, AttentionForwardBackwardAndStepMatchReference) {
         Matrix<float> yy(B * T, C), dd(B * T, 3 * C);
         std::vector<float> pp(B * H * T * T);
         attention_forward(yy, pp, qkv, B, T, H);
-        attention_backward(dd, dy, pp, qkv, B, T, H);
+        attention_backward(dd, {}, dy, pp, qkv, B, T, H);
         auto out = flat(yy);
         for (float v : dd.flat()) out.push_back(v);
         return out;

@@ -1,4 +1,4 @@
-// The lab model (lab/model.hpp) as a whole against PyTorch, for every positional encoding:
+// The lab model (lab/model/model.hpp) as a whole against PyTorch, for every positional encoding:
 // the same weights and batch must give the same loss and every parameter gradient within
 // derived tolerances. Data goes through raw files in a temporary directory; the oracle is
 // tests/oracles/lab_model_oracle.py (float64), run with Debian's /usr/bin/python3. Then central
@@ -16,7 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "lab/model.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/model/model.hpp"
 
 namespace posemb::lab {
 namespace {

@@ -1,7 +1,7 @@
-// lab/preflight.hpp: the checks made before the work. Ranks as threads (thread_group.hpp):
-// ranks given other settings all fail with one message before any run trains; a rank whose
-// peer is in another collective (another command) gets an error, never an allocation of the
-// size the peer's bytes announce.
+// lab/train/preflight.hpp and lab/ranks/agreement.hpp: the checks made before the work. Ranks as
+// threads (thread_group.hpp): ranks given other settings all fail with one message before any run
+// trains; a rank whose peer is in another collective (another command) gets an error, never an
+// allocation of the size the peer's bytes announce.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/preflight.hpp"
-#include "lab/sweep.hpp"
+#include "lab/experiment/grid.hpp"
+#include "lab/ranks/agreement.hpp"
+#include "lab/train/preflight.hpp"
 #include "lab_runs.hpp"
 #include "thread_group.hpp"
 

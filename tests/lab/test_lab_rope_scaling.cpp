@@ -10,10 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "lab/checkpoint.hpp"
-#include "lab/encoding.hpp"
-#include "lab/model.hpp"
-#include "lab/trainer.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/model/decoder.hpp"
+#include "lab/model/model.hpp"
+#include "lab/train/checkpoint.hpp"
+#include "lab/train/run.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_runs.hpp"
 #include "temp_dir.hpp"
 
@@ -52,11 +54,11 @@ std::vector<float> logits_at(Model& model, const std::vector<TokenId>& tokens,
 // by 2q * theta / 2 = q * theta, the unscaled model's angle at q, computed the same way (the
 // library's long double angle, rounded once): the same logits bit for bit.
 TEST(LabRopeScaling, LinearByTwoAtPositionsTwiceTheUnscaledOnes) {
-  const std::size_t L = 6, T = input_len(2 * L);
+  const std::size_t L = 6, T = symbols::tokens(2 * L);
   ModelConfig plain = testing::tiny_model_config(std::string(rotary().name), 0);
   ModelConfig scaled = plain;
-  scaled.rope_scaling = scaling("linear", 2.0, input_len(L));
-  ASSERT_NO_THROW(scaled.validate());
+  scaled.rope_scaling = scaling("linear", 2.0, symbols::tokens(L));
+  ASSERT_NO_THROW(validate_model(scaled));
   Model a(plain), b(scaled);
   a.initialize(5);
   b.initialize(5);
@@ -96,7 +98,7 @@ TEST(LabRopeScaling, EveryMethodRunsPastTheTrainedLength) {
   for (const auto& method : rope_scaling_methods()) {
     ModelConfig cfg = plain;
     if (method != rope_scaling_methods().front()) cfg.rope_scaling = scaling(method, 3.0, L0);
-    ASSERT_NO_THROW(cfg.validate()) << method;
+    ASSERT_NO_THROW(validate_model(cfg)) << method;
     Model m(cfg);
     m.initialize(6);
     m.reserve_positions(T);
@@ -126,7 +128,7 @@ TEST(LabRopeScaling, ConfigRefusesWhatCannotWork) {
     c.max_seq_len = find_encoding(pe).has_table ? 20 : 0;
     c.rope_scaling = r;
     try {
-      c.validate();
+      validate_model(c);
       ADD_FAILURE() << r.text() << " on " << pe << " was accepted";
     } catch (const ConfigError& e) {
       EXPECT_EQ(e.fields().front(), field) << e.what();
@@ -141,7 +143,7 @@ TEST(LabRopeScaling, ConfigRefusesWhatCannotWork) {
           rope);
   ModelConfig largest = cfg;
   largest.rope_scaling = scaling("ntk", limits::rope_factor.max, 10);
-  EXPECT_NO_THROW(largest.validate());
+  EXPECT_NO_THROW(validate_model(largest));
   refused(scaling("yarn", 2.0, 0), "model.rope_scaling", rope);
   refused(scaling("llama3", 2.0, 10), "model.rope_scaling", rope);
   for (const auto* e : encodings()) {
@@ -193,7 +195,7 @@ TEST(LabRopeScaling, FineTuningRecordsTheScaling) {
   ov.fields = {"task.train_len"};
   ov.rope_scaling = scaling("linear", 2.0, 0);
   Trainer tune = Trainer::from_checkpoint(dir.file("a.safetensors"), ov);
-  const RopeScalingConfig want = scaling("linear", 2.0, input_len(4));
+  const RopeScalingConfig want = scaling("linear", 2.0, symbols::tokens(4));
   EXPECT_EQ(tune.config().model.rope_scaling, want);
   EXPECT_NE(tune.lineage().find("rope scaling linear x2 over 10 trained positions"),
             std::string::npos)
@@ -212,7 +214,7 @@ TEST(LabRopeScaling, FineTuningRecordsTheScaling) {
   // Another method on the fine-tuned checkpoint keeps its L0 (the length the rotation was
   // trained at, not the fine-tuning's 2 * 8 + 2).
   (void)load_model(dir.file("b.safetensors"), &got, {}, scaling("yarn", 4.0, 0));
-  EXPECT_EQ(got.model.rope_scaling, scaling("yarn", 4.0, input_len(4)));
+  EXPECT_EQ(got.model.rope_scaling, scaling("yarn", 4.0, symbols::tokens(4)));
   // Fine-tuning again without a scaling keeps the checkpoint's.
   RunOverrides keep;
   keep.values = run;

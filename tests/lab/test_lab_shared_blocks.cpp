@@ -12,7 +12,7 @@
 
 #include <unistd.h>
 
-#include "lab/shared_blocks.hpp"
+#include "lab/ranks/shared_blocks.hpp"
 #include "thread_group.hpp"
 
 namespace posemb::lab {

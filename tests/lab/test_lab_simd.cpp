@@ -1,7 +1,7 @@
-// The lab's SIMD row kernels (lab/kernels_simd.hpp): on every target this CPU runs, each equals
-// its plain scalar reference (lab_reference.hpp, namespace exact: the same formulas and the fixed
-// 16-partial order) bit for bit, at awkward widths; the lab's kernels built on them give the same
-// bytes on every target; and lab_exp is within a derived bound of exp computed in double.
+// The lab's SIMD row kernels (lab/model/kernels_simd.hpp): on every target this CPU runs, each
+// equals its plain scalar reference (lab_reference.hpp, namespace exact: the same formulas and the
+// fixed 16-partial order) bit for bit, at awkward widths; the lab's kernels built on them give the
+// same bytes on every target; and lab_exp is within a derived bound of exp computed in double.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "core/simd.hpp"
-#include "lab/attention.hpp"
-#include "lab/kernels.hpp"
-#include "lab/kernels_simd.hpp"
+#include "lab/model/attention.hpp"
+#include "lab/model/kernels.hpp"
+#include "lab/model/kernels_simd.hpp"
 #include "lab_reference.hpp"
 #include "posemb/alibi.hpp"
 #include "posemb/matrix.hpp"
@@ -218,7 +218,7 @@ TEST(LabSimd, SoftmaxRowsEqualTheReferenceOnEveryTarget) {
 }
 
 // ALiBi's bias rows for head h of H (the library's posemb::alibi_forward, one query at position
-// last against keys 0..last), `pad` zeros after them: the rows lab/attention.cpp passes.
+// last against keys 0..last), `pad` zeros after them: the rows lab/model/attention.cpp passes.
 std::vector<float> alibi_row(std::size_t H, std::size_t h, std::size_t last, std::size_t pad) {
   Matrix<float> m(H, last + 1 + pad);
   const auto slopes = alibi_slopes(H);
@@ -228,7 +228,8 @@ std::vector<float> alibi_row(std::size_t H, std::size_t h, std::size_t last, std
 
 TEST(LabSimd, AttentionRowsEqualTheReferenceOnEveryTarget) {
   // Head widths and sequence lengths around the vector and 16-partial boundaries; without and
-  // with ALiBi's bias.
+  // with ALiBi's bias (and then the backward's gradient of a bias by distance, added into a row
+  // that held 0.25).
   for (bool alibi : {false, true}) {
     for (std::size_t hd : {1, 3, 4, 8, 12, 15, 16, 17, 24, 64, 65}) {
       for (std::size_t T : {1, 2, 17, 34}) {
@@ -246,8 +247,10 @@ TEST(LabSimd, AttentionRowsEqualTheReferenceOnEveryTarget) {
           exact::attend_row(out.data() + t * hd, P.data() + t * T, qkv.data() + t * stride + h * hd,
                             qkv.data() + h * hd, stride, c, hd, t, scale, bias(t));
         }
+        std::vector<float> dbias(T, 0.25f);
         exact::attention_backward_head(dq.data() + h * hd, stride, dy.data() + h * hd, c,
-                                       qkv.data() + h * hd, stride, P.data(), T, c, hd, scale);
+                                       qkv.data() + h * hd, stride, P.data(), T, c, hd, scale,
+                                       alibi ? dbias.data() : nullptr);
         const std::string at = std::string(alibi ? " alibi" : "") + " hd " + std::to_string(hd) +
                                " T " + std::to_string(T);
         expect_on_every_target("attend_row" + at, bytes_of(out, P), [&] {
@@ -277,8 +280,9 @@ TEST(LabSimd, AttentionRowsEqualTheReferenceOnEveryTarget) {
           simd::attend_head()(job);
           return bytes_of(o, p);
         });
-        expect_on_every_target("attention backward" + at, bytes_of(dq), [&] {
+        expect_on_every_target("attention backward" + at, bytes_of(dq, dbias), [&] {
           std::vector<float> d(T * stride, 0.0f), vt(simd::HeadScratchFloats(hd, T), -1.0f);
+          std::vector<float> db(T, 0.25f);
           // The head's columns are written over: garbage there must not show.
           for (std::size_t t = 0; t < T; ++t) {
             for (std::size_t part = 0; part < 3; ++part) {
@@ -299,16 +303,17 @@ TEST(LabSimd, AttentionRowsEqualTheReferenceOnEveryTarget) {
           job.c = c;
           job.hd = hd;
           job.scale = scale;
+          job.dbias = alibi ? db.data() : nullptr;
           simd::attention_backward_head()(job);
-          return bytes_of(d);
+          return bytes_of(d, db);
         });
       }
     }
   }
 }
 
-// The lab's kernels (lab/kernels.hpp, lab/attention.hpp), which split rows among threads and
-// call the row kernels: the same bytes on every target, at a model-like shape.
+// The lab's kernels (lab/model/kernels.hpp, lab/model/attention.hpp), which split rows among
+// threads and call the row kernels: the same bytes on every target, at a model-like shape.
 TEST(LabSimd, LabKernelsGiveTheSameBytesOnEveryTarget) {
   const std::size_t B = 2, T = 19, H = 3, hd = 17, C = H * hd, M = B * T, V = 41;
   auto mat = [](std::size_t r, std::size_t c, std::uint64_t seed, float scale = 1.0f) {
@@ -334,15 +339,18 @@ TEST(LabSimd, LabKernelsGiveTheSameBytesOnEveryTarget) {
     Matrix<float> ya(M, C), dqkv(M, 3 * C), dl(M, V);
     std::vector<float> probs(B * H * T * T), losses(M);
     attention_forward(ya, probs, qkv, B, T, H);
-    attention_backward(dqkv, dy, probs, qkv, B, T, H);
-    // ALiBi's bias on the scores (the model's alibi encoding).
-    Matrix<float> yb(M, C), dqkvb(M, 3 * C);
+    attention_backward(dqkv, {}, dy, probs, qkv, B, T, H);
+    // A bias by distance on the scores (the model's alibi encoding: -m_h d) and its gradient.
+    Matrix<float> yb(M, C), dqkvb(M, 3 * C), bias(H, T), dbias(H, T);
+    for (std::size_t h = 0; h < H; ++h) {
+      for (std::size_t d = 0; d < T; ++d) bias(h, d) = -alibi_slopes(H)[h] * static_cast<float>(d);
+    }
     std::vector<float> probsb(B * H * T * T);
-    attention_forward(yb, probsb, qkv, B, T, H, alibi_slopes(H));
-    attention_backward(dqkvb, dy, probsb, qkv, B, T, H);
+    attention_forward(yb, probsb, qkv, B, T, H, bias);
+    attention_backward(dqkvb, dbias, dy, probsb, qkv, B, T, H);
     const std::vector<double> mean_loss = {softmax_cross_entropy(dl, losses, logits, targets)};
     Bytes out;
-    for (const auto* m : {&y, &dx, &dw, &db, &g, &th, &gx, &ya, &dqkv, &dl, &yb, &dqkvb}) {
+    for (const auto* m : {&y, &dx, &dw, &db, &g, &th, &gx, &ya, &dqkv, &dl, &yb, &dqkvb, &dbias}) {
       const Bytes part = bytes_of(m->flat());
       out.insert(out.end(), part.begin(), part.end());
     }

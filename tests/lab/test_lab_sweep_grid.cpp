@@ -1,4 +1,4 @@
-// The lab's run choices and sweep grid (lab/config.hpp complete_run, lab/sweep_grid.hpp): the
+// The lab's run choices and sweep grid (lab/config.hpp complete_run, lab/experiment/sweep.hpp): the
 // defaults that depend on other choices, the grid's order, names and groups, and every refusal
 // naming its field.
 #include <gtest/gtest.h>
@@ -11,9 +11,12 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/encoding.hpp"
-#include "lab/sweep_grid.hpp"
-#include "lab/sweep_report.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/experiment/sweep.hpp"
+#include "lab/experiment/sweep_files.hpp"
+#include "lab/tasks/registry.hpp"
+#include "lab/tasks/symbols.hpp"
+#include "lab/train/run.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -38,11 +41,11 @@ TEST(CompleteRun, FillsTheDefaultsFromTheOtherChoices) {
   c.run.model.n_heads = 2;
   const RunConfig r = complete_run(c);
   const EncodingSpec& spec = find_encoding("learned");
-  EXPECT_EQ(r.task.kind, TaskKind::reverse);
+  EXPECT_EQ(r.task.kind, "reverse");
   EXPECT_EQ(r.model.pe, "learned");
   EXPECT_EQ(r.model.d_ff, 4u * 24u);
-  EXPECT_EQ(r.model.vocab_size, r.task.vocab_size());
-  EXPECT_EQ(r.model.max_seq_len, spec.default_table_rows(5));
+  EXPECT_EQ(r.model.vocab_size, task_vocab_size(r.task));
+  EXPECT_EQ(r.model.max_seq_len, spec.default_table_rows(symbols::tokens(5)));
   EXPECT_EQ(r.model.embed_init_std, spec.default_embed_init_std);
   c.d_ff = 40;
   c.max_seq_len = 64;
@@ -110,7 +113,7 @@ TEST(SweepGrid, TableRowsOnlyForEncodingsWithATable) {
   ASSERT_EQ(grid.size(), 2u);
   EXPECT_EQ(grid[0].run.run.model.max_seq_len, 100u);
   EXPECT_EQ(grid[1].run.run.model.max_seq_len,
-            find_encoding("sinusoidal").default_table_rows(a.train_len[0]));
+            find_encoding("sinusoidal").default_table_rows(symbols::tokens(a.train_len[0])));
   EXPECT_EQ(grid[0].group, "");
 }
 

@@ -17,8 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "lab/model.hpp"
-#include "lab/task.hpp"
+#include "lab/model/decoder.hpp"
+#include "lab/model/model.hpp"
+#include "lab/tasks/task.hpp"
 #include "lab_runs.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/parallel.hpp"

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "lab/distributed.hpp"
+#include "lab/ranks/distributed.hpp"
 
 namespace posemb::lab::testing {
 

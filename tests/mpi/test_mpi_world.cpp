@@ -21,11 +21,12 @@
 
 #include <unistd.h>
 
-#include "lab/distributed.hpp"
-#include "lab/encoding.hpp"
-#include "lab/gradient_exchange.hpp"
-#include "lab/sweep.hpp"
-#include "lab/trainer.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/experiment/grid.hpp"
+#include "lab/ranks/distributed.hpp"
+#include "lab/ranks/gradient_exchange.hpp"
+#include "lab/ranks/world.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_runs.hpp"
 
 namespace posemb::lab {

@@ -8,23 +8,40 @@
 #include <vector>
 
 #include "lab/config.hpp"
-#include "lab/encoding.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/tasks/registry.hpp"
+#include "lab/tasks/symbols.hpp"
+#include "lab/train/run.hpp"
 
 namespace posemb::lab::testing {
+
+// The task the tests train unless they say otherwise (symbol tasks: rows of symbols::tokens(n)).
+inline const char* const kCopy = "copy";
+
+// A run of `task` with every other setting at its default (lab/config.hpp): the model's vocabulary
+// the task's.
+inline RunConfig default_run(const std::string& task = kCopy) {
+  RunConfig r;
+  r.task.kind = task;
+  r.model.pe = default_encoding_name();
+  r.model.vocab_size = task_vocab_size(r.task);
+  return r;
+}
 
 // A 2-head, d_model 16 model of `pe` on copy with n <= train_len over `alphabet` symbols, its
 // table (if any) of the encoding's default size, the encoding's default embedding init.
 inline RunConfig tiny_run_config(const std::string& pe, std::size_t train_len, std::size_t alphabet,
                                  std::size_t d_ff) {
   RunConfig r;
+  r.task.kind = kCopy;
   r.task.train_len = train_len;
   r.task.alphabet = alphabet;
-  r.model.vocab_size = r.task.vocab_size();
+  r.model.vocab_size = task_vocab_size(r.task);
   r.model.pe = pe;
   r.model.d_model = 16;
   r.model.n_heads = 2;
   r.model.d_ff = d_ff;
-  r.model.max_seq_len = find_encoding(pe).default_table_rows(train_len);
+  r.model.max_seq_len = find_encoding(pe).default_table_rows(symbols::tokens(train_len));
   r.model.embed_init_std = find_encoding(pe).default_embed_init_std;
   return r;
 }

@@ -7,6 +7,8 @@
 // tokens, learned table), steps run back to back as in training (median over repetitions of 10
 // steps each, per step), against the same model, shapes and batch in PyTorch
 // (bench/peers/torch_model.py under /usr/bin/python3, same thread count), the two taking turns.
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
@@ -15,10 +17,11 @@
 #include <vector>
 
 #include "bench_cases.hpp"
-#include "lab/attention.hpp"
-#include "lab/encoding.hpp"
-#include "lab/kernels.hpp"
-#include "lab/trainer.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/model/attention.hpp"
+#include "lab/model/kernels.hpp"
+#include "lab/tasks/registry.hpp"
+#include "lab/train/trainer.hpp"
 #include "posemb/posemb.hpp"
 
 namespace posemb::cli {
@@ -45,24 +48,27 @@ std::string openblas_core_for_cpu() {
 
 StandaloneResult train_step_demo(const BenchContext& ctx) {
   lab::RunConfig r;
+  r.task.kind = lab::default_task_name();
   r.task.train_len = 16;
   r.task.alphabet = 8;
-  r.model.vocab_size = r.task.vocab_size();
+  r.model.vocab_size = lab::task_vocab_size(r.task);
   // The learned table trained at positions 0..len-1, as the peer's model (GPT-2's).
   const lab::EncodingSpec* pe = lab::find_encoding_if([](const lab::EncodingSpec& e) {
     return e.has_table && e.train_positions == lab::PositionMode::contiguous;
   });
   r.model.pe = pe->name;
-  r.model.max_seq_len = pe->default_table_rows(r.task.train_len);
+  r.model.max_seq_len = pe->default_table_rows(lab::train_tokens(r.task));
   r.train.batch = 32;
   r.train.steps = 1000000;
-  r.train.sort_by_length = false;  // pad every sequence to 34 tokens, as the peer does
+  r.train.sort_by_length = false;  // pad every row to the batch's tokens, as the peer does
   lab::Trainer tr(r);
   const int reps = std::max(ctx.repetitions, 10);
   StandaloneResult res;
   res.name = "train_step/demo";
-  res.shape = "B=32 T=34 C=64 L=2 H=4 V=12";
-  res.tokens = 32.0 * static_cast<double>(lab::input_len(r.task.train_len));
+  // The peer (bench/peers/torch_model.py) builds this shape: B=32 T=34 C=64 L=2 H=4 V=12.
+  res.shape = fmt::format("B={} T={} C={} L={} H={} V={}", r.train.batch, lab::train_tokens(r.task),
+                          r.model.d_model, r.model.n_layers, r.model.n_heads, r.model.vocab_size);
+  res.tokens = 32.0 * static_cast<double>(lab::train_tokens(r.task));
   res.blas = "lab::gemm on " + simd_target();
   res.peer_coretype = ctx.run_peers ? openblas_core_for_cpu() : "";
   // Training runs its steps back to back, and the peer times them so (no flush between steps):
@@ -174,8 +180,9 @@ std::vector<bench::Case> lab_kernel_cases(const std::vector<int>& threads) {
       [p] { lab::linear_backward(p->dx.view(), p->dw.view(), p->db.view(), p->qkv, p->x, p->w); });
   add("attention_forward", qkv + MC + attn,
       [p] { lab::attention_forward(p->y.view(), p->probs, p->qkv, P::B, P::T, P::H); });
-  add("attention_backward", 2 * qkv + MC + attn,
-      [p] { lab::attention_backward(p->dqkv.view(), p->dy, p->probs, p->qkv, P::B, P::T, P::H); });
+  add("attention_backward", 2 * qkv + MC + attn, [p] {
+    lab::attention_backward(p->dqkv.view(), {}, p->dy, p->probs, p->qkv, P::B, P::T, P::H);
+  });
   add("layernorm_forward", 2 * MC,
       [p] { lab::layernorm_forward(p->y.view(), p->mean, p->rstd, p->x, p->lnw, p->lnb); });
   add("layernorm_backward", 3 * MC, [p] {

@@ -1,9 +1,10 @@
 // `posemb demo`: the main job. Trains the lab model (a small GPT) on a task with each registered
 // positional encoding, three seeds each; then extends each learned table to twice the training
 // length four ways (copy, interpolate, random, sinusoidal) and fine-tunes, and runs each rope run
-// at twice its training length with each RoPE scaling and fine-tunes (lab/experiment.hpp).
-// Writes summary.md (each published claim beside this run's numbers, with a verdict from stated
-// rules; the same text on stdout), results and extension data, and the charts.
+// at twice its training length with each RoPE scaling and fine-tunes
+// (lab/experiment/demo_plan.hpp). Writes summary.md (each published claim beside this run's
+// numbers, with a verdict from stated rules; the same text on stdout), results and extension data,
+// and the charts.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -14,8 +15,10 @@
 #include <thread>
 
 #include "cli.hpp"
-#include "lab/encoding.hpp"
-#include "lab/experiment.hpp"
+#include "demo_flags.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/experiment/demo_files.hpp"
+#include "lab/tasks/registry.hpp"
 #include "lab_options.hpp"
 #include "plots.hpp"
 #include "posemb/atomic_file.hpp"
@@ -24,12 +27,6 @@
 
 namespace posemb::cli {
 namespace {
-
-struct DemoFlags {
-  lab::DemoOptions demo;
-  std::string out = "demo-out";
-  int threads = 0;  // concurrent runs (0: the machine's cores)
-};
 
 void run_demo(DemoFlags& f) {
   f.demo.parallel_runs = f.threads > 0
@@ -45,12 +42,9 @@ void run_demo(DemoFlags& f) {
                           {"demo.seed", "--seed"},
                           {"demo.seeds", "--seeds"}});
   }
-  const std::filesystem::path dir = prepare_output_dir(
-      f.out,
-      {"summary.md", "results.csv", "results.json", "extension.csv", "extension.json",
-       "length_generalization.svg", "extension.svg", "learned_table_similarity.png",
-       "rope_extension.csv", "rope_extension.json", "rope_extension.svg"},
-      "demo");
+  std::vector<std::string> outputs = lab::demo_file_names(plan);
+  for (auto& chart : demo_chart_names(plan)) outputs.push_back(std::move(chart));
+  const std::filesystem::path dir = prepare_output_dir(f.out, outputs, "demo");
   const std::filesystem::path ckdir = dir / "checkpoints";
   std::filesystem::create_directories(ckdir);
   fmt::print(stderr,
@@ -83,50 +77,16 @@ void run_demo(DemoFlags& f) {
 
 void register_demo_command(CLI::App& app) {
   auto f = std::make_shared<DemoFlags>();
-  auto& o = f->demo;
   std::string names;
   for (const auto& pe : lab::plan_demo({}).encodings) names += (names.empty() ? "" : ", ") + pe;
   CLI::App* cmd = app.add_subcommand(
       "demo", "Train a small GPT with each positional encoding (" + names +
                   "; three seeds each), extend the learned table four ways and fine-tune, run "
-                  "RoPE at twice its training length with each scaling (none, linear, ntk, "
-                  "dynamic, yarn) and fine-tune; writes summary.md (published results beside "
-                  "this run's), data and charts into --out.");
-  cmd->add_option("--out", f->out, "Output directory")->capture_default_str();
-  cmd->add_flag("--quick", o.quick, "A smoke run under a minute (n <= 6, fewer steps)");
-  cmd->add_option("--threads", f->threads,
-                  "Runs trained at a time, one thread each (default: all cores)")
-      ->check(CLI::Range(1, 1024));
-  cmd->add_option("--seed", o.seed, "First seed; the runs use --seeds consecutive seeds")
-      ->check(whole_number())
-      ->capture_default_str();
-  cmd->add_option("--seeds", o.seeds, "Seeds per encoding and per extension method")
-      ->check(CLI::Range(1, 100))
-      ->capture_default_str();
-  cmd->add_option("--task", o.task, "Task: " + lab::task_kind_rules())
-      ->check(CLI::IsMember(lab::task_kind_names()))
-      ->capture_default_str();
-  cmd->add_option("--steps", o.steps,
-                  "Training steps of every encoding but the randomized one (default 2000; reverse "
-                  "4000; odd-first 6000; quick 400)")
-      ->check(within(lab::limits::steps));
-  cmd->add_option("--randomized-steps", o.randomized_steps,
-                  "Training steps of the encoding trained on randomized positions (default 2500; "
-                  "reverse 7500; odd-first 8000; quick 800)")
-      ->check(within(lab::limits::steps));
-  cmd->add_option("--extension-steps", o.extension_steps,
-                  "Fine-tuning steps after extending the table (default 1000; reverse and "
-                  "odd-first 3000; quick 300)")
-      ->check(within(lab::limits::steps));
-  cmd->add_option(
-         "--rope-extension-steps", o.rope_extension_steps,
-         "Fine-tuning steps of RoPE with each scaling at twice the training length "
-         "(default 500, probed every 100; reverse and odd-first 1000; quick 200, every 50)")
-      ->check(within(lab::limits::steps));
-  cmd->add_option("--eval-max", o.eval_max, "Longest evaluated n (default 3x training length)")
-      ->check(within(lab::limits::eval_len));
-  cmd->add_option("--samples", o.samples, "Instances per evaluated length (default 100; quick 30)")
-      ->check(within(lab::limits::samples));
+                  "RoPE at twice its training length with each scaling (" +
+                  rope_scaling_method_names() +
+                  ") and fine-tune; writes summary.md (published results beside this run's), "
+                  "data and charts into --out.");
+  add_demo_flags(cmd, *f);
   cmd->callback([f] { run_demo(*f); });
 }
 

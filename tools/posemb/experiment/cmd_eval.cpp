@@ -1,18 +1,16 @@
-// `posemb eval`: greedy accuracy by length of a checkpoint written by `posemb train`; --table
-// swaps in a position table resized with `posemb resize` (copy, interpolate or random rows);
-// --rope-scaling runs a rope checkpoint with one of the library's RoPE scalings.
+// `posemb eval`: a checkpoint written by `posemb train` evaluated by length (lab::open_eval,
+// run_eval, eval_data_files: lab/experiment/eval_run.hpp), greedy decoding or teacher-forced loss;
+// --table swaps in a position table resized with `posemb resize`; --rope-scaling runs a rope
+// checkpoint with one of the library's RoPE scalings.
 #include <fmt/core.h>
 
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 
 #include "cli.hpp"
-#include "lab/evaluate.hpp"
-#include "lab/results.hpp"
-#include "lab/trainer.hpp"
+#include "lab/experiment/eval_run.hpp"
 #include "lab_options.hpp"
 #include "posemb/atomic_file.hpp"
 #include "posemb/errors.hpp"
@@ -23,20 +21,18 @@ namespace posemb::cli {
 namespace {
 
 struct EvalOptions {
-  std::string checkpoint;
+  lab::EvalRequest request;
   std::string lengths;
-  std::size_t samples = 100;
-  std::uint64_t seed = 1001;
-  int threads = 0;
   std::string positions = "randomized";
-  std::string out;
-  std::string table;
+  std::string scoring;  // "": the task's
   RopeScalingFlags rope;
+  int threads = 0;
+  std::string out;
   bool quiet = false;
 };
 
 // "A:B" as whole numbers; the range itself is checked by EvalConfig::validate.
-std::pair<std::size_t, std::size_t> parse_lengths(const std::string& s) {
+void parse_lengths(const std::string& s, lab::EvalConfig& ec) {
   const std::string bad =
       "--lengths " + quote_untrusted(s, 64) +
       " is not A:B with whole numbers, 1 <= A <= B <= " + std::to_string(lab::limits::eval_len.max);
@@ -49,71 +45,54 @@ std::pair<std::size_t, std::size_t> parse_lengths(const std::string& s) {
     return std::stoul(part);
   };
   if (colon == std::string::npos) throw UsageError(bad);
-  return {num(s.substr(0, colon)), num(s.substr(colon + 1))};
+  ec.min_len = num(s.substr(0, colon));
+  ec.max_len = num(s.substr(colon + 1));
 }
 
-// The eval flags that set each evaluation setting.
-const FlagNames kEvalFlags = {
-    {"eval.min_len", "--lengths"}, {"eval.max_len", "--lengths"}, {"eval.samples", "--samples"}};
+// The flags that set each setting of the evaluation (the encoding is the checkpoint's: no flag).
+const FlagNames kEvalFlags = {{"eval.min_len", "--lengths"},
+                              {"eval.max_len", "--lengths"},
+                              {"eval.samples", "--samples"},
+                              {"eval.scoring", "--scoring"},
+                              {"model.pe", ""}};
 
-void run_eval(const EvalOptions& o) {
-  const auto [a, b] = parse_lengths(o.lengths);
-  lab::EvalConfig ec;
-  ec.min_len = a;
-  ec.max_len = b;
-  ec.samples = o.samples;
-  ec.seed = o.seed;
+void run_eval(EvalOptions& o) {
+  lab::EvalConfig& ec = o.request.eval;
+  parse_lengths(o.lengths, ec);
   ec.randomized_eval =
       o.positions == "contiguous" ? lab::PositionMode::contiguous : lab::PositionMode::randomized;
-  try {
-    ec.validate();
-  } catch (const lab::ConfigError& e) {
-    throw usage_error(e, kEvalFlags);
-  }
-  const auto rope_scaling = rope_scaling_request(o.rope);
+  if (!o.scoring.empty()) ec.scoring = lab::parse_scoring(o.scoring);
+  o.request.rope_scaling = rope_scaling_request(o.rope);
   set_threads(o.threads);
-  lab::RunConfig run;
-  std::optional<lab::Model> loaded;
+  std::optional<lab::EvalSession> s;
   try {
-    loaded.emplace(lab::load_model(o.checkpoint, &run, o.table, rope_scaling));
-  } catch (const lab::ConfigError& e) {
-    // The scaling asked for does not fit the checkpoint's model (eval has no model flags).
-    throw UsageError(std::string(e.what()) + " (--rope-scaling)");
-  }
-  lab::Model& model = *loaded;
-  const auto& mc = model.config();
-  try {
-    lab::check_evaluation(mc, ec);  // work and memory, before anything is built
+    s.emplace(lab::open_eval(o.request));  // the model and the evaluation's work and memory
   } catch (const lab::ConfigError& e) {
     throw usage_error(e, kEvalFlags);
   }
-  const std::filesystem::path dir =
-      o.out.empty() ? std::filesystem::path()
-                    : prepare_output_dir(o.out, {"results.csv", "results.json"}, "eval");
-  const bool has_table = model.encoding_spec().has_table;
-  const bool scaled = mc.rope_scaling.method != lab::rope_scaling_methods().front();
+  const std::filesystem::path dir = o.out.empty()
+                                        ? std::filesystem::path()
+                                        : prepare_output_dir(o.out, lab::eval_file_names(), "eval");
+  const auto& mc = s->model_config();
+  const bool has_table = s->model.encoding_spec().has_table;
   fmt::print("posemb eval: {} (pe {}{}{}, task {}, trained on n <= {})\n",
-             quote_untrusted(o.checkpoint), mc.pe,
+             quote_untrusted(o.request.checkpoint), mc.pe,
              has_table ? fmt::format(", {} table rows", mc.max_seq_len) : "",
-             scaled ? ", rope scaling " + mc.rope_scaling.text() : "",
-             lab::task_kind_name(run.task.kind), run.task.train_len);
+             mc.rope_scaling.method != lab::rope_scaling_methods().front()
+                 ? ", rope scaling " + mc.rope_scaling.text()
+                 : "",
+             s->run.task.kind, s->run.task.train_len);
   Progress progress = Progress::lengths("eval " + mc.pe, ec.max_len - ec.min_len + 1, o.quiet,
-                                        lab::evaluation_work_by_length(mc, ec));
-  const auto rows = lab::evaluate(model, run.task, ec,
-                                  [&](std::size_t done, std::size_t) { progress.update(done); });
-  print_results_table({{mc.pe, rows}}, run.task.train_len, has_table ? mc.max_seq_len : 0);
-  if (!o.out.empty()) {
-    lab::RunResults rr;
-    rr.pe = mc.pe;
-    if (has_table) rr.max_seq_len = mc.max_seq_len;
-    rr.results = rows;
-    write_file_atomically((dir / "results.csv").string(), "posemb eval", lab::results_csv({rr}));
-    write_file_atomically(
-        (dir / "results.json").string(), "posemb eval",
-        lab::results_json(lab::task_kind_name(run.task.kind), run.task.train_len, {rr}));
-    fmt::print("wrote {} and {}\n", quote_untrusted((dir / "results.csv").string()),
-               quote_untrusted((dir / "results.json").string()));
+                                        lab::eval_work_by_length(*s));
+  s->rows = lab::run_eval(*s, [&](std::size_t done, std::size_t) { progress.update(done); });
+  print_results_table({{mc.pe, s->rows}}, s->run.task.train_len, has_table ? mc.max_seq_len : 0);
+  if (o.out.empty()) return;
+  std::string names;
+  for (const auto& [name, bytes] : lab::eval_data_files(*s)) {
+    write_file_atomically((dir / name).string(), "posemb eval", bytes);
+    names += (names.empty() ? "" : " and ") + quote_untrusted((dir / name).string());
   }
+  fmt::print("wrote {}\n", names);
 }
 
 }  // namespace
@@ -122,9 +101,10 @@ void register_eval_command(CLI::App& app) {
   auto o = std::make_shared<EvalOptions>();
   CLI::App* cmd = app.add_subcommand(
       "eval",
-      "Greedy-decoding accuracy by length of a `posemb train` checkpoint; lengths needing a "
-      "position the learned table lacks are reported as beyond_table.");
-  cmd->add_option("--checkpoint", o->checkpoint,
+      "Accuracy (greedy decoding) or loss (teacher-forced) by length of a `posemb train` "
+      "checkpoint; lengths needing a position the learned table lacks are reported as "
+      "beyond_table.");
+  cmd->add_option("--checkpoint", o->request.checkpoint,
                   "Checkpoint (.safetensors, or the `posemb train --out` directory holding "
                   "checkpoint.safetensors) to evaluate")
       ->required()
@@ -132,22 +112,27 @@ void register_eval_command(CLI::App& app) {
   cmd->add_option("--lengths", o->lengths,
                   "Lengths n to evaluate, A:B (inclusive), " + lab::limits::eval_len.text())
       ->required();
-  cmd->add_option("--samples", o->samples, "Instances per length")
+  cmd->add_option("--samples", o->request.eval.samples, "Instances per length")
       ->check(within(lab::limits::samples))
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Seed of the evaluation instances")
+  o->request.eval.seed = 1001;
+  cmd->add_option("--seed", o->request.eval.seed, "Seed of the evaluation instances")
       ->check(whole_number())
       ->capture_default_str();
+  cmd->add_option("--scoring", o->scoring,
+                  "greedy (decode from the prompt; exact match and token accuracy) or "
+                  "teacher-forced (every input given; the answer's loss and bits per token); "
+                  "default: the task's")
+      ->check(CLI::IsMember(lab::scoring_names()));
   cmd->add_option("--threads", o->threads, "Threads (default: all cores; OMP_NUM_THREADS)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--eval-positions", o->positions,
                   "Encodings trained on randomized positions (learned-randomized) only: positions "
-                  "at evaluation, a sorted random sample "
-                  "from the table (randomized, as in training and Ruoss et al.) or 0..len-1 "
-                  "(contiguous)")
+                  "at evaluation, a sorted random sample from the table (randomized, as in "
+                  "training and Ruoss et al.) or 0..len-1 (contiguous)")
       ->check(CLI::IsMember({"randomized", "contiguous"}))
       ->capture_default_str();
-  cmd->add_option("--table", o->table,
+  cmd->add_option("--table", o->request.table,
                   "A position table file (e.g. `posemb resize CHECKPOINT --to N --method copy -o "
                   "T.safetensors`) to use instead of the checkpoint's learned table")
       ->check(CLI::ExistingFile);

@@ -10,17 +10,18 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "lab/encoding.hpp"
-#include "lab/preflight.hpp"
-#include "lab/sweep.hpp"
-#include "lab/sweep_report.hpp"
+#include "lab/encodings/registry.hpp"
+#include "lab/experiment/grid.hpp"
+#include "lab/experiment/sweep_files.hpp"
+#include "lab/tasks/registry.hpp"
+#include "lab/train/preflight.hpp"
 #include "lab_options.hpp"
 #include "mpi_job.hpp"
 #include "plots.hpp"
 #include "posemb/atomic_file.hpp"
 #include "posemb/errors.hpp"
 #include "results_table.hpp"
-#include "sweep_grid.hpp"
+#include "sweep_flags.hpp"
 
 namespace posemb::cli {
 namespace {
@@ -30,7 +31,7 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
   const auto grid = make_grid(o);
   const bool root = comm.rank() == 0;
   comm.all_or_none("sweep: preparing the output folder", [&] {
-    if (root) prepare_output_dir(o.out, {"results.csv", "results.json"}, "sweep");
+    if (root) prepare_output_dir(o.out, lab::sweep_file_names(), "sweep");
   });
   std::vector<lab::GridRun> runs;
   for (const auto& p : grid) runs.push_back(p.run);
@@ -38,7 +39,7 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
     fmt::print("posemb sweep: {} runs on {} rank{}, {} at a time per rank\n", runs.size(),
                comm.size(), comm.size() > 1 ? "s" : "", o.parallel_runs);
   }
-  lab::GridOptions go;  // the threads' memory checked before any starts (lab/preflight.hpp)
+  lab::GridOptions go;  // the threads' memory checked before any starts (lab/train/preflight.hpp)
   go.parallel_runs = o.parallel_runs;
   lab::check_thread_budget(std::min(go.parallel_runs, runs.size()), "sweep --parallel-runs");
   std::mutex print;
@@ -62,8 +63,8 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
   comm.all_or_none("sweep: writing the results", [&] {
     if (!root) return;
     auto files = sweep_charts(points, outcomes);
-    files.insert(files.begin(), {{"results.csv", lab::sweep_csv(points, outcomes)},
-                                 {"results.json", lab::sweep_json(points, outcomes)}});
+    const auto data = lab::sweep_data_files(points, outcomes);
+    files.insert(files.begin(), data.begin(), data.end());
     std::string names;
     for (const auto& [file, bytes] : files) {
       write_file_atomically((std::filesystem::path(o.out) / file).string(), "posemb sweep", bytes);
@@ -97,27 +98,7 @@ void register_sweep_command(CLI::App& app) {
       "Train and evaluate a grid of runs (lists of encodings, seeds, tasks, lengths, model sizes, "
       "...); under mpirun the runs are shared among the ranks. Writes results.csv, results.json "
       "and a length-generalization chart per group of runs into --out.");
-  add_lab_flags(cmd, o->lab);
-  // The axes of the grid replace their single-valued flags.
-  for (const char* name : {"--pe", "--task", "--alphabet", "--train-len", "--d-model", "--layers",
-                           "--heads", "--batch", "--steps", "--lr", "--seed"}) {
-    cmd->remove_option(cmd->get_option(name));
-  }
-  namespace lim = lab::limits;
-  add_list(cmd, "--pe", o->pe, "Positional encodings: " + lab::encoding_names())
-      ->check(CLI::IsMember(lab::encoding_name_list()));
-  add_list(cmd, "--task", o->task, "Tasks: " + lab::task_kind_list())
-      ->check(CLI::IsMember(lab::task_kind_names()));
-  add_list(cmd, "--alphabet", o->alphabet, "Symbols in the task's alphabet")
-      ->check(within(lim::alphabet));
-  add_list(cmd, "--train-len", o->train_len, "Longest training instances n")
-      ->check(within(lim::train_len));
-  add_list(cmd, "--d-model", o->d_model, "Model widths")->check(within(lim::d_model));
-  add_list(cmd, "--layers", o->layers, "Transformer blocks")->check(within(lim::n_layers));
-  add_list(cmd, "--heads", o->heads, "Attention heads")->check(within(lim::n_heads));
-  add_list(cmd, "--batch", o->batch, "Sequences per step")->check(within(lim::batch));
-  add_list(cmd, "--steps", o->steps, "Optimizer steps")->check(within(lim::steps));
-  add_list(cmd, "--lr", o->lr, "Peak AdamW learning rates")->check(within(lim::lr));
+  add_lab_flags(cmd, o->lab, o.get());  // the grid's axes as lists
   cmd->add_option("--seeds", o->seeds,
                   "Seeds of initialization and data: a comma-separated list of seeds and ranges "
                   "A:B (e.g. 1:3,7)")
@@ -126,18 +107,18 @@ void register_sweep_command(CLI::App& app) {
            "RoPE scalings each rope run is also evaluated with after training, zero-shot, "
            "each reported as a run of its own (rope_scaling column; one chart line each): " +
                rope_scaling_method_names() +
-               " (the library's methods, posemb/rope_scaling.hpp; L0 is the run's "
-               "2 * train_len + 2 positions). Trains no more runs")
+               " (the library's methods, posemb/rope_scaling.hpp; L0 is the tokens of the run's "
+               "longest training row). Trains no more runs")
       ->check(CLI::IsMember(lab::rope_scaling_methods()))
       ->default_str("");  // empty: no scaled evaluation
   add_list(cmd, "--rope-factor", o->rope_factor, "Factors s of each --rope-scaling method but none")
-      ->check(within(lim::rope_factor))
+      ->check(within(lab::limits::rope_factor))
       ->default_str("");
   cmd->add_option("--eval-max", o->eval_max,
                   "Evaluate lengths 1..N after training (default: 3 x each run's --train-len)")
-      ->check(within(lim::eval_len));
+      ->check(within(lab::limits::eval_len));
   cmd->add_option("--samples", o->samples, "Instances per evaluated length")
-      ->check(within(lim::samples))
+      ->check(within(lab::limits::samples))
       ->capture_default_str();
   cmd->add_option("--eval-seed", o->eval_seed, "Seed of the evaluation instances")
       ->capture_default_str();

@@ -2,8 +2,8 @@
 // writing atomic safetensors checkpoints (parameters + AdamW state) into --out. --resume
 // continues a run; --init-from starts a new run from a checkpoint's weights (with --table: a
 // resized table), e.g. to fine-tune at a longer training length. Under `mpirun -np N` the ranks
-// share each step's micro-batches (lab/trainer.hpp): the same checkpoint as one process, written
-// by rank 0; rank 0 alone prints.
+// share each step's micro-batches (lab/train/trainer.hpp): the same checkpoint as one process,
+// written by rank 0; rank 0 alone prints.
 #include <fmt/core.h>
 
 #include <filesystem>
@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "lab/evaluate.hpp"
-#include "lab/experiment.hpp"
-#include "lab/preflight.hpp"
-#include "lab/trainer.hpp"
+#include "lab/eval/evaluate.hpp"
+#include "lab/train/preflight.hpp"
+#include "lab/train/train_until.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_options.hpp"
 #include "mpi_job.hpp"
 #include "posemb/errors.hpp"
@@ -37,7 +37,7 @@ void train(TrainOptions& o, lab::Communicator& comm) {
   const bool root = comm.rank() == 0;
   const bool quiet = o.quiet || !root;
   const auto& cfg = tr->config();
-  try {  // what the run and its final write need, before any training (lab/preflight.hpp)
+  try {  // what the run and its final write need, before any training (lab/train/preflight.hpp)
     lab::check_resume_step(tr->step(), cfg.train.steps);
   } catch (const lab::ConfigError& e) {
     throw usage_error(e, {{"train.steps", "--steps"}});
@@ -50,7 +50,7 @@ void train(TrainOptions& o, lab::Communicator& comm) {
     ec.max_len = o.eval_max;
     ec.samples = o.eval_samples;
     try {
-      lab::check_evaluation(cfg.model, ec);
+      lab::check_evaluation(cfg.model, cfg.task, ec);
     } catch (const lab::ConfigError& e) {
       throw usage_error(e, {{"eval.max_len", "--eval-max"}, {"eval.samples", "--eval-samples"}});
     }
@@ -70,7 +70,7 @@ void train(TrainOptions& o, lab::Communicator& comm) {
   if (o.eval_max > 0 && root) {
     Progress eval_progress =
         Progress::lengths("eval " + cfg.model.pe, ec.max_len - ec.min_len + 1, quiet,
-                          lab::evaluation_work_by_length(tr->model().config(), ec));
+                          lab::evaluation_work_by_length(tr->model().config(), cfg.task, ec));
     const auto rows = lab::evaluate(tr->model(), cfg.task, ec, [&](std::size_t done, std::size_t) {
       eval_progress.update(done);
     });

@@ -16,7 +16,8 @@
 #include <string>
 
 #include "cli.hpp"
-#include "lab/distributed.hpp"
+#include "lab/ranks/distributed.hpp"
+#include "lab/ranks/world.hpp"
 
 namespace posemb::cli {
 

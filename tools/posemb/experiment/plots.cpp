@@ -7,13 +7,15 @@
 #include <map>
 
 #include "lab/config.hpp"
+#include "lab/tasks/registry.hpp"
 #include "posemb/table_analysis.hpp"
 #include "viz/chart.hpp"
 #include "viz/heatmap.hpp"
 
 namespace posemb::cli {
 
-std::string length_generalization_svg(const std::string& title, std::size_t train_len,
+std::string length_generalization_svg(const std::string& title, const lab::TaskSpec& task,
+                                      std::size_t train_len,
                                       const std::vector<EncodingRuns>& encodings) {
   viz::LineChart c;
   c.title = title;
@@ -39,8 +41,8 @@ std::string length_generalization_svg(const std::string& title, std::size_t trai
       s.hi.push_back(ls.beyond_table ? NAN : ls.exact.max);
     }
     if (const auto rows = e.runs.front()->max_seq_len) {
-      // A table of R rows holds instances of n <= (R - 2) / 2 (2n + 2 input tokens).
-      const std::size_t last = *rows >= 2 ? (*rows - 2) / 2 : 0;
+      // A table of R rows holds the lengths whose rows fit R tokens (the task's length rule).
+      const std::size_t last = lab::longest_length_within(task, *rows);
       const std::string what =
           "table of " + std::to_string(*rows) + " rows: n <= " + std::to_string(last);
       if (last < longest) {
@@ -107,6 +109,28 @@ std::string table_similarity_png(MatrixView<const float> table, const std::strin
   return viz::heatmap_png(cosine_similarity(table), o);
 }
 
+namespace {
+
+// The demo's chart files.
+constexpr const char* kLengthChart = "length_generalization.svg";
+constexpr const char* kExtensionChart = "extension.svg";
+constexpr const char* kRopeChart = "rope_extension.svg";
+constexpr const char* kTableHeatmap = "learned_table_similarity.png";
+std::string extended_heatmap(const std::string& method) {
+  return "extended_" + method + "_similarity.png";
+}
+
+}  // namespace
+
+std::vector<std::string> demo_chart_names(const lab::DemoPlan& plan) {
+  std::vector<std::string> names = {kLengthChart, kExtensionChart};
+  if (!plan.rotary.empty()) names.emplace_back(kRopeChart);
+  names.emplace_back(kTableHeatmap);
+  for (const auto m : plan.methods)
+    names.push_back(extended_heatmap(std::string(resize_method_name(m))));
+  return names;
+}
+
 std::vector<std::pair<std::string, std::string>> demo_charts(const lab::DemoOutcome& out) {
   const auto& plan = out.plan;
   const auto& rep = out.report;
@@ -114,32 +138,31 @@ std::vector<std::pair<std::string, std::string>> demo_charts(const lab::DemoOutc
   std::vector<EncodingRuns> enc;
   for (const auto& pe : plan.encodings) enc.push_back({pe, lab::runs_of(rep, pe)});
   std::vector<std::pair<std::string, std::string>> files;
-  files.emplace_back("length_generalization.svg",
+  files.emplace_back(kLengthChart,
                      length_generalization_svg(plan.options.task + ", trained on n <= " +
                                                    std::to_string(L) + ": exact match by length",
-                                               L, enc));
-  files.emplace_back("extension.svg",
+                                               lab::find_task(plan.options.task), L, enc));
+  files.emplace_back(kExtensionChart,
                      extension_svg("learned table extended from n <= " + std::to_string(L) +
                                        " to n <= " + std::to_string(L2) + ", then fine-tuned",
                                    L + 1, L2, rep.extension));
   if (!rep.rope_extension.empty()) {
     files.emplace_back(
-        "rope_extension.svg",
+        kRopeChart,
         extension_svg(plan.rotary + " trained on n <= " + std::to_string(L) +
                           ", run at n <= " + std::to_string(L2) + " with each scaling (factor " +
                           fmt::format("{:g}", plan.rope_factor) + "), then fine-tuned",
                       L + 1, L2, rep.rope_extension));
   }
   const auto& t0 = out.learned_table;
-  files.emplace_back(
-      "learned_table_similarity.png",
-      table_similarity_png(t0, fmt::format("learned table after training (seed {}, "
-                                           "{} rows x {}): cosine similarity of "
-                                           "positions",
-                                           plan.options.seed, t0.rows(), t0.cols())));
+  files.emplace_back(kTableHeatmap, table_similarity_png(
+                                        t0, fmt::format("learned table after training (seed {}, "
+                                                        "{} rows x {}): cosine similarity of "
+                                                        "positions",
+                                                        plan.options.seed, t0.rows(), t0.cols())));
   for (const auto& [name, t] : out.extended_tables) {
     files.emplace_back(
-        "extended_" + name + "_similarity.png",
+        extended_heatmap(name),
         table_similarity_png(t,
                              fmt::format("extended by {} to {} rows, after {} fine-tuning "
                                          "steps (seed {})",
@@ -194,7 +217,8 @@ std::vector<std::pair<std::string, std::string>> sweep_charts(
                               ", trained on n <= " + std::to_string(L) + ": exact match by length";
     const std::string file = group.empty() ? "length_generalization.svg"
                                            : "length_generalization_" + slug(group) + ".svg";
-    charts.emplace_back(file, length_generalization_svg(title, L, lines));
+    charts.emplace_back(file,
+                        length_generalization_svg(title, lab::find_task(first.task), L, lines));
   }
   return charts;
 }

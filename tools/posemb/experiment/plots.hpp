@@ -14,9 +14,10 @@
 #include <utility>
 #include <vector>
 
-#include "lab/experiment.hpp"
-#include "lab/results.hpp"
-#include "lab/sweep_report.hpp"
+#include "lab/experiment/demo_run.hpp"
+#include "lab/experiment/sweep_files.hpp"
+#include "lab/report/results.hpp"
+#include "lab/tasks/task.hpp"
 #include "posemb/matrix_view.hpp"
 
 namespace posemb::cli {
@@ -28,8 +29,9 @@ struct EncodingRuns {
 };
 
 // The SVG of exact match by length n (mean and min-max over seeds) for encodings trained on
-// n <= train_len.
-std::string length_generalization_svg(const std::string& title, std::size_t train_len,
+// n <= train_len; a table's last length from the task's length rule.
+std::string length_generalization_svg(const std::string& title, const lab::TaskSpec& task,
+                                      std::size_t train_len,
                                       const std::vector<EncodingRuns>& encodings);
 
 // The SVG of the mean exact match over n = lo..hi against fine-tuning steps, one line per
@@ -42,7 +44,9 @@ std::string table_similarity_png(MatrixView<const float> table,  // (rows, dim)
                                  const std::string& title);
 
 // (file name, bytes) of the demo's charts: length_generalization.svg, extension.svg,
-// learned_table_similarity.png and extended_<method>_similarity.png.
+// rope_extension.svg (when a rotary encoding ran), learned_table_similarity.png and
+// extended_<method>_similarity.png; demo_chart_names(plan) lists them before the run.
+std::vector<std::string> demo_chart_names(const lab::DemoPlan& plan);
 std::vector<std::pair<std::string, std::string>> demo_charts(const lab::DemoOutcome& out);
 
 // (file name, SVG) for each group of a sweep: exact match by length, one line per encoding, the

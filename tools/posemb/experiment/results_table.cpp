@@ -22,10 +22,15 @@ bool beyond_everywhere(const std::vector<NamedResults>& runs, std::size_t i) {
 void print_results_table(const std::vector<NamedResults>& runs, std::size_t train_len,
                          std::size_t table_rows) {
   if (runs.empty()) return;
-  fmt::print(
-      "\nexact-match / per-token accuracy by length n (greedy decoding; trained on n <= "
-      "{}):\n",
-      train_len);
+  // The scorer's two columns (lab/eval/length_result.hpp), named in the title.
+  lab::Scoring scoring = lab::Scoring::greedy;
+  for (const auto& [name, rows] : runs) {
+    if (!rows.empty()) scoring = rows.front().scoring;
+  }
+  fmt::print("\n{} by length n ({}; trained on n <= {}):\n",
+             scoring == lab::Scoring::greedy ? "exact-match / per-token accuracy"
+                                             : "loss (nats) / bits per token",
+             scoring == lab::Scoring::greedy ? "greedy decoding" : "teacher-forced", train_len);
   fmt::print("{:>5} ", "n");
   for (const auto& [name, rows] : runs) fmt::print("| {:^21} ", name);
   fmt::print("\n");
@@ -48,7 +53,8 @@ void print_results_table(const std::vector<NamedResults>& runs, std::size_t trai
       } else if (rows[i].beyond_table) {
         fmt::print("| {:^21} ", "beyond_table");
       } else {
-        fmt::print("| {:>9.3f} / {:<9.3f} ", rows[i].exact_match, rows[i].token_accuracy);
+        const auto cols = lab::score_columns(rows[i].scoring);
+        fmt::print("| {:>9.3f} / {:<9.3f} ", cols[0].value(rows[i]), cols[1].value(rows[i]));
       }
     }
     fmt::print("\n");

@@ -1,4 +1,4 @@
-// tools/posemb/results_table.hpp: accuracy by length as a text table on stdout.
+// tools/posemb/experiment/results_table.hpp: results by length as a text table on stdout.
 #pragma once
 
 #include <cstddef>
@@ -6,14 +6,15 @@
 #include <utility>
 #include <vector>
 
-#include "lab/evaluate.hpp"
-#include "lab/sweep_report.hpp"
+#include "lab/eval/evaluate.hpp"
+#include "lab/experiment/sweep_files.hpp"
 
 namespace posemb::cli {
 
 using NamedResults = std::pair<std::string, std::vector<lab::LengthResult>>;
 
-// One row per length, one "exact / token" column pair per run; beyond_table shown as such. Two
+// One row per length, one column pair per run (greedy: "exact / token"; teacher-forced: "loss /
+// bits"); beyond_table shown as such. Two
 // or more lengths in a row beyond every run's table are one line, "n = 9..100000: beyond_table
 // (the table's 18 rows hold n <= 8)" (table_rows 0: the row count is not named).
 void print_results_table(const std::vector<NamedResults>& runs, std::size_t train_len,

@@ -1,6 +1,7 @@
 #include "train_flags.hpp"
 
 #include "lab/config.hpp"
+#include "lab/train/run.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb::cli {
@@ -25,7 +26,7 @@ std::unique_ptr<lab::Trainer> init_from(const TrainOptions& o, lab::Communicator
   if (o.steps_flag->count() > 0) ov.fields.emplace_back("train.steps");
   ov.rope_scaling = rope_scaling_request(o.rope);
   try {
-    ov.values.task.kind = lab::parse_task_kind(o.lab.task);
+    ov.values.task.kind = o.lab.task;
     return std::make_unique<lab::Trainer>(
         lab::Trainer::from_checkpoint(o.init_from, ov, o.table, comm));
   } catch (const lab::ConfigError& e) {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "lab/trainer.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_options.hpp"
 
 namespace posemb::cli {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "lab/encoding.hpp"
+#include "lab/encodings/registry.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb::cli {
@@ -14,8 +14,7 @@ void print_train_start(lab::Trainer& tr, std::size_t until, int ranks) {
   fmt::print(
       "posemb train: {} on {} (alphabet {}, train_len {}), pe {}{}, {} layers, d_model "
       "{}, {} heads, {} parameters; steps {}..{} of {}, batch {}\n",
-      "the lab GPT", lab::task_kind_name(cfg.task.kind), cfg.task.alphabet, cfg.task.train_len,
-      cfg.model.pe,
+      "the lab GPT", cfg.task.kind, cfg.task.alphabet, cfg.task.train_len, cfg.model.pe,
       tr.model().encoding_spec().has_table ? fmt::format(" ({} table rows)", cfg.model.max_seq_len)
                                            : std::string(),
       cfg.model.n_layers, cfg.model.d_model, cfg.model.n_heads, tr.model().total_elements(),

@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <string>
 
-#include "lab/experiment.hpp"
-#include "lab/trainer.hpp"
+#include "lab/train/train_until.hpp"
+#include "lab/train/trainer.hpp"
 
 namespace posemb::cli {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cli.hpp"
-#include "lab/checkpoint_table.hpp"
+#include "lab/train/checkpoint_table.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/table_analysis.hpp"
@@ -30,9 +30,12 @@ struct InspectOptions {
 // sequences fill; any other file's is the recorded number of positions.
 std::string training_length_text(const PositionTable& t, const TensorFile& file) {
   if (!t.training_length) return "unknown";
-  if (!lab::is_lab_checkpoint(file.metadata)) return std::to_string(*t.training_length);
-  return fmt::format("n = {} (--train-len; its sequences of 2 n + 2 tokens fill {} table rows)",
-                     lab::longest_train_len(*t.training_length), *t.training_length);
+  const auto fit = lab::is_lab_checkpoint(file.metadata)
+                       ? lab::table_fit(file.metadata, *t.training_length)
+                       : std::nullopt;
+  if (!fit) return std::to_string(*t.training_length);
+  return fmt::format("n = {} (--train-len; its sequences of {} tokens fill {} table rows)",
+                     fit->train_len, fit->length_rule, *t.training_length);
 }
 
 void run_inspect(const InspectOptions& o) {

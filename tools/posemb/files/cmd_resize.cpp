@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cli.hpp"
-#include "lab/checkpoint_table.hpp"
+#include "lab/train/checkpoint_table.hpp"
 #include "posemb/grid_resize.hpp"
 #include "posemb/resize.hpp"
 #include "table_report.hpp"

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "lab/checkpoint_table.hpp"
+#include "lab/train/checkpoint_table.hpp"
 #include "posemb/atomic_file.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/table_analysis.hpp"
@@ -37,11 +37,13 @@ void print_whole_file_notes(const FileResize& r, bool lab_checkpoint, bool table
          "have to rebuild them)");
   }
   if (lab_checkpoint) {
+    const auto fit = lab::table_fit(r.file.metadata, r.table.values.rows());
     fmt::print(
         "note: a posemb lab checkpoint: train from it with `posemb train --init-from {} "
-        "--train-len N` (a new run, a fresh optimizer; n <= {} fits the table); --resume "
-        "refuses it, its optimizer state being the old table's\n",
-        quote_untrusted(r.output), lab::longest_train_len(r.table.values.rows()));
+        "--train-len N` (a new run, a fresh optimizer{}); --resume refuses it, its optimizer "
+        "state being the old table's\n",
+        quote_untrusted(r.output),
+        fit ? fmt::format("; n <= {} fits the table", fit->train_len) : std::string());
   } else if (!table_metadata) {
     fmt::print(
         "note: a configuration beside the checkpoint (Hugging Face's config.json: "

@@ -1,0 +1,136 @@
+// The demo's plan: its presets, every run's settings and the checks made before any training.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "lab/encodings/registry.hpp"
+#include "lab/experiment/demo_plan.hpp"
+#include "lab/tasks/registry.hpp"
+#include "lab/train/run.hpp"
+#include "lab/train/trainer.hpp"
+#include "posemb/memory.hpp"
+
+namespace posemb::lab {
+namespace {
+
+// The task's preset (lab/tasks/: each task's file says how its budget was measured), or its
+// quick one.
+DemoPreset preset(const DemoOptions& o) {
+  const TaskSpec& task = find_task(o.task);
+  return o.quick ? task.quick : task.demo;
+}
+
+std::size_t or_default(std::size_t given, std::size_t preset) {
+  return given != 0 ? given : preset;
+}
+
+// The encoding whose table the demo extends: a table trained at positions 0..len-1.
+bool extended_encoding(const EncodingSpec& e) {
+  return e.has_table && e.train_positions == PositionMode::contiguous;
+}
+
+// The encoding whose rotation a RoPE scaling stretches: the one that rotates q and k.
+bool rotary_encoding(const EncodingSpec& e) {
+  return e.in_demo && e.site == EncodingSite::attention;
+}
+
+}  // namespace
+
+DemoPlan plan_demo(const DemoOptions& o) {
+  if (o.seeds == 0) throw ConfigError({"demo.seeds"}, "demo: seeds is 0 (need at least 1)");
+  if (o.seed > UINT64_MAX - (o.seeds - 1)) {
+    throw ConfigError({"demo.seed", "demo.seeds"},
+                      fmt::format("demo: {} seeds from {} pass 2^64 - 1 (the largest seed); give a "
+                                  "smaller first seed",
+                                  o.seeds, o.seed));
+  }
+  const DemoPreset p = preset(o);
+  DemoPlan plan;
+  plan.options = o;
+  plan.train_len = p.train_len;
+  plan.steps = or_default(o.steps, p.steps);
+  plan.randomized_steps = or_default(o.randomized_steps, p.randomized_steps);
+  plan.randomized_rows = p.randomized_rows;
+  plan.extension_steps = or_default(o.extension_steps, p.extension_steps);
+  plan.probe_every = std::max<std::size_t>(1, plan.extension_steps / 10);
+  for (const auto* e : encodings()) {
+    if (e->in_demo) plan.encodings.emplace_back(e->name);
+  }
+  plan.extended = std::string(find_encoding_if(extended_encoding)->name);
+  plan.methods = {ResizeMethod::copy, ResizeMethod::interpolate, ResizeMethod::random,
+                  ResizeMethod::sinusoidal};
+  plan.eval.min_len = 1;
+  plan.eval.max_len = or_default(o.eval_max, p.eval_max);
+  plan.eval.samples = or_default(o.samples, p.samples);
+  plan.eval.seed = 1000 + o.seed;
+  if (const EncodingSpec* rotary = find_encoding_if(rotary_encoding)) {
+    plan.rotary = std::string(rotary->name);
+    plan.rope_methods = rope_scaling_methods();
+    plan.rope_extension_steps = or_default(o.rope_extension_steps, p.rope_extension_steps);
+    plan.rope_probe_every = std::min(p.rope_probe_every, plan.rope_extension_steps);
+  }
+  return plan;
+}
+
+RunConfig DemoPlan::run(const std::string& pe, std::uint64_t seed) const {
+  RunConfig r;
+  const TaskSpec& task = find_task(options.task);
+  r.task.kind = options.task;
+  r.task.alphabet = 8;
+  r.task.train_len = train_len;
+  r.model.pe = pe;
+  r.model.vocab_size = task.vocab_size(r.task);
+  r.model.d_model = 32;
+  r.model.n_layers = 2;
+  r.model.n_heads = 4;
+  r.model.d_ff = 128;
+  const auto& spec = find_encoding(pe);
+  const bool randomized = spec.train_positions == PositionMode::randomized;
+  r.model.max_seq_len =
+      randomized ? randomized_rows : spec.default_table_rows(task.tokens(r.task.train_len));
+  r.model.embed_init_std = spec.default_embed_init_std;
+  r.train.batch = 32;
+  r.train.steps = randomized ? randomized_steps : steps;
+  r.train.lr = 3e-3f;
+  r.train.warmup = std::min<std::size_t>(100, r.train.steps / 4);
+  r.train.seed = seed;
+  return r;
+}
+
+RunConfig DemoPlan::extension_run(std::uint64_t seed) const {
+  RunConfig r = run(extended, seed);
+  r.task.train_len = 2 * train_len;
+  r.model.max_seq_len = find_task(options.task).tokens(2 * train_len);
+  r.train.steps = extension_steps;
+  r.train.warmup = std::min<std::size_t>(20, extension_steps / 4);
+  return r;
+}
+
+RunConfig DemoPlan::rope_extension_run(std::uint64_t seed, const std::string& method) const {
+  const RunConfig trained = run(rotary, seed);
+  RunConfig r = trained;
+  r.task.train_len = 2 * train_len;
+  r.model.rope_scaling = rope_scaling_for(trained, method, rope_factor);
+  r.train.steps = rope_extension_steps;
+  r.train.warmup = std::min<std::size_t>(20, rope_extension_steps / 4);
+  return r;
+}
+
+void check_demo(const DemoPlan& plan) {
+  for (const auto& pe : plan.encodings) {
+    const RunConfig cfg = plan.run(pe, plan.options.seed);
+    check_evaluation(cfg.model, cfg.task, plan.eval);
+    check_allocation("demo (" + pe + ")", Trainer::memory_bytes(cfg));
+  }
+  check_allocation("demo (extended table)",
+                   Trainer::memory_bytes(plan.extension_run(plan.options.seed)));
+  for (const auto& m : plan.rope_methods) {
+    const RunConfig r = plan.rope_extension_run(plan.options.seed, m);
+    validate_run(r);
+    check_allocation("demo (" + plan.rotary + " " + m + ")", Trainer::memory_bytes(r));
+  }
+}
+
+}  // namespace posemb::lab

@@ -1,0 +1,82 @@
+// lab/tasks/task.hpp: what a task is to the lab: its data in tokens and how it is scored. One
+// TaskSpec per task, each in its own file of lab/tasks/, named in the registry
+// (lab/tasks/registry.hpp); nothing else in the lab or the CLI names a task.
+//
+//   const lab::TaskSpec& task = lab::find_task("reverse");   // by name (--task)
+//   task.tokens(12);                  // 26: the tokens of a row of length n = 12 (its length rule)
+//   task.vocab_size(cfg);             // 12: the alphabet of 8 symbols and 4 special tokens
+//   lab::Batch batch;
+//   task.train_batch(batch, cfg, 32, seed, step, lab::PositionMode::contiguous, 0);
+//   // batch.tokens, positions, targets: (32, task.tokens(cfg.train_len)) each
+//
+// Lengths. A task has its own length (the symbol tasks' n, a text's window) and its own rule
+// from it to tokens; everything below the tasks (the trainer, the model, the checkpoint, the
+// learned table's rows, RoPE's trained positions, memory estimates) knows tokens only: T, the
+// columns of a batch, and tokens(length) where a length must become one.
+//
+// Targets. A batch holds the next token wherever the task counts a prediction (the symbol tasks:
+// the answer and its EOS; a text: every token after the first) and -1 elsewhere: the loss of
+// training and the scores of evaluation read these alone.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "lab/config.hpp"
+#include "posemb/matrix.hpp"
+#include "posemb/positions.hpp"
+
+namespace posemb::lab {
+
+// A batch of rows of one task, each padded to the batch's T tokens.
+struct Batch {
+  Matrix<TokenId> tokens;               // (B, T) inputs
+  Matrix<std::int64_t> positions;       // (B, T)
+  Matrix<std::int32_t> targets;         // (B, T) the next token where it counts, -1 elsewhere
+  std::vector<std::size_t> row_tokens;  // (B) tokens of each row before its padding (<= T)
+  std::size_t counted = 0;              // targets that count (>= 0) in the whole batch
+};
+
+// The demo's budget for a task (lab/experiment/demo_plan.hpp): its training length L and steps.
+struct DemoPreset {
+  std::size_t train_len;             // L
+  std::size_t steps;                 // every encoding but the randomized one
+  std::size_t randomized_steps;      // the encoding trained on randomized positions
+  std::size_t randomized_rows;       // its table's rows
+  std::size_t extension_steps;       // fine-tuning the extended learned table
+  std::size_t rope_extension_steps;  // fine-tuning a rotary run with each RoPE scaling
+  std::size_t rope_probe_every;      // steps between its probes
+  std::size_t eval_max;              // the longest evaluated length
+  std::size_t samples;               // instances per evaluated length
+};
+
+// What a task is, independent of any run: its name, rule, vocabulary, length rule, batches,
+// scoring and demo presets. Code that treats tasks differently asks for a property (scoring),
+// never for a name.
+struct TaskSpec {
+  std::string_view name;         // --task, checkpoints, results
+  std::string_view rule;         // one line, for --help: "y = x reversed"
+  std::string_view length_rule;  // the tokens of a row of length n, for messages: "2 n + 2"
+  // Token ids the model reads and predicts for these settings (its vocab_size).
+  std::size_t (*vocab_size)(const TaskConfig& cfg);
+  // The tokens of a row of length n (strictly increasing in n).
+  std::size_t (*tokens)(std::size_t n);
+  // The training batch of `step`, a function of (seed, step) alone (a resumed run sees the same
+  // data): rows up to the training length, T = tokens(cfg.train_len), shorter rows padded
+  // (targets -1; positions repeat the row's last). mode/range: positions 0..len-1, or a sorted
+  // sample of distinct positions from [0, range) (throws SequenceTooLong when T > range).
+  void (*train_batch)(Batch& out, const TaskConfig& cfg, std::size_t rows, std::uint64_t seed,
+                      std::uint64_t step, PositionMode mode, std::size_t range);
+  // `rows` seeded rows of length n, T = tokens(n); SequenceTooLong as train_batch.
+  void (*eval_batch)(Batch& out, const TaskConfig& cfg, std::size_t n, std::size_t rows,
+                     std::uint64_t seed, PositionMode mode, std::size_t range);
+  Scoring scoring;   // how its evaluation scores a length by default (lab/config.hpp)
+  DemoPreset demo;   // `posemb demo --task NAME`
+  DemoPreset quick;  // `posemb demo --quick --task NAME` (a smoke run)
+  // The task's own checks of its settings (nullptr: none); throws ConfigError.
+  void (*validate)(const TaskConfig& cfg);
+};
+
+}  // namespace posemb::lab
