@@ -53,24 +53,10 @@ void run_set(const RopeCliOptions& o) {
   }
   for (const std::string& w : r.config.warnings) warn(w);
   write_file_atomically(o.out, "posemb rope", r.text);
-  const RopeConfig& c = r.config;
-  std::string keys;  // rope_scaling, rope_parameters or both
-  for (const std::string& k : r.keys) keys += (keys.empty() ? "" : " and ") + k;
-  // The lengths as `posemb rope` then reports them (RopeConfig::extended_length): the factor's
-  // length, unless max_position_embeddings is past the trained length: then that is how far it
-  // runs.
   const double factor = edit.type == RopeScalingType::none ? 1.0 : edit.factor;
-  const std::string why = c.extended_length() == c.scaled_length()
-                              ? fmt::format("{} x the trained {}", factor, c.trained_length())
-                              : fmt::format(
-                                    "max_position_embeddings, how far transformers runs the model; "
-                                    "{} x the trained {} would be {}",
-                                    factor, c.trained_length(), c.scaled_length());
   fmt::print(
-      "wrote {}: {} {}; lengths: trained {}, extended {} ({}); max_position_embeddings stays {}, "
-      "every other key as it was\n",
-      quote_untrusted(o.out), keys, o.set == "default" ? "default (no scaling)" : o.set,
-      c.trained_length(), c.extended_length(), why, c.max_position_embeddings);
+      "{}", rope_set_report(quote_untrusted(o.out), r.keys,
+                            o.set == "default" ? "default (no scaling)" : o.set, r.config, factor));
 }
 
 void run_rope(const RopeCliOptions& o) {

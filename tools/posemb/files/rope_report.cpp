@@ -112,4 +112,20 @@ std::string rope_report_json(const RopeReport& r) {
   return j.dump(2) + "\n";
 }
 
+std::string rope_set_report(const std::string& out, const std::vector<std::string>& keys,
+                            const std::string& type, const RopeConfig& c, double factor) {
+  std::string written;
+  for (const std::string& k : keys) written += (written.empty() ? "" : " and ") + k;
+  const std::string why = c.extended_length() == c.scaled_length()
+                              ? fmt::format("{} x the trained {}", factor, c.trained_length())
+                              : fmt::format(
+                                    "max_position_embeddings, how far transformers runs the model; "
+                                    "{} x the trained {} would be {}",
+                                    factor, c.trained_length(), c.scaled_length());
+  return fmt::format(
+      "wrote {}: {} {}; lengths: trained {}, extended {} ({}); max_position_embeddings stays {}, "
+      "every other key as it was\n",
+      out, written, type, c.trained_length(), c.extended_length(), why, c.max_position_embeddings);
+}
+
 }  // namespace posemb::cli

@@ -31,4 +31,11 @@ std::string rope_report_text(const RopeReport& r);
 // warnings, and precision when asked for.
 std::string rope_report_json(const RopeReport& r);
 
+// The line `posemb rope --set` prints after writing `out` (already quoted for the terminal): the
+// keys it wrote (rope_scaling, rope_parameters or both), the type, and the lengths as `posemb
+// rope` then reports them (RopeConfig::extended_length): the factor's length, unless
+// max_position_embeddings is past the trained length: then that is how far it runs.
+std::string rope_set_report(const std::string& out, const std::vector<std::string>& keys,
+                            const std::string& type, const RopeConfig& c, double factor);
+
 }  // namespace posemb::cli
