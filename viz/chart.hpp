@@ -11,7 +11,13 @@
 // Lines stay visible where they overlap: each series has its own colour, dash pattern and
 // marker shape, and later series are drawn thinner and with smaller markers on top of earlier
 // ones. A series may carry a band (the min-max of several seeds, say): a translucent area in its
-// colour under every line. Markers and ticks are in the x axis' units.
+// colour under every line. Markers and ticks are in the x axis' units; markers at (nearly) the
+// same x are drawn side by side, a few pixels apart, so that none hides another.
+//
+// Lines that run together with their bands (fine-tuning curves of several methods) are easier
+// read as small multiples: `c.panels = true` draws each series in a panel of its own (2 or 3
+// columns, the series' name above it, the same axes in each), in its colour with its band, over
+// the other series in thin grey for comparison.
 #pragma once
 
 #include <string>
@@ -40,6 +46,7 @@ struct LineChart {
   std::vector<Series> series;
   std::vector<Marker> markers;  // outside the x range: left out
   std::string note;             // small text under the legend, lines split at '\n' ("" for none)
+  bool panels = false;          // small multiples: one panel per series (one series: one plot)
 };
 
 // The SVG document. Throws std::invalid_argument when no series has a point, when x and y (or a

@@ -192,12 +192,13 @@ void write_files(std::ostringstream& o, const DemoReport& rep) {
        "`results.csv`, `results.json` (every encoding, seed and length), `extension.csv`, "
        "`extension.json` (every method, seed, step and length), `length_generalization.svg` "
        "(mean exact match by length, shaded min-max over seeds), `extension.svg` (exact match "
-       "past L against fine-tuning steps), `learned_table_similarity.png` (the cosine "
+       "past L, mean over n = L+1..2L, against fine-tuning steps: one panel per method, the "
+       "others in grey), `learned_table_similarity.png` (the cosine "
        "similarity of the trained table's rows, first seed), `extended_<method>_similarity.png` "
        "(the same for each extended table after fine-tuning), `rope_extension.csv`, "
        "`rope_extension.json` (each RoPE scaling's exact match at n = 1..2L at every point), "
-       "`rope_extension.svg` (as `extension.svg`, one line per scaling: exact match past L, mean "
-       "over n = L+1..2L), `checkpoints/` (the runs the extensions start from, and the "
+       "`rope_extension.svg` (as `extension.svg`, one panel per scaling), `checkpoints/` (the runs "
+       "the extensions start from, and the "
        "extended tables).\n\n";
   char wall[64];
   std::snprintf(wall, sizeof wall, "%.1f", rep.wall_seconds);

@@ -184,12 +184,30 @@ TEST(LineChart, LinesBreakAtGapsStyledApartAndMarkersInAxisUnits) {
                                                                                        : "solid");
   }
   EXPECT_EQ(dashes.size(), 3u);
-  // The two markers at n = 3 sit where the points of n = 3 are; the one at 50 is left out.
+  // The two markers at n = 3 are drawn side by side, centred on where the points of n = 3 are,
+  // each with a cap in its colour, so neither hides the other; the one at 50 is left out.
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
-      svg, m, std::regex("points=\"([0-9.]+),[0-9.]+ ([0-9.]+),[0-9.]+ ([0-9.]+),")));
-  const std::string x3 = m[3];
-  EXPECT_NE(svg.find("<line x1=\"" + x3 + "\""), std::string::npos) << "no marker at x(3) = " << x3;
+      svg, m, std::regex("<polyline[^>]*points=\"([0-9.]+),[0-9.]+ ([0-9.]+),[0-9.]+ ([0-9.]+),")));
+  const double x3 = std::stod(m[3]);
+  std::vector<double> marker_x;
+  const std::regex marker("<line class=\"marker\" x1=\"([0-9.]+)\"[^>]*stroke=\"([^\"]*)\"");
+  std::set<std::string> marker_colours;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), marker); it != std::sregex_iterator();
+       ++it) {
+    marker_x.push_back(std::stod((*it)[1]));
+    marker_colours.insert((*it)[2]);
+  }
+  ASSERT_EQ(marker_x.size(), 2u);
+  EXPECT_GE(std::abs(marker_x[0] - marker_x[1]), 5.0) << "markers at one x overlap";
+  EXPECT_NEAR((marker_x[0] + marker_x[1]) / 2, x3, 0.11);
+  EXPECT_EQ(marker_colours.size(), 2u);
+  std::size_t caps = 0;
+  for (std::size_t at = svg.find("class=\"marker-cap\""); at != std::string::npos;
+       at = svg.find("class=\"marker-cap\"", at + 1)) {
+    ++caps;
+  }
+  EXPECT_EQ(caps, 2u);
   EXPECT_EQ(svg.find("off the axis"), std::string::npos);
   EXPECT_NE(svg.find("training length n = 3"), std::string::npos);
   EXPECT_THROW(line_chart_svg({}), std::invalid_argument);
@@ -224,6 +242,54 @@ TEST(LineChart, BandsAreTranslucentAreasUnderTheLinesBrokenAtGaps) {
   LineChart bad = c;
   bad.series[0].hi.pop_back();
   EXPECT_THROW(line_chart_svg(bad), std::invalid_argument);
+}
+
+TEST(LineChart, PanelsDrawEachSeriesInItsOwnPanelOverTheOthersInGrey) {
+  LineChart c;
+  c.title = "t";
+  c.panels = true;
+  for (int i = 0; i < 5; ++i) {
+    c.series.push_back({"s" + std::to_string(i),
+                        {0, 100, 200},
+                        {0.0, 0.1, 0.2 + 0.01 * i},
+                        {0.0, 0.05, 0.1},
+                        {0.0, 0.2, 0.3}});
+  }
+  const std::string svg = line_chart_svg(c);
+  auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = svg.find(what); at != std::string::npos; at = svg.find(what, at + 1)) ++n;
+    return n;
+  };
+  // Five panels, each titled with its series, its band and line in colour over the other four
+  // lines in grey: 5 boxes, 5 titles, 5 bands, 5 coloured lines and 5 x 4 grey ones.
+  EXPECT_EQ(count("class=\"panel-title\""), 5u);
+  EXPECT_EQ(count("class=\"band\""), 5u);
+  EXPECT_EQ(count("<polyline class=\"context\""), 20u);
+  EXPECT_EQ(count("<polyline fill=\"none\""), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_NE(svg.find(">s" + std::to_string(i) + "</text>"), std::string::npos);
+  }
+  // In each panel the grey lines come first, under the band and the coloured line.
+  const std::size_t title1 =
+      svg.find("class=\"panel-title\"", svg.find("class=\"panel-title\"") + 1);
+  EXPECT_LT(svg.find("class=\"context\""), svg.find("class=\"band\""));
+  EXPECT_LT(svg.find("<polyline fill=\"none\""), title1);
+  // Panels: 3 columns, 2 rows; the boxes at distinct places.
+  const std::regex box(
+      "<rect x=\"([0-9.]+)\" y=\"([0-9.]+)\" width=\"[0-9.]+\" height=\"[0-9.]+\" fill=\"none\"");
+  std::set<std::string> xs, ys;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), box); it != std::sregex_iterator();
+       ++it) {
+    xs.insert((*it)[1]);
+    ys.insert((*it)[2]);
+  }
+  EXPECT_EQ(xs.size(), 3u);
+  EXPECT_EQ(ys.size(), 2u);
+  // One series: one plot, as without panels.
+  LineChart one = c;
+  one.series.resize(1);
+  EXPECT_EQ(line_chart_svg(one).find("panel-title"), std::string::npos);
 }
 
 }  // namespace

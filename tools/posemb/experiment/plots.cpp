@@ -66,6 +66,7 @@ std::string extension_svg(const std::string& title, std::size_t lo, std::size_t 
   c.title = title;
   c.x_label = "fine-tuning steps at n <= " + std::to_string(hi);
   c.y_label = "exact match, mean over n = " + std::to_string(lo) + ".." + std::to_string(hi);
+  c.panels = true;  // the methods' curves and bands run together: one panel each
   std::vector<std::string> methods;
   for (const auto& r : runs) {
     if (std::find(methods.begin(), methods.end(), r.method) == methods.end()) {

@@ -1,11 +1,12 @@
-// tools/posemb/plots.hpp: the experiment's plots, drawn with the renderer in viz/.
+// tools/posemb/experiment/plots.hpp: the experiment's plots, drawn with the renderer in viz/.
 //
 //   length_generalization.svg     exact match against n, one line per encoding (the mean over
 //                                 seeds, a band from the lowest to the highest seed; broken
 //                                 where n is beyond the table), the training length and each
 //                                 table's last n marked on the n axis
 //   extension.svg                 exact match past the training length against fine-tuning
-//                                 steps, one line per way of extending the table
+//                                 steps: one panel per way of extending the table (or RoPE
+//                                 scaling, rope_extension.svg), the others in grey
 //   *_similarity.png              cosine similarity between every pair of rows of a table
 #pragma once
 
