@@ -2,6 +2,7 @@
 // its report and data files.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <mutex>
@@ -30,14 +31,33 @@ std::string load_average() {
   return one.empty() ? "unknown" : one;
 }
 
+// The estimated multiply-adds of a run: its training steps (forward and backward, about three
+// forwards of a batch whose lengths are spread over 1..train_len), its probes and its evaluation.
+// Split into what is done while it trains (.first) and its final evaluation (.second).
+std::pair<double, double> run_work(const GridRun& g) {
+  const RunConfig& r = g.run;
+  EvalConfig one;
+  one.min_len = 1;
+  one.max_len = r.task.train_len;
+  one.samples = 1;
+  const double step = 3.0 * static_cast<double>(r.train.batch) *
+                      evaluation_work(r.model, r.task, one) / static_cast<double>(r.task.train_len);
+  const double probes =
+      static_cast<double>(g.eval_at.size()) *
+      (g.eval_at.empty() ? 0.0 : evaluation_work(r.model, r.task, g.probe.value_or(g.eval)));
+  return {step * static_cast<double>(r.train.steps) + probes,
+          evaluation_work(r.model, r.task, g.eval)};
+}
+
 // Trains and evaluates runs through the grid runner, plan.options.parallel_runs at a time on
-// one thread each, reporting the stage's progress over all their steps; the first failed run's
-// error is thrown.
+// one thread each, reporting the stage's progress over all their steps and the demo's over its
+// estimated work (`base`: the work of the stages before, `all`: of every stage); the first
+// failed run's error is thrown.
 std::vector<GridOutcome> run_stage(const std::vector<GridRun>& runs, const DemoPlan& plan,
-                                   std::string_view stage, const ProgressFn& progress) {
-  DemoProgress total{stage, 0, 0, 0.0};
+                                   DemoProgress total, const ProgressFn& progress) {
   for (const auto& r : runs) total.total += r.run.train.steps;
   std::mutex mu;
+  std::vector<double> work(runs.size(), 0.0);  // each run's work done
   std::vector<std::size_t> done(runs.size(), 0);
   GridOptions opt;
   opt.parallel_runs = plan.options.parallel_runs;
@@ -47,6 +67,12 @@ std::vector<GridOutcome> run_stage(const std::vector<GridRun>& runs, const DemoP
       total.done += g.step - done[g.index];
       done[g.index] = g.step;
       total.loss = g.loss;
+      const auto [training, evaluation] = run_work(runs[g.index]);
+      const double now = g.finished ? training + evaluation
+                                    : training * static_cast<double>(g.step) /
+                                          static_cast<double>(std::max<std::size_t>(g.steps, 1));
+      total.work_done += now - work[g.index];
+      work[g.index] = now;
       progress(total);
     };
   }
@@ -89,11 +115,41 @@ std::vector<GridRun> encoding_runs(const DemoPlan& plan, const std::filesystem::
   return grid;
 }
 
+// A learned run's extension by method m at seed, all but its table (extension_runs makes it):
+// fine-tuned at n <= 2L, exact match at L + 1..2L probed along the way.
+GridRun extension_settings(const DemoPlan& plan, std::uint64_t seed, ResizeMethod m) {
+  const std::size_t L = plan.train_len, L2 = 2 * L;
+  GridRun s;
+  s.name = "extend by " + std::string(resize_method_name(m)) + " seed " + std::to_string(seed);
+  s.run = plan.extension_run(seed);
+  s.eval = plan.eval;
+  s.eval.max_len = L2;
+  s.eval_at = probe_steps(plan.extension_steps, plan.probe_every);
+  EvalConfig probe = plan.eval;
+  probe.min_len = L + 1;
+  probe.max_len = L2;
+  s.probe = probe;
+  return s;
+}
+
+// A rotary run at 2L with RoPE scaling method m (factor 2 over its trained positions), all but
+// its starting checkpoint: fine-tuned with it at n <= 2L; exact match at n = 1..2L before any
+// update and every rope_probe_every steps.
+GridRun rope_extension_settings(const DemoPlan& plan, std::uint64_t seed, const std::string& m) {
+  GridRun s;
+  s.name = plan.rotary + " " + m + " seed " + std::to_string(seed);
+  s.run = plan.rope_extension_run(seed, m);
+  s.eval = plan.eval;
+  s.eval.max_len = 2 * plan.train_len;
+  s.eval_at = probe_steps(plan.rope_extension_steps, plan.rope_probe_every);
+  s.probe = s.eval;
+  return s;
+}
+
 // 2. The learned tables extended from 2L + 2 to 4L + 2 rows (n <= 2L) by each method, each
-//    fine-tuned the same steps at n <= 2L, exact match at L + 1..2L probed along the way.
+//    fine-tuned the same steps at n <= 2L.
 std::vector<GridRun> extension_runs(const DemoPlan& plan, const std::vector<GridRun>& grid,
                                     const std::filesystem::path& ckdir) {
-  const std::size_t L = plan.train_len, L2 = 2 * L;
   const TaskSpec& task = find_task(plan.options.task);
   std::vector<GridRun> ext;
   for (const auto& g : grid) {
@@ -103,21 +159,13 @@ std::vector<GridRun> extension_runs(const DemoPlan& plan, const std::vector<Grid
     for (const auto m : plan.methods) {
       ResizeOptions ro;
       ro.seed = seed;
-      const PositionTable longer = resize_table(table, task.tokens(L2), m, ro);
-      const std::string name(resize_method_name(m));
-      GridRun s;
-      s.name = "extend by " + name + " seed " + std::to_string(seed);
+      const PositionTable longer = resize_table(table, task.tokens(2 * plan.train_len), m, ro);
+      GridRun s = extension_settings(plan, seed, m);
       s.init_from = g.checkpoint;
-      s.table = (ckdir / checkpoint_name(plan.extended, seed, "-" + name)).string();
+      s.table =
+          (ckdir / checkpoint_name(plan.extended, seed, "-" + std::string(resize_method_name(m))))
+              .string();
       save_position_table(s.table, longer);
-      s.run = plan.extension_run(seed);
-      s.eval = plan.eval;
-      s.eval.max_len = L2;
-      s.eval_at = probe_steps(plan.extension_steps, plan.probe_every);
-      EvalConfig probe = plan.eval;
-      probe.min_len = L + 1;
-      probe.max_len = L2;
-      s.probe = probe;
       s.keep_table = g.keep_table;
       ext.push_back(std::move(s));
     }
@@ -125,24 +173,14 @@ std::vector<GridRun> extension_runs(const DemoPlan& plan, const std::vector<Grid
   return ext;
 }
 
-// 3. Each rotary run at 2L with each RoPE scaling method (factor 2 over its trained positions),
-//    fine-tuned with it at n <= 2L; exact match at n = 1..2L before any update and every
-//    rope_probe_every steps.
+// 3. Each rotary run at 2L with each RoPE scaling method, fine-tuned with it.
 std::vector<GridRun> rope_extension_runs(const DemoPlan& plan, const std::vector<GridRun>& grid) {
-  const std::size_t L2 = 2 * plan.train_len;
   std::vector<GridRun> ext;
   for (const auto& g : grid) {
     if (plan.rotary.empty() || g.run.model.pe != plan.rotary) continue;
-    const std::uint64_t seed = g.run.train.seed;
     for (const auto& m : plan.rope_methods) {
-      GridRun s;
-      s.name = plan.rotary + " " + m + " seed " + std::to_string(seed);
+      GridRun s = rope_extension_settings(plan, g.run.train.seed, m);
       s.init_from = g.checkpoint;
-      s.run = plan.rope_extension_run(seed, m);
-      s.eval = plan.eval;
-      s.eval.max_len = L2;
-      s.eval_at = probe_steps(plan.rope_extension_steps, plan.rope_probe_every);
-      s.probe = s.eval;
       ext.push_back(std::move(s));
     }
   }
@@ -205,6 +243,32 @@ void describe(DemoReport& rep, const DemoPlan& plan, const RunConfig& first,
 
 }  // namespace
 
+std::vector<double> demo_work(const DemoPlan& plan) {
+  double first = 0.0, second = 0.0;
+  const auto add = [](double& w, const GridRun& g) {
+    const auto [training, evaluation] = run_work(g);
+    w += training + evaluation;
+  };
+  const bool extended = std::find(plan.encodings.begin(), plan.encodings.end(), plan.extended) !=
+                        plan.encodings.end();
+  for (std::size_t k = 0; k < plan.options.seeds; ++k) {
+    const std::uint64_t seed = plan.options.seed + k;
+    for (const auto& pe : plan.encodings) {
+      GridRun g;
+      g.run = plan.run(pe, seed);
+      g.eval = plan.eval;
+      add(first, g);
+    }
+    for (const auto m : plan.methods) {
+      if (extended) add(second, extension_settings(plan, seed, m));
+    }
+    for (const auto& m : plan.rope_methods) {
+      if (!plan.rotary.empty()) add(second, rope_extension_settings(plan, seed, m));
+    }
+  }
+  return {first, second};
+}
+
 DemoOutcome run_demo(const DemoPlan& plan, const std::filesystem::path& checkpoint_dir,
                      const ProgressFn& progress) {
   const std::string load_start = load_average();
@@ -213,8 +277,10 @@ DemoOutcome run_demo(const DemoPlan& plan, const std::filesystem::path& checkpoi
   out.plan = plan;
   DemoReport& rep = out.report;
 
+  DemoProgress stage{"demo: encodings", 0, 2};
+  for (const double w : demo_work(plan)) stage.work_total += w;
   const auto grid = encoding_runs(plan, checkpoint_dir);
-  auto grid_out = run_stage(grid, plan, "demo: encodings", progress);
+  auto grid_out = run_stage(grid, plan, stage, progress);
   for (std::size_t i = 0; i < grid.size(); ++i) {
     RunResults rr;
     rr.pe = grid[i].run.model.pe;
@@ -230,7 +296,10 @@ DemoOutcome run_demo(const DemoPlan& plan, const std::filesystem::path& checkpoi
   auto ext = extension_runs(plan, grid, checkpoint_dir);
   const std::size_t n_table = ext.size();
   for (auto& r : rope_extension_runs(plan, grid)) ext.push_back(std::move(r));
-  auto ext_out = run_stage(ext, plan, "demo: extension", progress);
+  stage.stage = "demo: extension";
+  stage.stage_index = 1;
+  stage.work_done = demo_work(plan).front();  // the first stage's, done
+  auto ext_out = run_stage(ext, plan, stage, progress);
   for (std::size_t i = 0; i < n_table; ++i) {
     const std::string method(resize_method_name(plan.methods[i % plan.methods.size()]));
     if (ext[i].keep_table) out.extended_tables.emplace_back(method, std::move(ext_out[i].table));

@@ -223,11 +223,15 @@ for f in summary.md results.csv results.json extension.csv extension.json \
   checkpoints/rope-seed1.safetensors; do
   [ -s "$tmp/demo/$f" ] || fail "demo --quick did not write $f"
 done
-# Progress: each stage's last line (all its steps done) printed once, not once per run.
-for stage in "demo: encodings" "demo: extension"; do
+# Progress: each stage's last line (all its steps done) printed once, not once per run; the time
+# left is the whole demo's: at the end of the first stage it still counts the second.
+for stage in "demo: encodings \\(1/2\\)" "demo: extension \\(2/2\\)"; do
   n=$(grep -cE "^$stage: step ([0-9]+)/\\1 " "$tmp/err")
   [ "$n" -eq 1 ] || fail "$stage: the finished progress line printed $n times"
 done
+grep -E "^demo: encodings \\(1/2\\): step ([0-9]+)/\\1 .* left in all [1-9][0-9]*s$" "$tmp/err" \
+  >/dev/null || fail "the first stage's last line leaves no time for the second: $(grep -E \
+  "^demo: encodings" "$tmp/err" | tail -n 1)"
 # The checkpoints as experiments.md says: a run is a checkpoint, an extended table goes with its
 # run as --table (a table alone is not a model).
 cp "$tmp/out" "$tmp/demo-stdout"

@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -53,14 +54,20 @@ void run_demo(DemoFlags& f) {
              f.demo.quick ? " --quick" : "", plan.encodings.size(), f.demo.seeds,
              plan.methods.size(), plan.rotary.empty() ? "no rotary run" : plan.rotary,
              plan.rope_methods.size(), f.demo.parallel_runs);
+  // One bar per stage; the time left is the whole demo's: its pace so far over the estimated work
+  // of what remains of every stage.
   std::optional<Progress> progress;
   std::string stage;
+  const auto start = std::chrono::steady_clock::now();
   const auto out = lab::run_demo(plan, ckdir, [&](const lab::DemoProgress& p) {
     if (p.stage != stage) {
       stage = p.stage;
-      progress.emplace(stage, p.total);
+      progress.emplace(fmt::format("{} ({}/{})", stage, p.stage_index + 1, p.stages), p.total);
     }
-    progress->update(p.done, p.loss);
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    progress->update(p.done, p.loss,
+                     p.work_done > 0 ? elapsed * (p.work_total - p.work_done) / p.work_done : 0.0);
   });
   auto files = lab::demo_data_files(out);
   for (auto& chart : demo_charts(out)) files.push_back(std::move(chart));

@@ -1,8 +1,9 @@
 // tools/posemb/experiment/progress.hpp: progress on stderr for long commands. A bar redrawn in
 // place with what is done, the loss and the time left when stderr is a terminal; otherwise a plain
-// line every few seconds. Training counts steps with a loss; evaluation counts lengths, without
-// one, estimates the time left from each length's work, and on a pipe or file says nothing when
-// it ends within the first few seconds.
+// line every few seconds. The time left is the bar's own, or given by a command whose work goes on
+// after the bar (the demo's stages: "left in all"). Training counts steps with a loss; evaluation
+// counts lengths, without one, estimates the time left from each length's work, and on a pipe or
+// file says nothing when it ends within the first few seconds.
 #pragma once
 
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,8 +48,16 @@ class Progress {
     return p;
   }
 
-  // Reports `done` of total with the latest loss (not shown by a bar of lengths).
-  void update(std::size_t done, double loss = 0.0) {
+  // Reports `done` of total with the latest loss (not shown by a bar of lengths); the time left
+  // is this bar's, from its pace so far.
+  void update(std::size_t done, double loss = 0.0) { show(done, loss, std::nullopt); }
+
+  // The same with the time left given: more than this bar's when the work goes on after it (the
+  // demo's stages), "left in all" on the line.
+  void update(std::size_t done, double loss, double left_in_all) { show(done, loss, left_in_all); }
+
+ private:
+  void show(std::size_t done, double loss, std::optional<double> left_in_all) {
     if (quiet_) return;
     done = std::min(done, total_);
     const auto now = Clock::now();
@@ -67,25 +77,26 @@ class Progress {
     if (!work_done_.empty() && work_done_[done] > 0.0) {
       left = elapsed * (work_done_.back() - work_done_[done]) / work_done_[done];
     }
+    if (left_in_all) left = *left_in_all;
+    const char* left_text = left_in_all ? "left in all" : "left";
     const std::string loss_text = lengths_ ? "" : fmt::format(" loss {:.4f}", loss);
     if (tty_) {
       constexpr std::size_t width = 30;
       const std::size_t fill = total_ == 0 ? width : width * done / total_;
-      fmt::print(stderr, "\r{:<24} [{}{}] {}/{}{} {:.0f}s left ", label_, std::string(fill, '#'),
-                 std::string(width - fill, '.'), done, total_, loss_text, left);
+      fmt::print(stderr, "\r{:<24} [{}{}] {}/{}{} {:.0f}s {} ", label_, std::string(fill, '#'),
+                 std::string(width - fill, '.'), done, total_, loss_text, left, left_text);
       if (end) fmt::print(stderr, "\n");
     } else {
       // "step 3/10" of training; "12/48 lengths done" of evaluation (longest first, so no
       // length number is implied).
       const std::string count = lengths_ ? fmt::format("{}/{} lengths done", done, total_)
                                          : fmt::format("step {}/{}", done, total_);
-      fmt::print(stderr, "{}: {}{} elapsed {:.1f}s left {:.0f}s\n", label_, count, loss_text,
-                 elapsed, left);
+      fmt::print(stderr, "{}: {}{} elapsed {:.1f}s {} {:.0f}s\n", label_, count, loss_text, elapsed,
+                 left_text, left);
     }
     std::fflush(stderr);
   }
 
- private:
   using Clock = std::chrono::steady_clock;
   static constexpr double kLogEverySeconds = 5.0;  // between lines on a pipe or file
   std::string label_;
