@@ -62,10 +62,12 @@ cmp -s "$tmp/a/checkpoint.safetensors" "$tmp/c/checkpoint.safetensors" ||
   fail "a resume without --out did not continue in the resumed folder"
 [ ! -e "$tmp/train-out" ] || fail "a resume without --out wrote ./train-out"
 
-# Threads: 1 and 2 threads, same bits (every encoding).
+# Threads: 1 and 2 threads, same bits (every encoding; each replacing the last, --force).
 for pe in learned learned-randomized sinusoidal rope none; do
-  expect 0 "threads 1 $pe" -- train "${tiny[@]}" --pe "$pe" --steps 4 --threads 1 --out "$tmp/t1"
-  expect 0 "threads 2 $pe" -- train "${tiny[@]}" --pe "$pe" --steps 4 --threads 2 --out "$tmp/t2"
+  expect 0 "threads 1 $pe" -- train "${tiny[@]}" --pe "$pe" --steps 4 --threads 1 --out "$tmp/t1" \
+    --force
+  expect 0 "threads 2 $pe" -- train "${tiny[@]}" --pe "$pe" --steps 4 --threads 2 --out "$tmp/t2" \
+    --force
   cmp -s "$tmp/t1/checkpoint.safetensors" "$tmp/t2/checkpoint.safetensors" ||
     fail "$pe: 1 and 2 threads give different checkpoints"
 done

@@ -262,7 +262,9 @@ def overflow_update_cases(p):
              ("made the parameter", "infinite or NaN", "no checkpoint was written"), check=_no_checkpoint),
         Case("update-overflow-every-step", "nan", run + ["--steps", "30", "--checkpoint-every", "1", "--out", "{dir}/t"],
              (1,), ("step 1", "infinite or NaN"), check=_no_checkpoint),
-        Case("update-overflow-keeps-old", "nan", run + ["--steps", "3", "--checkpoint-every", "1", "--out", "{dir}/t"],
+        # (--force: the folder holds a run; the new one replaces it only by writing its own)
+        Case("update-overflow-keeps-old", "nan", run + ["--steps", "3", "--checkpoint-every", "1", "--force",
+                                                        "--out", "{dir}/t"],
              (1,), ("infinite or NaN",), setup=old_file("t/checkpoint.safetensors"),
              keep=("t/checkpoint.safetensors",)),
         # A checkpoint past the file-size limit (ulimit -f): the message names the step whose

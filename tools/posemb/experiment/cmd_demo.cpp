@@ -45,7 +45,9 @@ void run_demo(DemoFlags& f) {
   }
   std::vector<std::string> outputs = lab::demo_file_names(plan);
   for (auto& chart : demo_chart_names(plan)) outputs.push_back(std::move(chart));
-  const std::filesystem::path dir = prepare_output_dir(f.out, outputs, "demo");
+  const OutputFolder folder = prepare_output_dir(
+      f.out, outputs, "demo", other_run_rules(f.force, ", or give another --out"));
+  const std::filesystem::path& dir = folder.dir;
   const std::filesystem::path ckdir = dir / "checkpoints";
   std::filesystem::create_directories(ckdir);
   fmt::print(stderr,
@@ -76,6 +78,7 @@ void run_demo(DemoFlags& f) {
     write_file_atomically((dir / name).string(), "posemb demo", bytes);
     if (name == "summary.md") summary = bytes;
   }
+  folder.finish();  // with --force: the other run's files not rewritten are removed
   fmt::print("{}\nwrote {} (this text), results, extension data and charts\n", summary,
              quote_untrusted((dir / "summary.md").string()));
 }

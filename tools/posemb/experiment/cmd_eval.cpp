@@ -70,9 +70,9 @@ void run_eval(EvalOptions& o) {
   } catch (const lab::ConfigError& e) {
     throw usage_error(e, kEvalFlags);
   }
-  const std::filesystem::path dir = o.out.empty()
-                                        ? std::filesystem::path()
-                                        : prepare_output_dir(o.out, lab::eval_file_names(), "eval");
+  const std::filesystem::path dir =
+      o.out.empty() ? std::filesystem::path()
+                    : prepare_output_dir(o.out, lab::eval_file_names(), "eval").dir;
   const auto& mc = s->model_config();
   const bool has_table = s->model.encoding_spec().has_table;
   fmt::print("posemb eval: {} (pe {}{}{}, task {}, trained on n <= {})\n",

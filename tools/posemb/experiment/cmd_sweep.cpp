@@ -30,8 +30,10 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
   set_threads(o.lab.threads);
   const auto grid = make_grid(o);
   const bool root = comm.rank() == 0;
+  const OutputRules rules = other_run_rules(o.force, ", or give another --out");
+  OutputFolder folder;
   comm.all_or_none("sweep: preparing the output folder", [&] {
-    if (root) prepare_output_dir(o.out, lab::sweep_file_names(), "sweep");
+    if (root) folder = prepare_output_dir(o.out, lab::sweep_file_names(), "sweep", rules);
   });
   std::vector<lab::GridRun> runs;
   for (const auto& p : grid) runs.push_back(p.run);
@@ -70,6 +72,7 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
       write_file_atomically((std::filesystem::path(o.out) / file).string(), "posemb sweep", bytes);
       names += (names.empty() ? "" : ", ") + file;
     }
+    folder.finish();  // with --force: the other run's files not rewritten are removed
     if (!o.quiet) {
       print_sweep_summary(points, outcomes);
       fmt::print("\nwrote {}/{}\n", quote_untrusted(o.out), names);
@@ -134,6 +137,7 @@ void register_sweep_command(CLI::App& app) {
                   "before ending the job (0: no limit)")
       ->check(CLI::Range(0.0, 1e9))
       ->capture_default_str();
+  add_force_flag(cmd, o->force);
   cmd->add_flag("--quiet", o->quiet, "No progress or summary");
   cmd->callback([o] {
     lab::Communicator& comm = join_world(o->peer_timeout);

@@ -55,9 +55,7 @@ void train(TrainOptions& o, lab::Communicator& comm) {
       throw usage_error(e, {{"eval.max_len", "--eval-max"}, {"eval.samples", "--eval-samples"}});
     }
   }
-  comm.all_or_none("train: preparing the output folder", [&] {
-    if (root) prepare_output_dir(o.out, {kCheckpointFile}, "train");
-  });
+  const OutputFolder folder = prepare_train_output(o, comm);
   lab::TrainPlan plan;
   plan.checkpoint = (std::filesystem::path(o.out) / kCheckpointFile).string();
   plan.checkpoint_every = o.checkpoint_every;
@@ -66,6 +64,7 @@ void train(TrainOptions& o, lab::Communicator& comm) {
   Progress progress("train " + cfg.model.pe, plan.until, quiet);
   const lab::TrainDone done = lab::train_until(
       *tr, plan, [&](std::size_t step, double loss) { progress.update(step, loss); });
+  if (root) folder.finish();  // with --force: the other run's files not rewritten are removed
   if (!quiet) print_train_done(done, plan.checkpoint);
   if (o.eval_max > 0 && root) {
     Progress eval_progress =
@@ -105,6 +104,7 @@ void register_train_command(CLI::App& app) {
                                 "Directory for checkpoint.safetensors (with --resume: default "
                                 "the resumed checkpoint's directory)")
                     ->capture_default_str();
+  add_force_flag(cmd, o->force);
   cmd->add_option("--resume", o->resume,
                   "Continue from this checkpoint (bit for bit as if never interrupted; a file, "
                   "or a --out directory holding checkpoint.safetensors)")

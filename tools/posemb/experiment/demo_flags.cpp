@@ -5,6 +5,7 @@
 
 #include "cli.hpp"
 #include "lab_flags.hpp"
+#include "lab_options.hpp"
 
 namespace posemb::cli {
 namespace {
@@ -27,6 +28,7 @@ std::string preset_text(std::size_t lab::DemoPreset::*field) {
 void add_demo_flags(CLI::App* cmd, DemoFlags& f) {
   auto& o = f.demo;
   cmd->add_option("--out", f.out, "Output directory")->capture_default_str();
+  add_force_flag(cmd, f.force);
   cmd->add_flag("--quick", o.quick,
                 "A smoke run under a minute (n <= " +
                     std::to_string(lab::tasks().front()->quick.train_len) + ", fewer steps)");

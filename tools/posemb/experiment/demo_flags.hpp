@@ -12,7 +12,8 @@ namespace posemb::cli {
 struct DemoFlags {
   lab::DemoOptions demo;
   std::string out = "demo-out";
-  int threads = 0;  // concurrent runs (0: the machine's cores)
+  int threads = 0;     // concurrent runs (0: the machine's cores)
+  bool force = false;  // replace the run in --out
 };
 
 void add_demo_flags(CLI::App* cmd, DemoFlags& f);

@@ -1,5 +1,6 @@
 #include "lab_options.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "posemb/errors.hpp"
@@ -15,13 +18,68 @@
 
 namespace posemb::cli {
 
-std::filesystem::path prepare_output_dir(const std::string& dir,
-                                         const std::vector<std::string>& files,
-                                         const char* command) {
-  const std::filesystem::path path(dir);
+namespace {
+
+// A lab run's files in its --out folder: train's checkpoint, the results of eval, sweep and demo,
+// demo's data, checkpoints and charts, sweep's charts.
+bool is_run_file(const std::string& name) {
+  static const char* const kNames[] = {
+      kCheckpointFile,  "results.csv",        "results.json",        "summary.md", "extension.csv",
+      "extension.json", "rope_extension.csv", "rope_extension.json", "checkpoints"};
+  for (const char* n : kNames) {
+    if (name == n) return true;
+  }
+  const auto ends = [&](std::string_view tail) {
+    return name.size() >= tail.size() &&
+           name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return (name.rfind("length_generalization", 0) == 0 && ends(".svg")) ||
+         (name.rfind("extension", 0) == 0 && ends(".svg")) ||
+         (name.rfind("rope_extension", 0) == 0 && ends(".svg")) || ends("_similarity.png");
+}
+
+OutputFolder::Entry identity(const std::filesystem::path& p) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) return {p, 0, 0};
+  return {p, static_cast<std::uintmax_t>(st.st_dev), static_cast<std::uintmax_t>(st.st_ino)};
+}
+
+}  // namespace
+
+std::vector<std::string> run_files_in(const std::filesystem::path& dir) {
+  std::vector<std::string> found;
   std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec || !std::filesystem::is_directory(path)) {
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const auto st = it->symlink_status(ec);
+    const bool kind = name == "checkpoints" ? std::filesystem::is_directory(st)
+                                            : std::filesystem::is_regular_file(st);
+    if (kind && is_run_file(name)) found.push_back(name);
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+void OutputFolder::finish() const {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const Entry& e : replaced) {
+    const Entry now = identity(e.path);
+    if (now.inode != 0 && now.device == e.device && now.inode == e.inode) fs::remove(e.path, ec);
+  }
+  // The other run's folder of checkpoints, when nothing is left in it.
+  if (const fs::path ck = dir / "checkpoints"; fs::is_directory(fs::symlink_status(ck, ec))) {
+    if (fs::is_empty(ck, ec) && !ec) fs::remove(ck, ec);
+  }
+}
+
+OutputFolder prepare_output_dir(const std::string& dir, const std::vector<std::string>& files,
+                                const char* command, const OutputRules& rules) {
+  namespace fs = std::filesystem;
+  const fs::path path(dir);
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec || !fs::is_directory(path)) {
     throw std::runtime_error(std::string(command) + ": cannot make the output directory " +
                              quote_untrusted(dir) + ": " +
                              (ec ? ec.message() : std::string("it is not a directory")));
@@ -47,7 +105,45 @@ std::filesystem::path prepare_output_dir(const std::string& dir,
                                "files); nothing was done");
     }
   }
-  return path;
+  OutputFolder out{path, {}};
+  if (rules.other_run != OutputRules::OtherRun::allow) {
+    const std::vector<std::string> found = run_files_in(path);
+    if (!found.empty() && rules.other_run == OutputRules::OtherRun::refuse) {
+      std::string names;
+      for (std::size_t k = 0; k < found.size() && k < 3; ++k) {
+        names += (k ? ", " : "") + found[k] + (found[k] == "checkpoints" ? "/" : "");
+      }
+      if (found.size() > 3) names += ", ...";
+      throw OutputHoldsRun(std::string(command) + ": the output folder " + quote_untrusted(dir) +
+                           " holds another run (" + names + "); pass --force to replace it" +
+                           rules.way_out + "; nothing was done");
+    }
+    for (const std::string& name : found) {  // replace: what the other run left, file by file
+      const fs::path p = path / name;
+      if (fs::is_directory(fs::symlink_status(p, ec))) {
+        for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec)) {
+          if (fs::is_regular_file(it->symlink_status(ec))) out.replaced.push_back(identity(*it));
+        }
+      } else {
+        out.replaced.push_back(identity(p));
+      }
+    }
+  }
+  return out;
+}
+
+OutputRules other_run_rules(bool force, std::string way_out) {
+  OutputRules r;
+  r.other_run = force ? OutputRules::OtherRun::replace : OutputRules::OtherRun::refuse;
+  r.way_out = std::move(way_out);
+  return r;
+}
+
+void add_force_flag(CLI::App* cmd, bool& force) {
+  cmd->add_flag("--force", force,
+                "Replace the run --out holds (a checkpoint, results): each of its files when the "
+                "new run writes its own, the others when it ends (without --force such a folder "
+                "is refused)");
 }
 
 void set_threads(int threads) {

@@ -5,8 +5,10 @@
 
 #include <CLI/CLI.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,12 +18,51 @@
 
 namespace posemb::cli {
 
+// What a command does when its output folder holds another run (a checkpoint, results: the files
+// posemb's train, eval, sweep and demo write, run_files_in).
+struct OutputRules {
+  // allow: write beside it (eval's results beside the checkpoint they score, train --resume into
+  // its own folder); refuse: throw OutputHoldsRun; replace: `--force`.
+  enum class OtherRun { allow, refuse, replace } other_run = OtherRun::allow;
+  std::string way_out;  // the remedy besides --force, for the refusal ("or --resume DIR to ...")
+};
+
+// Refuse another run in the output folder, or replace it when `force`; way_out: the remedy
+// besides --force (", or give another --out").
+OutputRules other_run_rules(bool force, std::string way_out);
+// --force of train, sweep and demo (which then pass other_run_rules(force, ...)).
+void add_force_flag(CLI::App* cmd, bool& force);
+
+// The output folder's run, refused: std::runtime_error (exit 1), one line naming the folder,
+// what it holds and the way out.
+class OutputHoldsRun : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A prepared output folder. With OtherRun::replace it remembers the other run's files (their
+// identity); finish() then removes those the new run did not rewrite, so the folder holds the
+// new run alone (each file the new run writes replaces its old one atomically, when it writes it).
+struct OutputFolder {
+  std::filesystem::path dir;
+  struct Entry {
+    std::filesystem::path path;
+    std::uintmax_t device = 0, inode = 0;
+  };
+  std::vector<Entry> replaced;
+  // Call after the last file is written. Best effort: a file that cannot be removed is left.
+  void finish() const;
+};
+
+// The names in dir of files and folders a lab run writes (checkpoint.safetensors, results.csv,
+// summary.md, checkpoints/, the charts, ...), in the order of a directory listing sorted by name.
+std::vector<std::string> run_files_in(const std::filesystem::path& dir);
+
 // Makes the output directory `dir` of `command` (before its long work) and checks that each of
 // `files` in it is missing or a regular file, which is all posemb's writer replaces (it checks
-// again when writing). Throws std::runtime_error naming the path otherwise.
-std::filesystem::path prepare_output_dir(const std::string& dir,
-                                         const std::vector<std::string>& files,
-                                         const char* command);
+// again when writing), and what `rules` ask of another run in it. Throws std::runtime_error
+// naming the path otherwise (OutputHoldsRun for a run refused).
+OutputFolder prepare_output_dir(const std::string& dir, const std::vector<std::string>& files,
+                                const char* command, const OutputRules& rules = {});
 
 // --rope-scaling METHOD and --rope-factor F (`posemb eval`, `posemb train --init-from`); `when`
 // ends the help text (which scaling applies when the flag is absent).

@@ -18,6 +18,7 @@ struct SweepOptions : lab::SweepAxes {
   std::size_t parallel_runs = 1;
   double peer_timeout = 0;
   bool quiet = false;
+  bool force = false;  // replace the run in --out
 };
 
 // lab::make_grid of the flags; throws UsageError naming the flags of a run that is not valid.

@@ -1,5 +1,8 @@
 #include "train_flags.hpp"
 
+#include <filesystem>
+#include <system_error>
+
 #include "lab/config.hpp"
 #include "lab/train/run.hpp"
 #include "posemb/errors.hpp"
@@ -62,6 +65,28 @@ void check_combinations(const TrainOptions& o) {
 }
 
 }  // namespace
+
+OutputFolder prepare_train_output(const TrainOptions& o, lab::Communicator& comm) {
+  namespace fs = std::filesystem;
+  // The folder as the user would type it again (quoted when the shell would need it).
+  const bool plain = !o.out.empty() && o.out.find_first_not_of(
+                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
+                                           "KLMNOPQRSTUVWXYZ0123456789._/+-") == std::string::npos;
+  OutputRules rules = other_run_rules(
+      o.force, ", or --resume " + (plain ? o.out : quote_untrusted(o.out)) + " to continue it");
+  if (!o.resume.empty() && !o.force) {
+    const fs::path own = fs::path(o.resume).parent_path();
+    std::error_code ec;
+    if (fs::equivalent(own.empty() ? fs::path(".") : own, o.out, ec)) {
+      rules.other_run = OutputRules::OtherRun::allow;  // the resumed run goes on in its folder
+    }
+  }
+  OutputFolder folder;
+  comm.all_or_none("train: preparing the output folder", [&] {
+    if (comm.rank() == 0) folder = prepare_output_dir(o.out, {kCheckpointFile}, "train", rules);
+  });
+  return folder;
+}
 
 std::unique_ptr<lab::Trainer> make_trainer(TrainOptions& o, lab::Communicator& comm) {
   check_combinations(o);

@@ -25,12 +25,18 @@ struct TrainOptions {
   std::size_t eval_max = 0;
   std::size_t eval_samples = 100;
   bool quiet = false;
+  bool force = false;  // replace the run in --out
   double peer_timeout = 600;
   RopeScalingFlags rope;                // --rope-scaling, --rope-factor (with --init-from)
   std::vector<CLI::Option*> run_flags;  // settings a resumed run takes from its checkpoint
   CLI::Option* steps_flag = nullptr;
   CLI::Option* out_flag = nullptr;  // not given with --resume: the resumed checkpoint's folder
 };
+
+// Prepares --out on rank 0 (every rank fails if it cannot): an --out folder holding another run
+// is refused, unless --force (replace it) or it is the folder of the checkpoint --resume
+// continues.
+OutputFolder prepare_train_output(const TrainOptions& o, lab::Communicator& comm);
 
 // The trainer the flags ask for; UsageError for flags that contradict each other or the
 // checkpoint.
