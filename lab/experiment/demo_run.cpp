@@ -51,8 +51,8 @@ std::pair<double, double> run_work(const GridRun& g) {
 
 // Trains and evaluates runs through the grid runner, plan.options.parallel_runs at a time on
 // one thread each, reporting the stage's progress over all their steps and the demo's over its
-// estimated work (`base`: the work of the stages before, `all`: of every stage); the first
-// failed run's error is thrown.
+// estimated work (`total` comes with the stage's name and number, the work of the stages before
+// as work_done and every stage's as work_total); the first failed run's error is thrown.
 std::vector<GridOutcome> run_stage(const std::vector<GridRun>& runs, const DemoPlan& plan,
                                    DemoProgress total, const ProgressFn& progress) {
   for (const auto& r : runs) total.total += r.run.train.steps;
