@@ -191,7 +191,8 @@ def writers(p, out_name):
         ("inspect-plot", ["inspect", p["good.npy"], "--plot", "{dir}/" + out_name], out_name),
         ("eval-csv", ["eval", "--checkpoint", p["ck"], "--lengths", "1:2", "--samples", "2", "--out", "{dir}/D"], "D/results.csv"),
         ("eval-json", ["eval", "--checkpoint", p["ck"], "--lengths", "1:2", "--samples", "2", "--out", "{dir}/D"], "D/results.json"),
-        ("train", ["train", *p["tiny"], "--out", "{dir}/D"], "D/checkpoint.safetensors"),
+        # (--force: D may hold an old checkpoint, which this run then replaces)
+        ("train", ["train", *p["tiny"], "--force", "--out", "{dir}/D"], "D/checkpoint.safetensors"),
         ("demo", ["demo", "--quick", "--out", "{dir}/D"], "D/results.csv"),
     ]
 
