@@ -12,6 +12,7 @@
 #include "lab/config.hpp"
 #include "lab/encodings/registry.hpp"
 #include "lab/experiment/demo_files.hpp"
+#include "lab/experiment/demo_run.hpp"
 #include "lab/report/results.hpp"
 #include "lab/tasks/registry.hpp"
 #include "lab/tasks/symbols.hpp"
@@ -197,6 +198,32 @@ TEST(DemoPlan, EveryTaskPlansItsRunsAndTheHarderOnesTrainLonger) {
       EXPECT_GT(plan.steps, base.steps) << name;
     }
   }
+}
+
+// The demo's time left weighs every stage by its estimated work: both stages count, each grows
+// with its own steps and evaluation (and only with its own), and one seed is a third of three.
+TEST(DemoPlan, WorkOfEachStageFollowsItsOwnSteps) {
+  DemoOptions o;
+  o.quick = true;
+  const std::vector<double> w = demo_work(plan_demo(o));
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_GT(w[0], 0.0);
+  EXPECT_GT(w[1], 0.0);
+  DemoOptions longer = o;
+  longer.extension_steps = 2 * plan_demo(o).extension_steps;
+  const std::vector<double> l = demo_work(plan_demo(longer));
+  EXPECT_EQ(l[0], w[0]);
+  EXPECT_GT(l[1], w[1]);
+  DemoOptions trained = o;
+  trained.steps = 2 * plan_demo(o).steps;
+  const std::vector<double> t = demo_work(plan_demo(trained));
+  EXPECT_GT(t[0], w[0]);
+  EXPECT_EQ(t[1], w[1]);
+  DemoOptions one = o;
+  one.seeds = 1;
+  const std::vector<double> s = demo_work(plan_demo(one));
+  EXPECT_NEAR(3 * s[0], w[0], 1e-9 * w[0]);
+  EXPECT_NEAR(3 * s[1], w[1], 1e-9 * w[1]);
 }
 
 TEST(Results, OnePerLengthWriterForEveryFile) {
