@@ -45,9 +45,10 @@ build-asan: setup
 	  -DPOSEMB_BUILD_EXAMPLES=OFF $(CMAKE_ARGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-# The main job.
+# The main job. --force: running it again replaces demo-out/ (posemb demo alone refuses a folder
+# that holds another run).
 demo: build-demo
-	$(abspath $(BUILD))/tools/posemb/posemb demo
+	$(abspath $(BUILD))/tools/posemb/posemb demo --force
 
 # Every test: the release build's full suite (unit, CLI, numpy/torch oracles, the hostile-input
 # suite, MPI jobs under mpirun, install + find_package consumer, clang-format check, the Python
