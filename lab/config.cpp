@@ -124,6 +124,10 @@ void ModelConfig::check_fields() const {
   check("model", "init_std", init_std, limits::init_std);
   check("model", "embed_init_std", embed_init_std, limits::init_std);
   check_rope_scaling(rope_scaling);
+  if (!relative_bias.empty()) {
+    check("model", "relative_bias.num_buckets", relative_bias.num_buckets, limits::num_buckets);
+    check("model", "relative_bias.max_distance", relative_bias.max_distance, limits::max_distance);
+  }
 }
 
 void TaskConfig::check_fields() const {

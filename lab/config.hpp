@@ -59,6 +59,9 @@ inline constexpr Limit<double> init_std{0.0, 1000.0, true, false};
 // RoPE scaling factor: no length the lab runs needs more than its longest evaluation's positions
 // over its shortest training's (2 * 100000 + 2 over 4, about 5e4); 1e308 was accepted and run.
 inline constexpr Limit<double> rope_factor{1.0, 1e5};
+// A relative bias's buckets (T5: 32) and the distance where its log-spaced buckets end (T5: 128).
+inline constexpr Limit<std::size_t> num_buckets{2, 4096};
+inline constexpr Limit<std::size_t> max_distance{2, std::size_t{1} << 20};
 // Task.
 inline constexpr Limit<std::size_t> alphabet{2, 1000};
 inline constexpr Limit<std::size_t> train_len{1, 1024};
@@ -113,6 +116,16 @@ struct RopeScalingConfig {
   std::string text() const;
 };
 
+// The buckets of a learned bias by relative position (T5's, posemb/relative_bias.hpp; the
+// encodings whose spec has default_relative_bias): num_buckets rows of the (num_buckets, n_heads)
+// table and max_distance, where the log-spaced buckets end. Both 0 for every other encoding.
+struct RelativeBiasConfig {
+  std::size_t num_buckets = 0;   // in limits::num_buckets, or 0
+  std::size_t max_distance = 0;  // in limits::max_distance, or 0
+  bool operator==(const RelativeBiasConfig&) const = default;
+  bool empty() const { return num_buckets == 0 && max_distance == 0; }
+};
+
 struct ModelConfig {
   std::size_t vocab_size = 0;
   std::size_t d_model = 64;
@@ -124,8 +137,9 @@ struct ModelConfig {
   double rope_base = 10000.0;
   double sinusoidal_base = 10000.0;
   double init_std = 0.02;
-  double embed_init_std = 0.02;    // std of the token embedding's N(0, std) initialization
-  RopeScalingConfig rope_scaling;  // none unless a rope model is run or fine-tuned past L0
+  double embed_init_std = 0.02;      // std of the token embedding's N(0, std) initialization
+  RopeScalingConfig rope_scaling;    // none unless a rope model is run or fine-tuned past L0
+  RelativeBiasConfig relative_bias;  // set for an encoding with relative-position buckets only
   // The fields within their limits and consistent with each other (d_model a multiple of
   // n_heads; the rope scaling's method, factor and L0); throws ConfigError naming the field and
   // value. What depends on the encoding (max_seq_len, a scaling's encoding, the encoding's own

@@ -190,6 +190,29 @@ void read_rope_scaling(const Json& model, RopeScalingConfig& out, std::set<std::
   read.insert(field);
 }
 
+// model.relative_bias, an object {num_buckets, max_distance}, is written only for an encoding
+// with relative-position buckets (so the settings of every other run read as before) and read
+// when present.
+constexpr const char* kRelativeBias = "relative_bias";
+
+void read_relative_bias(const Json& model, RelativeBiasConfig& out, std::set<std::string>& read) {
+  const auto it = model.find(kRelativeBias);
+  if (it == model.end()) return;
+  const std::string field = std::string("model.") + kRelativeBias;
+  if (!it->is_object()) refuse(field, std::string("is ") + type_of(*it) + ", not an object");
+  const Json wrapped = Json::object({{"model.relative_bias", *it}});
+  Reader sub{wrapped, {}};
+  sub("model.relative_bias", "num_buckets", out.num_buckets, &limits::num_buckets);
+  sub("model.relative_bias", "max_distance", out.max_distance, &limits::max_distance);
+  for (const auto& [key, unused] : it->items()) {
+    if (sub.read.count("model.relative_bias." + key) == 0) {
+      refuse(field + "." + quote_untrusted(key, 64), "is not a setting of this version");
+    }
+  }
+  if (out.empty()) refuse(field, "is written for buckets only, and it has none (0, 0)");
+  read.insert(field);
+}
+
 }  // namespace
 
 std::string RunConfig::to_json() const {
@@ -199,6 +222,10 @@ std::string RunConfig::to_json() const {
   if (r.method != rope_scaling_methods().front()) {
     j["model"][kRopeScaling] = {
         {"method", r.method}, {"factor", r.factor}, {"original_len", r.original_len}};
+  }
+  const RelativeBiasConfig& b = model.relative_bias;
+  if (!b.empty()) {
+    j["model"][kRelativeBias] = {{"num_buckets", b.num_buckets}, {"max_distance", b.max_distance}};
   }
   return j.dump();
 }
@@ -236,6 +263,7 @@ RunConfig RunConfig::from_json(const std::string& text) {
   Reader reader{j, {}};
   visit_fields(c, reader);
   read_rope_scaling(j.at("model"), c.model.rope_scaling, reader.read);
+  read_relative_bias(j.at("model"), c.model.relative_bias, reader.read);
   // Nothing else: an unknown key is a typo or a setting this version does not have.
   for (const auto& [section, value] : j.items()) {
     bool known = false;

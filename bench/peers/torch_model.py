@@ -24,6 +24,8 @@ def param_shapes(cfg):
     shapes = [("wte.weight", (V, C))]
     if cfg["pe"] in ("learned", "learned-randomized"):
         shapes.append(("wpe.weight", (cfg["max_seq_len"], C)))
+    if cfg["pe"] == "t5-bias":
+        shapes.append(("relative_attention_bias.weight", (cfg["num_buckets"], cfg["n_heads"])))
     for l in range(cfg["n_layers"]):
         p = f"blocks.{l}."
         shapes += [(p + "ln1.weight", (1, C)), (p + "ln1.bias", (1, C)),
@@ -79,6 +81,25 @@ def alibi_bias(heads, T, dtype):
     return (m * (pos.view(1, T) - pos.view(T, 1))).to(dtype)
 
 
+def t5_bucket(relative_position, num_buckets, max_distance):
+    """Hugging Face T5Attention._relative_position_bucket with bidirectional=False (T5's
+    decoder), written as HF writes it: the log-spaced part in float32, truncated toward zero."""
+    n = -torch.min(relative_position, torch.zeros_like(relative_position))
+    max_exact = num_buckets // 2
+    is_small = n < max_exact
+    large = max_exact + (torch.log(n.float() / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return torch.where(is_small, n, large)
+
+
+def t5_bias(table, T, num_buckets, max_distance):
+    """HF's compute_bias: (H, T, T), table[bucket(key - query)] for query i, key j."""
+    pos = torch.arange(T, dtype=torch.long)
+    buckets = t5_bucket(pos.view(1, T) - pos.view(T, 1), num_buckets, max_distance)
+    return table[buckets].permute(2, 0, 1)
+
+
 class TinyGPT(torch.nn.Module):
     def __init__(self, cfg, dtype=torch.float32):
         super().__init__()
@@ -121,6 +142,9 @@ class TinyGPT(torch.nn.Module):
             att = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
             if cfg["pe"] == "alibi":
                 att = att + alibi_bias(H, T, att.dtype)
+            if cfg["pe"] == "t5-bias":
+                att = att + t5_bias(self.p("relative_attention_bias.weight"), T,
+                                    cfg["num_buckets"], cfg["max_distance"])
             att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
             y = (att @ v).transpose(1, 2).reshape(B, T, C)
             x = x + y @ self.p(p + "attn.proj.weight") + self.p(p + "attn.proj.bias")[0]

@@ -150,6 +150,11 @@ struct EncodingSpec {
   // table).
   std::size_t (*default_table_rows)(std::size_t train_tokens);
   double default_embed_init_std;  // the token embedding's default N(0, std)
+  // An encoding with relative-position buckets (model.relative_bias): `given` with its unset
+  // (0) fields filled by the encoding's defaults for training rows of at most `train_tokens`
+  // tokens. nullptr: the encoding has no buckets, and model.relative_bias must be unset.
+  RelativeBiasConfig (*default_relative_bias)(std::size_t train_tokens,
+                                              RelativeBiasConfig given) = nullptr;
   // Extra checks of a model config naming this encoding (nullptr: none); throws ConfigError.
   void (*validate)(const ModelConfig& cfg);
   // The encoding's state for a model of config cfg (validated).
@@ -159,6 +164,14 @@ struct EncodingSpec {
   bool any_position() const { return !has_table; }
   // A bias on the scores whose tensors train (the attention's backward gives its gradient).
   bool trained_bias() const { return site == EncodingSite::scores && trainable; }
+  // The encoding takes model.relative_bias (default_relative_bias is set).
+  bool has_relative_buckets() const { return default_relative_bias != nullptr; }
+  // model.relative_bias for training rows of at most train_tokens tokens: given's unset fields
+  // filled by the encoding's defaults; given itself for an encoding without buckets.
+  RelativeBiasConfig relative_bias_for(std::size_t train_tokens,
+                                       RelativeBiasConfig given = {}) const {
+    return has_relative_buckets() ? default_relative_bias(train_tokens, given) : given;
+  }
   // The tensors of a model of cfg (tensors, or none).
   std::vector<TensorInfo> tensor_shapes(const ModelConfig& cfg) const {
     return tensors == nullptr ? std::vector<TensorInfo>{} : tensors(cfg);

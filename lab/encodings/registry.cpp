@@ -10,10 +10,10 @@ namespace posemb::lab {
 
 // Each encoding's file in lab/encodings/ defines its spec; name it here, in both lines (the order
 // is the order of --help and of the tests).
-extern const EncodingSpec kLearned, kLearnedRandomized, kSinusoidal, kRope, kAlibi, kNone;
+extern const EncodingSpec kLearned, kLearnedRandomized, kSinusoidal, kRope, kAlibi, kT5Bias, kNone;
 namespace {
-constexpr std::array kRegistry = {&kLearned, &kLearnedRandomized, &kSinusoidal, &kRope, &kAlibi,
-                                  &kNone};
+constexpr std::array kRegistry = {
+    &kLearned, &kLearnedRandomized, &kSinusoidal, &kRope, &kAlibi, &kT5Bias, &kNone};
 }  // namespace
 
 std::span<const EncodingSpec* const> encodings() {
@@ -64,6 +64,15 @@ const EncodingSpec& validate_model(const ModelConfig& cfg, const EncodingSpec& s
     throw ConfigError({"model.pe"}, "model config: encoding " + quote_untrusted(cfg.pe, 64) +
                                         " is not " + std::string(spec.name));
   }
+  if (!spec.has_relative_buckets() && !cfg.relative_bias.empty()) {
+    throw ConfigError(
+        {"model.relative_bias.num_buckets", "model.relative_bias.max_distance", "model.pe"},
+        "model config: relative-position buckets (num_buckets " +
+            std::to_string(cfg.relative_bias.num_buckets) + ", max_distance " +
+            std::to_string(cfg.relative_bias.max_distance) +
+            ") set the rows of a learned relative bias, and encoding " + std::string(spec.name) +
+            " has none (they must be 0)");
+  }
   cfg.check_fields();
   if (spec.has_table) {
     check_limit("model", "max_seq_len", cfg.max_seq_len, limits::max_seq_len);
@@ -79,6 +88,11 @@ const EncodingSpec& validate_model(const ModelConfig& cfg, const EncodingSpec& s
                       "model config: rope scaling " + cfg.rope_scaling.method +
                           " stretches the rotation of q and k, and encoding " +
                           std::string(spec.name) + " has none");
+  }
+  if (spec.has_relative_buckets() && cfg.relative_bias.empty()) {
+    throw ConfigError({"model.relative_bias.num_buckets", "model.relative_bias.max_distance"},
+                      "model config: encoding " + std::string(spec.name) +
+                          " needs its relative-position buckets (num_buckets, max_distance)");
   }
   if (spec.validate != nullptr) spec.validate(cfg);
   return spec;

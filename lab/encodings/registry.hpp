@@ -35,7 +35,8 @@ const EncodingSpec* find_encoding_if(bool (*pred)(const EncodingSpec&));
 
 // Every check of a model's settings: its encoding registered, the fields
 // (ModelConfig::check_fields), the learned table's rows (within limits with a table, 0 without),
-// a rope scaling only for an encoding that rotates q and k, and the encoding's own checks.
+// a rope scaling only for an encoding that rotates q and k, relative-position buckets exactly for
+// an encoding that has them, and the encoding's own checks.
 // Returns the encoding; throws ConfigError naming the fields.
 const EncodingSpec& validate_model(const ModelConfig& cfg);
 // The same checks against `spec` (cfg.pe must be its name), registered or not: a model built

@@ -90,6 +90,7 @@ RunConfig DemoPlan::run(const std::string& pe, std::uint64_t seed) const {
   const bool randomized = spec.train_positions == PositionMode::randomized;
   r.model.max_seq_len =
       randomized ? randomized_rows : spec.default_table_rows(task.tokens(r.task.train_len));
+  r.model.relative_bias = spec.relative_bias_for(task.tokens(r.task.train_len));
   r.model.embed_init_std = spec.default_embed_init_std;
   r.train.batch = 32;
   r.train.steps = randomized ? randomized_steps : steps;

@@ -71,6 +71,7 @@ SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v
   c.run.train.lr = v.lr;
   c.run.train.seed = v.seed;
   if (!find_encoding(v.pe).has_table) c.max_seq_len = 0;  // sizes only the tables there are
+  if (!find_encoding(v.pe).has_relative_buckets()) c.relative_bias = {};  // likewise the buckets
   SweepPoint p;
   p.task = v.task;
   p.seed = v.seed;

@@ -60,7 +60,8 @@ inline constexpr std::size_t kMaxSweepRuns = 100000;
 
 // The grid, in a fixed order: task, alphabet, train_len, d_model, layers, heads, batch, steps,
 // lr, pe, then seed innermost. Each run is complete_run(base with the point's values); an
-// encoding without a table ignores base.max_seq_len. A run's group names the axes (other than pe
+// encoding without a table ignores base.max_seq_len, one without relative-position buckets
+// base.relative_bias. A run's group names the axes (other than pe
 // and seed) with more than one value, its name adds pe and seed. Throws ConfigError naming the
 // fields of the first run that is not valid, the field of an axis that lists a value twice (the
 // same runs twice), or (field "sweep.runs") when there would be more than kMaxSweepRuns runs or

@@ -54,6 +54,7 @@ RunConfig complete_run(const RunChoices& c) {
   r.model.vocab_size = task.vocab_size(r.task);
   r.model.max_seq_len =
       c.max_seq_len != 0 ? c.max_seq_len : spec.default_table_rows(task.tokens(r.task.train_len));
+  r.model.relative_bias = spec.relative_bias_for(task.tokens(r.task.train_len), c.relative_bias);
   validate_run(r);
   return r;
 }

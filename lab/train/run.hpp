@@ -46,12 +46,16 @@ struct RunChoices {
   std::string task;  // a registered task (the registry's first by default)
   std::size_t max_seq_len = 0;  // table rows; 0: the encoding's default for the training rows
   std::size_t d_ff = 0;         // 0: 4 * d_model
+  // An encoding with relative-position buckets (t5's): its buckets and max_distance; 0: the
+  // encoding's default for the training rows (EncodingSpec::default_relative_bias).
+  RelativeBiasConfig relative_bias;
 };
 
 // The validated RunConfig of c: the task and encoding looked up, model.pe and vocab_size set,
-// d_ff 4 * d_model unless given, the table's rows the encoding's default for the training rows'
-// tokens unless given, the embedding's init std the encoding's unless given. Throws ConfigError
-// naming the fields of an unknown, out-of-range or contradicting choice.
+// d_ff 4 * d_model unless given, the table's rows and the relative-position buckets the
+// encoding's defaults for the training rows' tokens unless given, the embedding's init std the
+// encoding's unless given. Throws ConfigError naming the fields of an unknown, out-of-range or
+// contradicting choice.
 RunConfig complete_run(const RunChoices& c);
 
 // The settings given for a new run that starts from a checkpoint's weights (`posemb train

@@ -5,6 +5,7 @@
 // buffers equal to the model's own gradients.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -193,7 +194,7 @@ TEST(Encodings, RegistryNamesAreUniqueAndFound) {
     EXPECT_NE(e->make, nullptr) << e->name;
   }
   EXPECT_EQ(names, (std::set<std::string>{"learned", "learned-randomized", "sinusoidal", "rope",
-                                          "alibi", "none"}));
+                                          "alibi", "t5-bias", "none"}));
   try {
     (void)find_encoding("xpos");
     FAIL() << "an unknown encoding was found";
@@ -210,12 +211,24 @@ TEST(Encodings, SpecAgreesWithTheModel) {
     RunConfig r = valid_run();
     r.model.pe = std::string(e->name);
     r.model.max_seq_len = e->default_table_rows(symbols::tokens(r.task.train_len));
+    r.model.relative_bias = e->relative_bias_for(symbols::tokens(r.task.train_len));
     ASSERT_NO_THROW(validate_run(r)) << e->name;
     Model model(r.model);
     const auto slots = model.tensors();
     EXPECT_EQ(e->has_table, model.encoding().learned_table() != nullptr) << e->name;
-    EXPECT_EQ(e->has_table, !model.encoding().tensors().empty()) << e->name;
     EXPECT_EQ(e->has_table, !e->table_tensor.empty()) << e->name;
+    // The encoding's tensors are what its spec describes, and only a trained one has any.
+    const auto shapes = e->tensor_shapes(r.model);
+    const auto enc = model.encoding().tensors();
+    EXPECT_EQ(e->trainable, !enc.empty()) << e->name;
+    ASSERT_EQ(enc.size(), shapes.size()) << e->name;
+    for (std::size_t k = 0; k < enc.size(); ++k) {
+      EXPECT_EQ(enc[k].name, shapes[k].name) << e->name;
+      EXPECT_EQ(enc[k].value.rows(), shapes[k].rows) << e->name;
+      EXPECT_EQ(enc[k].value.cols(), shapes[k].cols) << e->name;
+      EXPECT_EQ(slots[1 + k].name, shapes[k].name) << e->name;
+    }
+    EXPECT_EQ(e->has_relative_buckets(), !r.model.relative_bias.empty()) << e->name;
     ASSERT_GE(slots.size(), 3u);
     EXPECT_EQ(slots[0].name, "wte.weight");
     if (e->has_table) {
@@ -226,7 +239,7 @@ TEST(Encodings, SpecAgreesWithTheModel) {
       EXPECT_EQ(slots[1].value.data(), model.encoding().learned_table()->table().data());
     } else {
       EXPECT_EQ(r.model.max_seq_len, 0u) << e->name;
-      EXPECT_EQ(slots[1].name, "blocks.0.ln1.weight");
+      EXPECT_EQ(slots[1 + enc.size()].name, "blocks.0.ln1.weight");
     }
     EXPECT_EQ(slots.back().name, "head.weight");
     std::set<std::string> unique;
@@ -240,6 +253,7 @@ TEST(Encodings, GradientBuffersEqualTheModelsGradients) {
     RunConfig r = valid_run();
     r.model.pe = std::string(e->name);
     r.model.max_seq_len = e->default_table_rows(symbols::tokens(r.task.train_len));
+    r.model.relative_bias = e->relative_bias_for(symbols::tokens(r.task.train_len));
     Model model(r.model);
     model.initialize(3);
     Batch batch;
@@ -255,7 +269,9 @@ TEST(Encodings, GradientBuffersEqualTheModelsGradients) {
     const auto slots = model.tensors();
     std::size_t enc = 0;
     for (const auto& s : slots) {
-      const bool is_enc = e->has_table && s.name == e->table_tensor;
+      const auto shapes = e->tensor_shapes(r.model);
+      const bool is_enc = std::any_of(shapes.begin(), shapes.end(),
+                                      [&](const TensorInfo& t) { return t.name == s.name; });
       const float* mine =
           is_enc ? g.encoding[enc++].data()
                  : g.arena.data() + (s.grad.data() - model.params().grad_arena().data());

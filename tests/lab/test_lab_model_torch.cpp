@@ -44,6 +44,9 @@ Case make_case(const std::string& pe, std::uint64_t seed) {
   c.cfg.d_ff = 24;
   c.cfg.pe = pe;
   c.cfg.max_seq_len = find_encoding(pe).has_table ? 40 : 0;
+  // Relative-position buckets: 8 (4 exact, then log-spaced to 6), so that the 7 tokens reach
+  // the exact and the log-spaced buckets and the last one.
+  if (find_encoding(pe).has_relative_buckets()) c.cfg.relative_bias = {8, 6};
   c.cfg.init_std = 0.3;
   c.tokens = Matrix<TokenId>(c.B, c.T);
   c.positions = Matrix<std::int64_t>(c.B, c.T);
@@ -127,7 +130,9 @@ TEST_P(LabModelVsTorch, LossAndEveryGradientMatch) {
        << ", \"config\": {\"vocab_size\": " << c.cfg.vocab_size
        << ", \"d_model\": " << c.cfg.d_model << ", \"n_layers\": " << c.cfg.n_layers
        << ", \"n_heads\": " << c.cfg.n_heads << ", \"d_ff\": " << c.cfg.d_ff << ", \"pe\": \"" << pe
-       << "\", \"max_seq_len\": " << c.cfg.max_seq_len << "}}\n";
+       << "\", \"max_seq_len\": " << c.cfg.max_seq_len
+       << ", \"num_buckets\": " << c.cfg.relative_bias.num_buckets
+       << ", \"max_distance\": " << c.cfg.relative_bias.max_distance << "}}\n";
   }
   const std::string cmd = std::string(POSEMB_ORACLE_PYTHON) + " " + POSEMB_TESTS_DIR +
                           "/oracles/lab_model_oracle.py " + dir.string();
@@ -185,7 +190,7 @@ TEST_P(LabModelVsTorch, CentralFiniteDifferences) {
   const auto slots = model.tensors();
   std::vector<std::string> names = {"wte.weight", "blocks.0.attn.qkv.weight",
                                     "blocks.1.mlp.fc.weight", "blocks.0.ln1.weight", "head.weight"};
-  if (find_encoding(pe).has_table) names.push_back("wpe.weight");
+  for (const auto& t : find_encoding(pe).tensor_shapes(c.cfg)) names.push_back(t.name);
   const double eps = std::numeric_limits<float>::epsilon();
   const float h = 1e-3f;
   for (const auto& name : names) {

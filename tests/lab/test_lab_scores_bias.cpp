@@ -6,7 +6,7 @@
 //    differences; adding it into dbias leaves dqkv bit for bit as without; the same bits on 1 and
 //    2 threads.
 // 2. A whole model with a trained bias: a test encoding not in the registry (a table of rows by
-//    clipped distance, the smallest trained bias; T5's buckets are the next issue's) plugged in
+//    clipped distance, the smallest trained bias; T5's buckets: test_lab_t5_bias.cpp) plugged in
 //    through lab::Model's second constructor. Its tensor is described by its spec and listed by
 //    Model::tensor_shapes, the model's gradient of it matches finite differences of the loss, the
 //    micro-batch buffers get the same bits, the decoder gives the forward's logits, and a

@@ -29,7 +29,8 @@ inline RunConfig default_run(const std::string& task = kCopy) {
 }
 
 // A 2-head, d_model 16 model of `pe` on copy with n <= train_len over `alphabet` symbols, its
-// table (if any) of the encoding's default size, the encoding's default embedding init.
+// table (if any) and relative-position buckets (if any) of the encoding's default size, the
+// encoding's default embedding init.
 inline RunConfig tiny_run_config(const std::string& pe, std::size_t train_len, std::size_t alphabet,
                                  std::size_t d_ff) {
   RunConfig r;
@@ -42,12 +43,14 @@ inline RunConfig tiny_run_config(const std::string& pe, std::size_t train_len, s
   r.model.n_heads = 2;
   r.model.d_ff = d_ff;
   r.model.max_seq_len = find_encoding(pe).default_table_rows(symbols::tokens(train_len));
+  r.model.relative_bias = find_encoding(pe).relative_bias_for(symbols::tokens(train_len));
   r.model.embed_init_std = find_encoding(pe).default_embed_init_std;
   return r;
 }
 
 // A 2-layer, 2-head, d_model 16 model of `pe` over 9 tokens with init_std 0.3 (far from uniform
-// attention); a learned table of table_rows rows (none for a computed encoding).
+// attention); a learned table of table_rows rows (none for a computed encoding), the encoding's
+// default relative-position buckets for 9 tokens (if it has buckets).
 inline ModelConfig tiny_model_config(const std::string& pe, std::size_t table_rows) {
   ModelConfig cfg;
   cfg.vocab_size = 9;
@@ -57,6 +60,7 @@ inline ModelConfig tiny_model_config(const std::string& pe, std::size_t table_ro
   cfg.d_ff = 32;
   cfg.pe = pe;
   cfg.max_seq_len = find_encoding(pe).has_table ? table_rows : 0;
+  cfg.relative_bias = find_encoding(pe).relative_bias_for(9);
   cfg.init_std = 0.3;
   return cfg;
 }

@@ -9,7 +9,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tiny=(--d-model 16 --heads 2 --layers 1 --train-len 3 --alphabet 4 --batch 4 --micro-batch 2
       --warmup 1 --quiet)
-for pe in learned learned-randomized sinusoidal rope none; do
+for pe in learned learned-randomized sinusoidal rope t5-bias none; do
   "$bin" train "${tiny[@]}" --steps 2 --pe "$pe" --out "$tmp/$pe"
 done
 "$bin" train "${tiny[@]}" --pe learned --task reverse --steps 3 --stop-after 1 --out "$tmp/reverse"

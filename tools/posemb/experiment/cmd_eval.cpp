@@ -75,13 +75,14 @@ void run_eval(EvalOptions& o) {
                     : prepare_output_dir(o.out, lab::eval_file_names(), "eval").dir;
   const auto& mc = s->model_config();
   const bool has_table = s->model.encoding_spec().has_table;
-  fmt::print("posemb eval: {} (pe {}{}{}, task {}, trained on n <= {})\n",
-             quote_untrusted(o.request.checkpoint), mc.pe,
-             has_table ? fmt::format(", {} table rows", mc.max_seq_len) : "",
-             mc.rope_scaling.method != lab::rope_scaling_methods().front()
-                 ? ", rope scaling " + mc.rope_scaling.text()
-                 : "",
-             s->run.task.kind, s->run.task.train_len);
+  fmt::print(
+      "posemb eval: {} (pe {}{}{}, task {}, trained on n <= {})\n",
+      quote_untrusted(o.request.checkpoint), mc.pe,
+      has_table ? fmt::format(", {} table rows", mc.max_seq_len) : buckets_text(mc, ", ", ""),
+      mc.rope_scaling.method != lab::rope_scaling_methods().front()
+          ? ", rope scaling " + mc.rope_scaling.text()
+          : "",
+      s->run.task.kind, s->run.task.train_len);
   Progress progress = Progress::lengths("eval " + mc.pe, ec.max_len - ec.min_len + 1, o.quiet,
                                         lab::eval_work_by_length(*s));
   s->rows = lab::run_eval(*s, [&](std::size_t done, std::size_t) { progress.update(done); });

@@ -91,6 +91,27 @@ constexpr LabFlag kLabFlags[] = {
      [](CLI::App* c, LabFlags& f, const std::string& h) {
        return c->add_option("--max-seq-len", f.max_seq_len, h)->check(within(lim::max_seq_len));
      }},
+    {"--num-buckets", "model.relative_bias.num_buckets",
+     [] {
+       return std::string(
+           "Buckets of a learned relative bias (T5's relative_attention_num_buckets; default: "
+           "min(32, the training rows' tokens))");
+     },
+     [](CLI::App* c, LabFlags& f, const std::string& h) {
+       return c->add_option("--num-buckets", f.relative_bias.num_buckets, h)
+           ->check(within(lim::num_buckets));
+     }},
+    {"--max-distance", "model.relative_bias.max_distance",
+     [] {
+       return std::string(
+           "Distance where a learned relative bias's log-spaced buckets end, every farther key "
+           "sharing the last one (T5's relative_attention_max_distance; default: the training "
+           "rows' tokens, so that every bucket is trained)");
+     },
+     [](CLI::App* c, LabFlags& f, const std::string& h) {
+       return c->add_option("--max-distance", f.relative_bias.max_distance, h)
+           ->check(within(lim::max_distance));
+     }},
     {"--d-model", "model.d_model", [] { return std::string("Model width"); },
      [](CLI::App* c, LabFlags& f, const std::string& h) {
        return c->add_option("--d-model", f.run.model.d_model, h)

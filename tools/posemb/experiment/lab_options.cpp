@@ -1,5 +1,6 @@
 #include "lab_options.hpp"
 
+#include <fmt/core.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -208,6 +209,13 @@ CLI::Validator checkpoint_path() {
         return {};
       },
       "CHECKPOINT");
+}
+
+std::string buckets_text(const lab::ModelConfig& m, const char* before, const char* after) {
+  const auto& b = m.relative_bias;
+  if (b.empty()) return "";
+  return fmt::format("{}{} buckets, max distance {}{}", before, b.num_buckets, b.max_distance,
+                     after);
 }
 
 }  // namespace posemb::cli

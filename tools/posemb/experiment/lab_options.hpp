@@ -64,6 +64,10 @@ std::vector<std::string> run_files_in(const std::filesystem::path& dir);
 OutputFolder prepare_output_dir(const std::string& dir, const std::vector<std::string>& files,
                                 const char* command, const OutputRules& rules = {});
 
+// before + "10 buckets, max distance 10" + after for a model with relative-position buckets
+// (what `train` and `eval` print about the model), "" for any other.
+std::string buckets_text(const lab::ModelConfig& m, const char* before, const char* after);
+
 // --rope-scaling METHOD and --rope-factor F (`posemb eval`, `posemb train --init-from`); `when`
 // ends the help text (which scaling applies when the flag is absent).
 struct RopeScalingFlags {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "lab/encodings/registry.hpp"
+#include "lab_options.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb::cli {
@@ -16,7 +17,7 @@ void print_train_start(lab::Trainer& tr, std::size_t until, int ranks) {
       "{}, {} heads, {} parameters; steps {}..{} of {}, batch {}\n",
       "the lab GPT", cfg.task.kind, cfg.task.alphabet, cfg.task.train_len, cfg.model.pe,
       tr.model().encoding_spec().has_table ? fmt::format(" ({} table rows)", cfg.model.max_seq_len)
-                                           : std::string(),
+                                           : buckets_text(cfg.model, " (", ")"),
       cfg.model.n_layers, cfg.model.d_model, cfg.model.n_heads, tr.model().total_elements(),
       tr.step(), until, cfg.train.steps, cfg.train.batch);
   if (!tr.lineage().empty()) fmt::print("lineage: {}\n", tr.lineage());
