@@ -126,9 +126,27 @@ void ModelConfig::check_fields() const {
   check_rope_scaling(rope_scaling);
 }
 
+std::string CorpusIdentity::text() const {
+  return quote_untrusted(name, 256) + " (" + std::to_string(bytes) + " bytes, sha256 " +
+         sha256.substr(0, 16) + "...)";
+}
+
 void TaskConfig::check_fields() const {
   check("task", "alphabet", alphabet, limits::alphabet);
   check("task", "train_len", train_len, limits::train_len);
+  if (corpus_identity.empty()) return;
+  const std::string& d = corpus_identity.sha256;
+  const bool hex = d.size() == 64 && std::all_of(d.begin(), d.end(), [](char c) {
+                     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                   });
+  if (corpus_identity.name.empty() || corpus_identity.bytes == 0 || !hex) {
+    throw ConfigError({"task.corpus"}, "task config: the corpus identity " +
+                                           quote_untrusted(corpus_identity.name, 64) + ", " +
+                                           std::to_string(corpus_identity.bytes) +
+                                           " bytes, sha256 " + quote_untrusted(d, 80) +
+                                           " is not a name, a size > 0 and 64 lowercase hex "
+                                           "digits");
+  }
 }
 
 void TrainConfig::validate() const {

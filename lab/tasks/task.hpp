@@ -77,6 +77,10 @@ struct TaskSpec {
   DemoPreset quick;  // `posemb demo --quick --task NAME` (a smoke run)
   // The task's own checks of its settings (nullptr: none); throws ConfigError.
   void (*validate)(const TaskConfig& cfg);
+  // Fills what the settings record of the task's data (the text task: its corpus's identity),
+  // checking what they already record (nullptr: nothing to record; such a task takes no
+  // corpus). Called when a run is made (lab::complete_task).
+  void (*complete)(TaskConfig& cfg) = nullptr;
 };
 
 }  // namespace posemb::lab

@@ -179,7 +179,7 @@ TEST(DemoPlan, EveryRegisteredEncodingTheExtendedOneAndTheOverrides) {
   EXPECT_THROW((void)plan_demo(last), ConfigError);
 }
 
-// Every task plans a demo whose runs carry it; the positional tasks train longer than copy.
+// Every task plans a demo whose runs carry it; the positional symbol tasks train longer than copy.
 TEST(DemoPlan, EveryTaskPlansItsRunsAndTheHarderOnesTrainLonger) {
   DemoOptions copy;
   const DemoPlan base = plan_demo(copy);
@@ -193,6 +193,7 @@ TEST(DemoPlan, EveryTaskPlansItsRunsAndTheHarderOnesTrainLonger) {
       EXPECT_EQ(r.task.kind, name) << pe;
     }
     EXPECT_EQ(plan.extension_run(1).task.kind, name);
+    if (find_task(name).scoring != Scoring::greedy) continue;  // the symbol tasks are compared
     EXPECT_GE(plan.steps, base.steps) << name;
     if (name == "reverse" || name == "odd-first") {
       EXPECT_GT(plan.steps, base.steps) << name;
