@@ -163,6 +163,24 @@ void TrainConfig::validate() const {
 }
 
 void EvalConfig::validate() const {
+  check("eval", "samples", samples, limits::samples);
+  if (!lengths.empty()) {
+    if (lengths.size() > limits::eval_len.max) {
+      throw ConfigError({"eval.lengths"}, "eval config: " + std::to_string(lengths.size()) +
+                                              " lengths, more than the " +
+                                              std::to_string(limits::eval_len.max) +
+                                              " of the longest range");
+    }
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+      check("eval", "lengths", lengths[i], limits::eval_len);
+      if (i > 0 && lengths[i] <= lengths[i - 1]) {
+        throw ConfigError({"eval.lengths"}, "eval config: lengths " +
+                                                std::to_string(lengths[i - 1]) + ", " +
+                                                std::to_string(lengths[i]) + " are not increasing");
+      }
+    }
+    return;
+  }
   check("eval", "min_len", min_len, limits::eval_len);
   check("eval", "max_len", max_len, limits::eval_len);
   if (max_len < min_len) {
@@ -170,7 +188,13 @@ void EvalConfig::validate() const {
                       "eval config: lengths " + std::to_string(min_len) + ".." +
                           std::to_string(max_len) + " are empty (min_len > max_len)");
   }
-  check("eval", "samples", samples, limits::samples);
+}
+
+std::vector<std::size_t> EvalConfig::length_list() const {
+  if (!lengths.empty()) return lengths;
+  std::vector<std::size_t> out;
+  for (std::size_t n = min_len; n <= max_len && n >= min_len; ++n) out.push_back(n);
+  return out;
 }
 
 void RunConfig::check_fields() const {

@@ -198,6 +198,14 @@ Scoring parse_scoring(const std::string& name);
 
 struct EvalConfig {
   std::size_t min_len = 1, max_len = 32;  // the task's lengths (n), inclusive
+  // The lengths evaluated when they are not one range (`--lengths 64,128,256,512`): increasing,
+  // each in limits::eval_len; empty: min_len..max_len.
+  std::vector<std::size_t> lengths;
+  // A task scored on the windows of a text (the text task): the stride in tokens of the
+  // sliding-window figure (0: half the window, so every token is predicted with at least half a
+  // window of context; a window shorter than the stride slides by its own length, as the
+  // non-overlapping windows do).
+  std::size_t stride = 0;
   std::size_t samples = 100;
   std::uint64_t seed = 1234;
   // For an encoding trained on randomized positions (learned-randomized): positions at
@@ -207,6 +215,8 @@ struct EvalConfig {
   // How each length is scored; unset: the task's own (TaskSpec::scoring, lab/tasks/task.hpp).
   std::optional<Scoring> scoring;
   void validate() const;
+  // The evaluated lengths, increasing: `lengths`, or min_len..max_len.
+  std::vector<std::size_t> length_list() const;
 };
 
 struct RunConfig {

@@ -141,7 +141,9 @@ std::shared_ptr<const Corpus> corpus_of(const TaskConfig& cfg) {
     if (!slot) slot = Corpus::load(path);  // a throw leaves the slot empty: tried again next time
     c = slot;
   }
-  if (!cfg.corpus_identity.empty() && !(c->identity() == cfg.corpus_identity)) {
+  // The same text (bytes and digest); the file may have been renamed or moved since.
+  const CorpusIdentity& want = cfg.corpus_identity;
+  if (!want.empty() && (c->identity().bytes != want.bytes || c->identity().sha256 != want.sha256)) {
     throw ConfigError({"task.corpus"},
                       "text corpus " + quote_untrusted(path, 4096) + ", " + c->identity().text() +
                           ", is not the corpus of this run, " + cfg.corpus_identity.text());

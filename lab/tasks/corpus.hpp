@@ -98,8 +98,9 @@ class Corpus {
 
 // The corpus of a text task's settings: the file cfg.corpus, or the default corpus when it is
 // "", read once per process and path (Corpus::load) and shared by every run that names it. When
-// cfg.corpus_identity is set, the corpus read must be that one: a ConfigError (field
-// task.corpus) naming both identities otherwise. Thread-safe.
+// cfg.corpus_identity is set, the corpus read must be that text (its bytes and SHA-256; the
+// file's name may differ): a ConfigError (field task.corpus) naming both identities otherwise.
+// Thread-safe.
 std::shared_ptr<const Corpus> corpus_of(const TaskConfig& cfg);
 // The path corpus_of(cfg) reads.
 std::string corpus_path(const TaskConfig& cfg);

@@ -124,6 +124,18 @@ void eval_batch(Batch& out, const TaskConfig& cfg, std::size_t n, std::size_t ro
   text::fill_windows(out, *corpus, plan, 0, rows, mode, range, seed);
 }
 
+// The windows of the validation text (lab/tasks/text.hpp).
+WindowPlan plan(const TaskConfig& cfg, std::size_t n, std::size_t stride) {
+  return text::plan_windows(corpus_of(cfg)->validation().size(), n, stride);
+}
+
+void fill(Batch& out, const TaskConfig& cfg, const WindowPlan& plan, std::size_t first,
+          std::size_t count, PositionMode mode, std::size_t range, std::uint64_t seed) {
+  text::fill_windows(out, *corpus_of(cfg), plan, first, count, mode, range, seed);
+}
+
+constexpr EvalWindows kWindows{plan, fill};
+
 // The corpus read (corpus_of checks a recorded identity), and a training window in it.
 void validate(const TaskConfig& cfg) {
   corpus_of(cfg)->check_train_tokens(cfg.train_len);
@@ -151,6 +163,7 @@ extern const TaskSpec kText{
     .quick = {64, 60, 80, 512, 20, 20, 10, 128, 1},
     .validate = validate,
     .complete = complete,
+    .windows = &kWindows,
 };
 
 }  // namespace posemb::lab

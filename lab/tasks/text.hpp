@@ -38,13 +38,6 @@ void fill_train_batch(Batch& out, const Corpus& corpus, std::size_t rows, std::s
                       std::uint64_t seed, std::uint64_t step, PositionMode mode, std::size_t range);
 
 // The windows of length T and stride S over a validation text of V bytes (the header's rule).
-struct WindowPlan {
-  std::size_t tokens = 0;   // T
-  std::size_t stride = 0;   // S (= T: non-overlapping)
-  std::size_t windows = 0;  // whole windows: 0 when V < T + 1
-  std::size_t scored = 0;   // bytes predicted, each once: T + (windows - 1) S
-  std::size_t dropped = 0;  // predictable bytes after the last whole window: V - 1 - scored
-};
 // Throws std::invalid_argument unless 1 <= S <= T.
 WindowPlan plan_windows(std::size_t validation_bytes, std::size_t T, std::size_t S);
 

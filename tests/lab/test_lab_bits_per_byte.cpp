@@ -1,8 +1,9 @@
-// Bits per byte on the validation text (lab/eval/bits_per_byte.hpp) against two independent
-// recomputations on the same weights: each window alone through Model::forward with its
-// log-softmax taken here in double from the logits, and PyTorch (tests/oracles/
-// lab_model_oracle.py, float64) on every window at once; buckets adding up to the whole, the
-// same bits on 1 and 2 threads, a learned table too short refused.
+// A text model's evaluation (lab::evaluate on the text task: Press et al.'s windows, the loss by
+// position bucket, the sliding windows) against two independent recomputations on the same
+// weights: each window alone through Model::forward with its log-softmax taken here in double
+// from the logits, and PyTorch (tests/oracles/lab_model_oracle.py, float64) on every window at
+// once; buckets adding up to the whole, the same bits on 1 and 2 threads, a learned table too
+// short reported beyond_table, a length the validation text cannot hold refused.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,12 +18,14 @@
 #include <vector>
 
 #include "lab/encodings/registry.hpp"
-#include "lab/eval/bits_per_byte.hpp"
+#include "lab/eval/evaluate.hpp"
 #include "lab/model/model.hpp"
 #include "lab/tasks/corpus.hpp"
+#include "lab/tasks/registry.hpp"
 #include "lab/tasks/text.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/parallel.hpp"
+#include "temp_dir.hpp"
 
 namespace posemb::lab {
 namespace {
@@ -62,7 +65,7 @@ struct Plain {
   double nll = 0.0, magnitude = 0.0;
   std::vector<double> bucket_nll;
 };
-Plain recompute(Model& model, const Corpus& corpus, const text::WindowPlan& plan,
+Plain recompute(Model& model, const Corpus& corpus, const WindowPlan& plan,
                 std::size_t bucket_len) {
   const std::size_t T = plan.tokens, S = plan.stride, V = model.config().vocab_size;
   const auto v = corpus.validation();
@@ -94,41 +97,74 @@ Plain recompute(Model& model, const Corpus& corpus, const text::WindowPlan& plan
   return out;
 }
 
+// A text task over a corpus file of `bytes` text-like bytes, its buckets `bucket` positions wide
+// (the training length).
+struct TextCase {
+  test::TempDir dir;
+  TaskConfig task;
+  std::shared_ptr<const Corpus> corpus;
+  TextCase(std::size_t bytes, std::uint64_t seed, std::size_t bucket) {
+    const std::string path = dir.file("corpus.txt");
+    std::ofstream(path, std::ios::binary) << texty(bytes, seed);
+    task.kind = "text";
+    task.train_len = bucket;
+    task.corpus = path;
+    complete_task(task);
+    corpus = corpus_of(task);
+  }
+};
+
+// Positions 0..T-1 for every encoding (as the recomputation's): learned-randomized too.
+EvalConfig lengths(std::vector<std::size_t> l, std::size_t stride) {
+  EvalConfig e;
+  e.lengths = std::move(l);
+  e.stride = stride;
+  e.randomized_eval = PositionMode::contiguous;
+  return e;
+}
+
 class BitsPerByte : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(BitsPerByte, EqualsAPlainRecomputationWindowByWindow) {
   const std::string pe = GetParam();
-  const auto corpus = Corpus::from_bytes("t", texty(3000, 4));  // 300 validation bytes
+  const TextCase c(3000, 4, 8);  // 300 validation bytes
   Model model(tiny(pe));
   model.initialize(3);
-  model.reserve_positions(64);
   for (const std::size_t T : {16, 33, 64}) {
     for (const std::size_t S : {T, T / 2 + 1, std::size_t{1}}) {
       SCOPED_TRACE(pe + " T " + std::to_string(T) + " S " + std::to_string(S));
-      const auto plan = text::plan_windows(corpus->validation().size(), T, S);
-      ASSERT_GT(plan.windows, 0u);
-      const WindowScore got =
-          score_windows(model, *corpus, plan, 8, PositionMode::contiguous, 0, 1);
-      const Plain ref = recompute(model, *corpus, plan, 8);
+      const auto got = evaluate(model, c.task, lengths({T}, S));
+      ASSERT_EQ(got.size(), 1u);
+      const LengthResult& l = got[0];
+      ASSERT_FALSE(l.beyond_table) << l.detail;
+      const auto v = c.corpus->validation().size();
+      const auto press = text::plan_windows(v, T, T), sliding = text::plan_windows(v, T, S);
+      const Plain ref = recompute(model, *c.corpus, press, 8);
+      const Plain ref_s = recompute(model, *c.corpus, sliding, 8);
       // Each byte's loss is the kernel's float arithmetic against double here: a few float
       // roundings of its magnitude each.
       const double tol = 16.0 * FLT_EPSILON * ref.magnitude;
-      EXPECT_NEAR(got.nll, ref.nll, tol);
-      EXPECT_NEAR(got.bits_per_byte(),
-                  ref.nll / std::numbers::ln2 / static_cast<double>(plan.scored),
-                  tol / std::numbers::ln2 / static_cast<double>(plan.scored));
-      ASSERT_EQ(got.buckets.size(), ref.bucket_nll.size());
+      EXPECT_EQ(l.counted, press.scored);
+      EXPECT_EQ(l.dropped, press.dropped);
+      EXPECT_EQ(l.samples, press.windows);
+      EXPECT_NEAR(l.loss * static_cast<double>(press.scored), ref.nll, tol);
+      EXPECT_EQ(l.sliding.stride, S);
+      EXPECT_EQ(l.sliding.counted, sliding.scored);
+      EXPECT_EQ(l.sliding.dropped, sliding.dropped);
+      EXPECT_NEAR(l.sliding.loss * static_cast<double>(sliding.scored), ref_s.nll,
+                  16.0 * FLT_EPSILON * ref_s.magnitude);
+      ASSERT_EQ(l.buckets.size(), ref.bucket_nll.size());
       double sum = 0.0;
-      std::size_t bytes = 0;
-      for (std::size_t b = 0; b < got.buckets.size(); ++b) {
-        EXPECT_EQ(got.buckets[b].begin, 8 * b);
-        EXPECT_EQ(got.buckets[b].end, std::min(T, 8 * b + 8));
-        EXPECT_NEAR(got.buckets[b].nll, ref.bucket_nll[b], tol);
-        sum += got.buckets[b].nll;
-        bytes += got.buckets[b].bytes;
+      std::size_t count = 0;
+      for (std::size_t b = 0; b < l.buckets.size(); ++b) {
+        EXPECT_EQ(l.buckets[b].begin, 8 * b);
+        EXPECT_EQ(l.buckets[b].end, std::min(T, 8 * b + 8));
+        EXPECT_NEAR(l.buckets[b].nll, ref.bucket_nll[b], tol);
+        sum += l.buckets[b].nll;
+        count += l.buckets[b].count;
       }
-      EXPECT_EQ(bytes, plan.scored);
-      EXPECT_NEAR(sum, got.nll, 1e-9 * ref.magnitude);
+      EXPECT_EQ(count, press.scored);
+      EXPECT_NEAR(sum, l.loss * static_cast<double>(press.scored), 1e-9 * ref.magnitude);
     }
   }
 }
@@ -136,27 +172,26 @@ TEST_P(BitsPerByte, EqualsAPlainRecomputationWindowByWindow) {
 INSTANTIATE_TEST_SUITE_P(Encodings, BitsPerByte, ::testing::ValuesIn(encoding_name_list()),
                          [](const auto& info) {
                            std::string s = info.param;
-                           for (char& c : s)
-                             c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           for (char& ch : s) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
                            return s;
                          });
 
 // PyTorch (float64) on the same weights and every non-overlapping window as one batch: its mean
-// loss is our total over the scored bytes.
+// loss is our bits per byte times ln 2.
 TEST(BitsPerByte, EqualsPyTorchOnTheSameWeights) {
-  const auto corpus = Corpus::from_bytes("t", texty(2000, 9));  // 200 validation bytes
+  const TextCase c(2000, 9, 24);  // 200 validation bytes
   for (const std::string pe : {"learned", "sinusoidal", "alibi"}) {
     SCOPED_TRACE(pe);
     const ModelConfig cfg = tiny(pe);
     Model model(cfg);
     model.initialize(7);
-    model.reserve_positions(64);
-    const auto plan = text::plan_windows(corpus->validation().size(), 24, 24);
-    const WindowScore got = score_windows(model, *corpus, plan, 24, PositionMode::contiguous, 0, 1);
+    const LengthResult got = evaluate(model, c.task, lengths({24}, 0)).at(0);
+    const auto plan = text::plan_windows(c.corpus->validation().size(), 24, 24);
     Batch batch;
-    text::fill_windows(batch, *corpus, plan, 0, plan.windows, PositionMode::contiguous, 0, 1);
-    const fs::path dir =
-        fs::temp_directory_path() / ("posemb_bpb_torch_" + pe + "_" + std::to_string(::getpid()));
+    text::fill_windows(batch, *c.corpus, plan, 0, plan.windows, PositionMode::contiguous, 0, 1);
+    const fs::path dir = c.dir.path() / ("torch_" + pe);
     fs::create_directories(dir);
     const auto write_i64 = [&](const char* name, const auto& m) {
       std::vector<std::int64_t> v(m.data(), m.data() + m.size());
@@ -183,40 +218,54 @@ TEST(BitsPerByte, EqualsPyTorchOnTheSameWeights) {
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     double mean = 0.0;
     std::ifstream(dir / "loss.txt") >> mean;
-    fs::remove_all(dir);
     // The model in float against float64: the loss to a few float roundings of its size per
-    // operation along the ~40 sums of the forward.
-    EXPECT_NEAR(got.nll / static_cast<double>(plan.scored), mean, 1e-4 * std::fabs(mean));
-    EXPECT_NEAR(got.bits_per_byte(), mean / std::numbers::ln2, 1e-4 * mean);
+    // operation along the forward's sums.
+    EXPECT_EQ(got.counted, plan.scored);
+    EXPECT_NEAR(got.loss, mean, 1e-4 * std::fabs(mean));
+    EXPECT_NEAR(got.loss / std::numbers::ln2, mean / std::numbers::ln2, 1e-4 * mean);
   }
 }
 
 TEST(BitsPerByte, TheSameBitsOnAnyThreadCount) {
-  const auto corpus = Corpus::from_bytes("t", texty(20000, 5));  // 2000 validation bytes
+  const TextCase c(20000, 5, 32);  // 2000 validation bytes
   Model model(tiny("rope"));
   model.initialize(2);
-  model.reserve_positions(128);
-  const auto plan = text::plan_windows(corpus->validation().size(), 128, 128);
+  const EvalConfig e = lengths({32, 64, 128}, 16);
   set_parallel_threads(1);
-  const WindowScore one = score_windows(model, *corpus, plan, 32, PositionMode::contiguous, 0, 1);
+  const auto one = evaluate(model, c.task, e);
   set_parallel_threads(2);
-  const WindowScore two = score_windows(model, *corpus, plan, 32, PositionMode::contiguous, 0, 1);
+  const auto two = evaluate(model, c.task, e);
   set_parallel_threads(0);
-  EXPECT_EQ(one.nll, two.nll);
-  for (std::size_t b = 0; b < one.buckets.size(); ++b) {
-    EXPECT_EQ(one.buckets[b].nll, two.buckets[b].nll);
+  ASSERT_EQ(one.size(), 3u);
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    EXPECT_EQ(one[i].loss, two[i].loss);
+    EXPECT_EQ(one[i].sliding.loss, two[i].sliding.loss);
+    for (std::size_t b = 0; b < one[i].buckets.size(); ++b) {
+      EXPECT_EQ(one[i].buckets[b].nll, two[i].buckets[b].nll);
+    }
   }
 }
 
-TEST(BitsPerByte, PositionsPastALearnedTableAreRefused) {
-  const auto corpus = Corpus::from_bytes("t", texty(3000, 4));
+// A learned table of 16 rows: length 16 is scored, 17 beyond_table; a length the validation
+// text (300 bytes) holds no window of is refused before anything runs.
+TEST(BitsPerByte, PastTheTableIsBeyondTableAndPastTheTextIsRefused) {
+  const TextCase c(3000, 4, 8);
   Model model(tiny("learned", 16));
   model.initialize(1);
-  const auto plan = text::plan_windows(corpus->validation().size(), 17, 17);
-  EXPECT_THROW((void)score_windows(model, *corpus, plan, 16, PositionMode::contiguous, 0, 1),
-               SequenceTooLong);
-  EXPECT_NO_THROW((void)score_windows(model, *corpus, text::plan_windows(300, 16, 16), 16,
-                                      PositionMode::contiguous, 0, 1));
+  const auto got = evaluate(model, c.task, lengths({16, 17}, 0));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_FALSE(got[0].beyond_table);
+  EXPECT_TRUE(got[1].beyond_table);
+  Model sin(tiny("sinusoidal"));
+  sin.initialize(1);
+  try {
+    (void)evaluate(sin, c.task, lengths({64, 300}, 0));
+    FAIL() << "a window longer than the validation text was evaluated";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.fields(), std::vector<std::string>{"eval.max_len"});
+    EXPECT_NE(std::string(e.what()).find("no window of 300 tokens"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("text (300 tokens)"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ TEST(TextTask, EvaluationWindowsPredictEveryValidationByteOnce) {
     for (const std::size_t T : {1, 2, 7, 16, 50, 64, 300}) {
       for (const std::size_t S : {std::size_t{1}, T / 2, T - 1, T}) {
         if (S == 0 || S > T) continue;
-        const text::WindowPlan p = text::plan_windows(V, T, S);
+        const WindowPlan p = text::plan_windows(V, T, S);
         SCOPED_TRACE(std::to_string(total) + " bytes, T " + std::to_string(T) + ", S " +
                      std::to_string(S));
         EXPECT_EQ(p.scored + p.dropped, V - 1);
@@ -178,6 +178,10 @@ TEST(TextTask, TheRunRecordsItsCorpusAndAnotherCorpusIsRefused) {
     EXPECT_NE(what.find("'b.txt'"), std::string::npos) << what;
     EXPECT_NE(what.find("'a.txt'"), std::string::npos) << what;
   }
+  // The same text under another name (a renamed or moved copy) is the run's corpus.
+  TaskConfig renamed = run.task;
+  renamed.corpus = write(dir, "copy of a.txt", random_text(4000, 5));
+  EXPECT_NO_THROW(validate_task(renamed));
   // A run from the checkpoint on another corpus names it anew.
   RunOverrides ov;
   ov.values.task.corpus = b;
