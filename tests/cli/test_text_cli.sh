@@ -97,6 +97,11 @@ expect 2 "another corpus" -- eval --checkpoint "$tmp/sin" --lengths 64 --corpus 
 contains err "'other.txt' (30000 bytes" "names the given corpus"
 contains err "'book.txt' (40000 bytes" "names the recorded corpus"
 one_line "another corpus"
+expect 2 "a length twice" -- eval --checkpoint "$tmp/sin" --lengths 64,128,64
+contains err "names 64 twice" "names the length"
+one_line "a length twice"
+expect 2 "a length list past the limit" -- eval --checkpoint "$tmp/sin" --lengths 64,200000
+contains err "each is at most 100000" "names the limit"
 expect 2 "a window the validation text cannot hold" -- eval --checkpoint "$tmp/sin" --lengths 4096
 contains err "no window of 4096 tokens" "names the length"
 one_line "a window too long"

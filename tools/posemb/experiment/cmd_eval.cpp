@@ -42,6 +42,10 @@ void parse_lengths(const std::string& s, lab::EvalConfig& ec) {
     return;
   }
   std::sort(list.begin(), list.end());
+  if (const auto d = std::adjacent_find(list.begin(), list.end()); d != list.end()) {
+    throw UsageError("--lengths " + quote_untrusted(s, 64) + " names " + std::to_string(*d) +
+                     " twice");
+  }
   ec.lengths.assign(list.begin(), list.end());
 }
 
