@@ -37,6 +37,12 @@ contains out "'book.txt' (40000 bytes, sha256 ${sha:0:16}...)" "the header names
 expect 0 "train a learned table" -- train --task text --corpus "$tmp/book.txt" --train-len 64 \
   --pe learned "${small[@]}" --eval-max 256 --out "$tmp/learned"
 contains out "beyond_table (the table's 64 rows)" "train --eval-max: past the table"
+# A resumed run sees the same windows: stopped at step 10 and resumed, the same checkpoint bytes.
+expect 0 "train, stopped" -- train --task text --corpus "$tmp/book.txt" --train-len 64 \
+  --pe sinusoidal "${small[@]}" --stop-after 10 --out "$tmp/half"
+expect 0 "train, resumed" -- train --resume "$tmp/half" --steps 20 --threads 1
+cmp -s "$tmp/sin/checkpoint.safetensors" "$tmp/half/checkpoint.safetensors" ||
+  fail "a resumed text run differs from the uninterrupted one"
 "$py" - "$tmp/sin/checkpoint.safetensors" "$sha" <<'PY' || fail "the checkpoint records the corpus"
 import json, struct, sys
 raw = open(sys.argv[1], "rb").read()
