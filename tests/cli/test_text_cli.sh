@@ -107,7 +107,7 @@ expect 2 "a length twice" -- eval --checkpoint "$tmp/sin" --lengths 64,128,64
 contains err "names 64 twice" "names the length"
 one_line "a length twice"
 expect 2 "a length list past the limit" -- eval --checkpoint "$tmp/sin" --lengths 64,200000
-contains err "each is at most 100000" "names the limit"
+contains err "200000 is more than 100000, the largest" "names the limit"
 expect 2 "a window the validation text cannot hold" -- eval --checkpoint "$tmp/sin" --lengths 4096
 contains err "no window of 4096 tokens" "names the length"
 one_line "a window too long"

@@ -30,7 +30,8 @@ std::vector<std::uint64_t> parse_number_list(const std::string& text, const std:
     for (const char c : s) {
       const auto d = static_cast<std::uint64_t>(c - '0');
       if (v > (max - d) / 10 || v * 10 + d > max) {
-        throw UsageError(bad + ": each is at most " + std::to_string(max));
+        throw UsageError(flag + " " + quote_untrusted(text, 64) + ": " + s.substr(0, 40) +
+                         " is more than " + std::to_string(max) + ", the largest");
       }
       v = v * 10 + d;
     }
