@@ -79,6 +79,8 @@ void Sha256::update(std::span<const std::byte> bytes) {
                             std::to_string(length_) + " + " + std::to_string(bytes.size()) +
                             ") has no SHA-256 length field");
   }
+  // Nothing to add (an empty span's data may be null, which memcpy must not be given).
+  if (bytes.empty()) return;
   length_ += bytes.size();
   const auto* p = reinterpret_cast<const std::uint8_t*>(bytes.data());
   std::size_t n = bytes.size();
