@@ -63,7 +63,7 @@ namespace {
 // demo's data, checkpoints and charts, sweep's charts.
 bool is_run_file(const std::string& name) {
   static const char* const kNames[] = {
-      kCheckpointFile,  "results.csv",        "results.json",        "summary.md", "extension.csv",
+      kCheckpointFile,  "results.csv",        "results.json",        "summary.md",  "extension.csv",
       "extension.json", "rope_extension.csv", "rope_extension.json", "checkpoints", "buckets.csv"};
   for (const char* n : kNames) {
     if (name == n) return true;
