@@ -130,9 +130,27 @@ void ModelConfig::check_fields() const {
   }
 }
 
+std::string CorpusIdentity::text() const {
+  return quote_untrusted(name, 256) + " (" + std::to_string(bytes) + " bytes, sha256 " +
+         sha256.substr(0, 16) + "...)";
+}
+
 void TaskConfig::check_fields() const {
   check("task", "alphabet", alphabet, limits::alphabet);
   check("task", "train_len", train_len, limits::train_len);
+  if (corpus_identity.empty()) return;
+  const std::string& d = corpus_identity.sha256;
+  const bool hex = d.size() == 64 && std::all_of(d.begin(), d.end(), [](char c) {
+                     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                   });
+  if (corpus_identity.name.empty() || corpus_identity.bytes == 0 || !hex) {
+    throw ConfigError({"task.corpus"}, "task config: the corpus identity " +
+                                           quote_untrusted(corpus_identity.name, 64) + ", " +
+                                           std::to_string(corpus_identity.bytes) +
+                                           " bytes, sha256 " + quote_untrusted(d, 80) +
+                                           " is not a name, a size > 0 and 64 lowercase hex "
+                                           "digits");
+  }
 }
 
 void TrainConfig::validate() const {
@@ -149,6 +167,24 @@ void TrainConfig::validate() const {
 }
 
 void EvalConfig::validate() const {
+  check("eval", "samples", samples, limits::samples);
+  if (!lengths.empty()) {
+    if (lengths.size() > limits::eval_len.max) {
+      throw ConfigError({"eval.lengths"}, "eval config: " + std::to_string(lengths.size()) +
+                                              " lengths, more than the " +
+                                              std::to_string(limits::eval_len.max) +
+                                              " of the longest range");
+    }
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+      check("eval", "lengths", lengths[i], limits::eval_len);
+      if (i > 0 && lengths[i] <= lengths[i - 1]) {
+        throw ConfigError({"eval.lengths"}, "eval config: lengths " +
+                                                std::to_string(lengths[i - 1]) + ", " +
+                                                std::to_string(lengths[i]) + " are not increasing");
+      }
+    }
+    return;
+  }
   check("eval", "min_len", min_len, limits::eval_len);
   check("eval", "max_len", max_len, limits::eval_len);
   if (max_len < min_len) {
@@ -156,7 +192,13 @@ void EvalConfig::validate() const {
                       "eval config: lengths " + std::to_string(min_len) + ".." +
                           std::to_string(max_len) + " are empty (min_len > max_len)");
   }
-  check("eval", "samples", samples, limits::samples);
+}
+
+std::vector<std::size_t> EvalConfig::length_list() const {
+  if (!lengths.empty()) return lengths;
+  std::vector<std::size_t> out;
+  for (std::size_t n = min_len; n <= max_len && n >= min_len; ++n) out.push_back(n);
+  return out;
 }
 
 void RunConfig::check_fields() const {

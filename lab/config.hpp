@@ -148,12 +148,31 @@ struct ModelConfig {
   std::size_t head_dim() const { return d_model / n_heads; }
 };
 
+// What names a text corpus (lab/tasks/corpus.hpp): recorded in a text run's settings (so in its
+// checkpoint), compared with the corpus a run or an evaluation reads.
+struct CorpusIdentity {
+  std::string name;  // the file's name without its folders ("moby-dick.txt")
+  std::size_t bytes = 0;
+  std::string sha256;  // 64 lowercase hex digits, what `sha256sum FILE` prints
+  bool operator==(const CorpusIdentity&) const = default;
+  bool empty() const { return bytes == 0 && name.empty() && sha256.empty(); }
+  // "'moby-dick.txt' (1216415 bytes, sha256 3a19c43c7ade3e2b...)": the digest's first 16 digits.
+  std::string text() const;
+};
+
 struct TaskConfig {
   std::string kind;            // a registered task (lab/tasks/registry.hpp); "": none
   std::size_t alphabet = 8;    // symbols of a symbol task
   std::size_t train_len = 16;  // the task's length of its longest training rows (its n)
-  // alphabet and train_len within their limits; throws ConfigError. The task's own checks:
-  // lab::validate_task (lab/tasks/registry.hpp).
+  // The text task's corpus (lab/tasks/corpus.hpp): the file as given ("": the default corpus),
+  // and what names its content: filled from the file when a run is made (lab::complete_task,
+  // lab/tasks/registry.hpp), then checked against the file whenever it is read again (a
+  // resumed run, an evaluation). Empty for the other tasks.
+  std::string corpus;
+  CorpusIdentity corpus_identity;
+  // alphabet and train_len within their limits, a corpus identity whole (a name, a size and 64
+  // hex digits) or empty; throws ConfigError. The task's own checks: lab::validate_task
+  // (lab/tasks/registry.hpp).
   void check_fields() const;
 };
 
@@ -193,6 +212,14 @@ Scoring parse_scoring(const std::string& name);
 
 struct EvalConfig {
   std::size_t min_len = 1, max_len = 32;  // the task's lengths (n), inclusive
+  // The lengths evaluated when they are not one range (`--lengths 64,128,256,512`): increasing,
+  // each in limits::eval_len; empty: min_len..max_len.
+  std::vector<std::size_t> lengths;
+  // A task scored on the windows of a text (the text task): the stride in tokens of the
+  // sliding-window figure (0: half the window, so every token is predicted with at least half a
+  // window of context; a window shorter than the stride slides by its own length, as the
+  // non-overlapping windows do).
+  std::size_t stride = 0;
   std::size_t samples = 100;
   std::uint64_t seed = 1234;
   // For an encoding trained on randomized positions (learned-randomized): positions at
@@ -202,6 +229,8 @@ struct EvalConfig {
   // How each length is scored; unset: the task's own (TaskSpec::scoring, lab/tasks/task.hpp).
   std::optional<Scoring> scoring;
   void validate() const;
+  // The evaluated lengths, increasing: `lengths`, or min_len..max_len.
+  std::vector<std::size_t> length_list() const;
 };
 
 struct RunConfig {

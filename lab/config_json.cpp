@@ -213,6 +213,30 @@ void read_relative_bias(const Json& model, RelativeBiasConfig& out, std::set<std
   read.insert(field);
 }
 
+// task.corpus, an object {path, name, bytes, sha256}, is written only for a task with a corpus
+// (so the settings of every other run read as before) and read when present.
+constexpr const char* kCorpus = "corpus";
+
+void read_corpus(const Json& task, TaskConfig& out, std::set<std::string>& read) {
+  const auto it = task.find(kCorpus);
+  if (it == task.end()) return;
+  const std::string field = std::string("task.") + kCorpus;
+  if (!it->is_object()) refuse(field, std::string("is ") + type_of(*it) + ", not an object");
+  const Json wrapped = Json::object({{"corpus", *it}});
+  Reader sub{wrapped, {}};
+  sub("corpus", "path", out.corpus, nullptr);
+  sub("corpus", "name", out.corpus_identity.name, nullptr);
+  sub("corpus", "bytes", out.corpus_identity.bytes, nullptr);
+  sub("corpus", "sha256", out.corpus_identity.sha256, nullptr);
+  for (const auto& [key, unused] : it->items()) {
+    if (sub.read.count("corpus." + key) == 0) {
+      refuse(field + "." + quote_untrusted(key, 64), "is not a setting of this version");
+    }
+  }
+  if (out.corpus_identity.empty()) refuse(field, "is written with a corpus's identity only");
+  read.insert(field);
+}
+
 }  // namespace
 
 std::string RunConfig::to_json() const {
@@ -226,6 +250,11 @@ std::string RunConfig::to_json() const {
   const RelativeBiasConfig& b = model.relative_bias;
   if (!b.empty()) {
     j["model"][kRelativeBias] = {{"num_buckets", b.num_buckets}, {"max_distance", b.max_distance}};
+  }
+  if (!task.corpus_identity.empty()) {  // a run made (lab::complete_task) names its corpus
+    const CorpusIdentity& id = task.corpus_identity;
+    j["task"][kCorpus] = {
+        {"path", task.corpus}, {"name", id.name}, {"bytes", id.bytes}, {"sha256", id.sha256}};
   }
   return j.dump();
 }
@@ -264,6 +293,7 @@ RunConfig RunConfig::from_json(const std::string& text) {
   visit_fields(c, reader);
   read_rope_scaling(j.at("model"), c.model.rope_scaling, reader.read);
   read_relative_bias(j.at("model"), c.model.relative_bias, reader.read);
+  read_corpus(j.at("task"), c.task, reader.read);
   // Nothing else: an unknown key is a typo or a setting this version does not have.
   for (const auto& [section, value] : j.items()) {
     bool known = false;

@@ -50,6 +50,7 @@ LAYER_OF = {
     "memory.hpp": "core",
     "alibi.hpp": "core",
     "relative_bias.hpp": "core",
+    "digest.hpp": "core",
     "embedding.hpp": "nn",
     "layer.hpp": "nn",
     "initializers.hpp": "nn",
@@ -66,6 +67,7 @@ LAYER_OF = {
     "table_analysis.hpp": "io",
     "table_provenance.hpp": "io",
     "rope_config.hpp": "io",
+    "read_file.hpp": "io",
 }
 # The lab's rooms, lowest first, each with the rooms it may include (all listed before it). Every
 # room may include the settings (lab/config.hpp) and its own files. docs/architecture.md draws

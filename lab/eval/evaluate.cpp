@@ -35,9 +35,31 @@ Scoring scoring_of(const EvalConfig& cfg, const TaskSpec& task) {
 std::size_t length_bytes(const ModelConfig& mc, const TaskSpec& task, const EvalConfig& cfg,
                          std::size_t n) {
   const std::size_t len = task.tokens(n);
+  if (task.windows != nullptr) return window_bytes(mc, len);
   const std::size_t batch =
       saturating_mul(saturating_mul(cfg.samples, len), sizeof(TokenId) + sizeof(std::int64_t) + 4);
   return saturating_add(batch, scorer_for(scoring_of(cfg, task)).bytes(mc, cfg.samples, len));
+}
+
+// The stride of a windows task's sliding figure at windows of len tokens: the evaluation's, or
+// half the window, at most len.
+std::size_t sliding_stride(const EvalConfig& cfg, std::size_t len) {
+  return std::min(len, cfg.stride != 0 ? cfg.stride : std::max<std::size_t>(1, len / 2));
+}
+
+// A windows task's length: Press et al.'s non-overlapping windows with the loss by position in
+// buckets of the training length, then the sliding windows.
+void evaluate_windows(LengthResult& res, Model& model, const TaskConfig& task,
+                      const EvalConfig& cfg, PositionMode mode, std::size_t len) {
+  const EvalWindows& w = *find_task(task.kind).windows;
+  const std::size_t range = model.config().max_seq_len, bucket = train_tokens(task);
+  score_windows(res, model, task, w, w.plan(task, len, len), bucket, mode, range, cfg.seed);
+  const std::size_t stride = sliding_stride(cfg, len);
+  if (stride == len) {  // the same windows: the same figure
+    res.sliding = {stride, res.loss, res.counted, res.dropped};
+    return;
+  }
+  score_windows(res, model, task, w, w.plan(task, len, stride), bucket, mode, range, cfg.seed);
 }
 
 LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalConfig& cfg,
@@ -57,6 +79,10 @@ LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalCon
             "evaluate", len, 0, rows,
             mode == PositionMode::randomized ? "randomized positions need distinct table rows" : "")
             .what();
+    return res;
+  }
+  if (spec.windows != nullptr) {
+    evaluate_windows(res, model, task, cfg, mode, len);
     return res;
   }
   Batch batch;
@@ -79,8 +105,30 @@ LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalCon
 
 // The longest length of cfg whose rows fit `rows` positions (0: none).
 std::size_t longest_within(const TaskSpec& task, const EvalConfig& cfg, std::size_t rows) {
-  const std::size_t n = std::min(cfg.max_len, longest_length_within(task, rows));
-  return n >= cfg.min_len ? n : 0;
+  std::size_t longest = 0;
+  for (const std::size_t n : cfg.length_list()) {
+    if (task.tokens(n) <= rows) longest = n;
+  }
+  return longest;
+}
+
+// The rows scored at length n: the samples, or a windows task's windows (both figures').
+double rows_scored(const TaskConfig& task, const TaskSpec& spec, const EvalConfig& cfg,
+                   std::size_t n) {
+  if (spec.windows == nullptr) return static_cast<double>(cfg.samples);
+  const std::size_t len = spec.tokens(n), stride = sliding_stride(cfg, len);
+  const double windows = static_cast<double>(spec.windows->plan(task, len, len).windows);
+  return stride == len
+             ? windows
+             : windows + static_cast<double>(spec.windows->plan(task, len, stride).windows);
+}
+
+// "1..32", "64, 128, 256, 512": the lengths of cfg for messages.
+std::string lengths_text(const EvalConfig& cfg) {
+  if (cfg.lengths.empty()) return std::to_string(cfg.min_len) + ".." + std::to_string(cfg.max_len);
+  std::string s;
+  for (const std::size_t n : cfg.lengths) s += (s.empty() ? "" : ", ") + std::to_string(n);
+  return s;
 }
 
 // The positions of a model of m (SIZE_MAX for an encoding computed at any position).
@@ -97,6 +145,28 @@ double length_work(const ModelConfig& m, const TaskSpec& task, std::size_t n) {
   // Each token: the projections and MLP of every layer and the head, and attention over the
   // tokens before it (scores and values).
   return len * (L * (4 * C * C + 2 * C * F) + C * V) + L * C * len * (len + 1);
+}
+
+// A windows task: the evaluation text holds a window of every length the model can be run at.
+void check_windows(const ModelConfig& m, const TaskConfig& task, const EvalConfig& cfg) {
+  const TaskSpec& spec = find_task(task.kind);
+  if (spec.windows != nullptr && cfg.scoring.value_or(spec.scoring) != Scoring::teacher_forced) {
+    throw ConfigError({"eval.scoring"}, "eval config: task " + std::string(spec.name) +
+                                            " is scored teacher-forced on the windows of its "
+                                            "text, not by " +
+                                            scoring_name(*cfg.scoring));
+  }
+  const std::size_t n = longest_within(spec, cfg, model_rows(m));
+  if (spec.windows == nullptr || n == 0) return;
+  const std::size_t len = spec.tokens(n);
+  const WindowPlan plan = spec.windows->plan(task, len, len);
+  if (plan.windows != 0) return;
+  // No whole window: every predictable target of the text is dropped.
+  throw ConfigError({"eval.max_len"},
+                    "eval config: the evaluation text of task " + std::string(spec.name) + " (" +
+                        std::to_string(plan.dropped + 1) + " tokens) holds no window of " +
+                        std::to_string(len) + " tokens and its next target (length " +
+                        std::to_string(n) + "): evaluate shorter lengths");
 }
 
 }  // namespace
@@ -118,9 +188,11 @@ std::vector<double> evaluation_work_by_length(const ModelConfig& m, const TaskCo
                                               const EvalConfig& cfg) {
   cfg.validate();
   const TaskSpec& spec = find_task(task.kind);
+  const auto lengths = cfg.length_list();
   std::vector<double> work;
-  for (std::size_t n = cfg.max_len + 1; n-- > cfg.min_len;) {
-    work.push_back(length_work(m, spec, n) * static_cast<double>(cfg.samples));
+  for (auto n = lengths.rbegin(); n != lengths.rend(); ++n) {
+    const double w = length_work(m, spec, *n);
+    work.push_back(w == 0.0 ? 0.0 : w * rows_scored(task, spec, cfg, *n));
   }
   return work;
 }
@@ -128,12 +200,26 @@ std::vector<double> evaluation_work_by_length(const ModelConfig& m, const TaskCo
 double evaluation_work(const ModelConfig& m, const TaskConfig& task, const EvalConfig& cfg) {
   const TaskSpec& spec = find_task(task.kind);
   double work = 0.0;
-  for (std::size_t n = cfg.min_len; n <= cfg.max_len; ++n) {
+  for (const std::size_t n : cfg.length_list()) {
     const double w = length_work(m, spec, n);
     if (w == 0.0) break;  // this length and every longer one are beyond the table
-    work += w;
+    work += w * rows_scored(task, spec, cfg, n);
   }
-  return work * static_cast<double>(cfg.samples);
+  return work;
+}
+
+EvalConfig lengths_up_to(const TaskConfig& task, std::size_t top) {
+  const std::size_t L = task.train_len;
+  EvalConfig e;
+  if (find_task(task.kind).windows == nullptr) {
+    e.min_len = 1;
+    e.max_len = top != 0 ? top : 3 * L;
+    return e;
+  }
+  if (top == 0) top = 4 * L;
+  for (std::size_t n = L; n <= top && n <= limits::eval_len.max; n *= 2) e.lengths.push_back(n);
+  if (e.lengths.empty()) e.lengths.push_back(top);
+  return e;
 }
 
 void check_evaluation(const ModelConfig& model, const TaskConfig& task, const EvalConfig& cfg) {
@@ -144,16 +230,21 @@ void check_evaluation(const ModelConfig& model, const TaskConfig& task, const Ev
     std::snprintf(buf, sizeof buf, "%.3g multiply-adds, more than the %.3g an evaluation may take",
                   work, limits::eval_work.max);
     throw ConfigError({"eval.max_len", "eval.samples"},
-                      "eval config: lengths " + std::to_string(cfg.min_len) + ".." +
-                          std::to_string(cfg.max_len) + " with " + std::to_string(cfg.samples) +
-                          " samples each on this model (" + std::to_string(model.n_layers) +
-                          " layers, d_model " + std::to_string(model.d_model) + ") need about " +
-                          buf + " (hours of computing): evaluate fewer or shorter lengths");
+                      "eval config: lengths " + lengths_text(cfg) + " with " +
+                          std::to_string(cfg.samples) + " samples each on this model (" +
+                          std::to_string(model.n_layers) + " layers, d_model " +
+                          std::to_string(model.d_model) + ") need about " + buf +
+                          " (hours of computing): evaluate fewer or shorter lengths");
   }
+  check_windows(model, task, cfg);
   const std::size_t bytes = evaluation_bytes(model, task, cfg, 1);
   if (bytes != 0) {
-    check_allocation("evaluate (lengths up to " + std::to_string(cfg.max_len) + " with " +
-                         std::to_string(cfg.samples) + " samples each)",
+    const std::string longest = std::to_string(cfg.length_list().back());
+    check_allocation(find_task(task.kind).windows != nullptr
+                         ? "evaluate (windows of up to " + longest + " tokens, " +
+                               std::to_string(kEvalChunkRows) + " at a time)"
+                         : "evaluate (lengths up to " + longest + " with " +
+                               std::to_string(cfg.samples) + " samples each)",
                      bytes);
   }
 }
@@ -166,7 +257,8 @@ std::vector<LengthResult> evaluate(Model& model, const TaskConfig& task, const E
   const PositionMode mode = model.encoding_spec().train_positions == PositionMode::randomized
                                 ? cfg.randomized_eval
                                 : PositionMode::contiguous;
-  const std::size_t total = cfg.max_len - cfg.min_len + 1;
+  const std::vector<std::size_t> lengths = cfg.length_list();
+  const std::size_t total = lengths.size();
   // Memory, before anything is built: the lengths the table holds, one at a time at least;
   // as many at a time as threads when the budget allows (the results do not depend on it).
   const std::size_t longest = longest_within(spec, cfg, table_rows(model));
@@ -190,7 +282,7 @@ std::vector<LengthResult> evaluate(Model& model, const TaskConfig& task, const E
   parallel_tasks(total, concurrent, [&](std::size_t k) {
     const std::size_t i = total - 1 - k;
     try {
-      out[i] = evaluate_length(model, task, cfg, mode, cfg.min_len + i);
+      out[i] = evaluate_length(model, task, cfg, mode, lengths[i]);
       if (progress) {
         const std::lock_guard<std::mutex> lock(progress_mutex);
         progress(++done, total);

@@ -48,6 +48,12 @@ double evaluation_work(const ModelConfig& model, const TaskConfig& task, const E
 std::vector<double> evaluation_work_by_length(const ModelConfig& model, const TaskConfig& task,
                                               const EvalConfig& cfg);
 
+// The lengths a run is evaluated at when only the longest is given (`posemb train --eval-max`,
+// the sweep): 1..top (0: 3 train_len), or for a task scored on the windows of a text train_len,
+// 2 train_len, 4 train_len, ... up to top (0: 4 train_len; below train_len: top alone). Samples
+// and seed at their defaults.
+EvalConfig lengths_up_to(const TaskConfig& task, std::size_t top);
+
 // What evaluate() checks before it builds anything: the work within limits::eval_work
 // (ConfigError naming eval.max_len and eval.samples) and the memory of one length at a time
 // within the memory budget (MemoryLimitExceeded). For a front end to call before training.

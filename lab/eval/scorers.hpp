@@ -36,4 +36,17 @@ void score_greedy(LengthResult& out, Model& model, const Batch& batch, PositionM
 std::size_t teacher_forced_bytes(const ModelConfig& cfg, std::size_t rows, std::size_t tokens);
 void score_teacher_forced(LengthResult& out, Model& model, const Batch& batch, PositionMode mode);
 
+// Rows (a text's windows) per forward pass of the teacher-forced scorer.
+inline constexpr std::size_t kEvalChunkRows = 8;
+
+// A task evaluated on the windows of a text (TaskSpec::windows): the teacher-forced scorer over
+// every window of plan, made kEvalChunkRows at a time. With plan.stride == plan.tokens (Press et
+// al.'s non-overlapping windows) into out's loss, counted, dropped and buckets (of bucket_len
+// positions); with a shorter stride into out.sliding. Reads the model only; its positions must be
+// reserved. Throws std::runtime_error naming the windows when a loss is infinite or NaN.
+std::size_t window_bytes(const ModelConfig& cfg, std::size_t tokens);
+void score_windows(LengthResult& out, Model& model, const TaskConfig& task,
+                   const EvalWindows& windows, const WindowPlan& plan, std::size_t bucket_len,
+                   PositionMode mode, std::size_t range, std::uint64_t seed);
+
 }  // namespace posemb::lab

@@ -31,9 +31,11 @@ std::vector<std::pair<std::string, std::string>> demo_data_files(const DemoOutco
   const auto& rep = out.report;
   // In demo_file_names(plan)'s order (the rope files when a rotary encoding ran).
   const auto names = demo_file_names(plan);
-  std::vector<std::string> data = {
-      results_csv(rep.runs), results_json(plan.options.task, L, rep.runs),
-      extension_csv(rep.extension), extension_json(L, L2, task.tokens(L2), rep.extension)};
+  TaskConfig run_task = plan.run(plan.encodings.front(), plan.options.seed).task;
+  complete_task(run_task);  // a corpus named, for results.json
+  std::vector<std::string> data = {results_csv(rep.runs), results_json(run_task, rep.runs),
+                                   extension_csv(rep.extension),
+                                   extension_json(L, L2, task.tokens(L2), rep.extension)};
   if (!plan.rotary.empty()) {
     data.push_back(extension_csv(rep.rope_extension));
     data.push_back(

@@ -80,6 +80,7 @@ RunConfig DemoPlan::run(const std::string& pe, std::uint64_t seed) const {
   r.task.kind = options.task;
   r.task.alphabet = 8;
   r.task.train_len = train_len;
+  r.task.corpus = options.corpus;
   r.model.pe = pe;
   r.model.vocab_size = task.vocab_size(r.task);
   r.model.d_model = 32;

@@ -40,6 +40,7 @@ struct DemoOptions {
   std::size_t rope_extension_steps = 0;  // fine-tuning a rotary run with a RoPE scaling
   std::size_t eval_max = 0;              // longest evaluated n
   std::size_t samples = 0;               // instances per evaluated length
+  std::string corpus;                    // a task with a corpus: its file ("": the default)
 };
 
 // Every setting of the demo, resolved from DemoOptions and the preset of its task.

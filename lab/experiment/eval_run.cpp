@@ -1,6 +1,7 @@
 // A checkpoint evaluated by length (lab/experiment/eval_run.hpp).
 #include "lab/experiment/eval_run.hpp"
 
+#include "lab/tasks/registry.hpp"
 #include "lab/train/checkpoint.hpp"
 
 namespace posemb::lab {
@@ -9,6 +10,10 @@ EvalSession open_eval(const EvalRequest& request) {
   request.eval.validate();
   RunConfig run;
   Model model = load_model(request.checkpoint, &run, request.table, request.rope_scaling);
+  if (!request.corpus.empty()) {
+    run.task.corpus = request.corpus;
+    validate_task(run.task);  // a corpus for this task, and the one it was trained on
+  }
   check_evaluation(model.config(), run.task, request.eval);
   return EvalSession{request, run, std::move(model), {}};
 }
@@ -23,7 +28,7 @@ std::vector<LengthResult> run_eval(EvalSession& s,
 }
 
 std::vector<std::string> eval_file_names() {
-  return {"results.csv", "results.json"};
+  return {"results.csv", "results.json", "buckets.csv"};
 }
 
 std::vector<std::pair<std::string, std::string>> eval_data_files(const EvalSession& s) {
@@ -32,8 +37,10 @@ std::vector<std::pair<std::string, std::string>> eval_data_files(const EvalSessi
   if (s.model.encoding_spec().has_table) rr.max_seq_len = s.model.config().max_seq_len;
   rr.results = s.rows;
   const auto names = eval_file_names();
-  return {{names[0], results_csv({rr})},
-          {names[1], results_json(s.run.task.kind, s.run.task.train_len, {rr})}};
+  std::vector<std::pair<std::string, std::string>> files = {
+      {names[0], results_csv({rr})}, {names[1], results_json(s.run.task, {rr})}};
+  if (columns_of({rr}).windows) files.emplace_back(names[2], buckets_csv({rr}));
+  return files;
 }
 
 }  // namespace posemb::lab

@@ -32,6 +32,9 @@ struct EvalRequest {
   // checkpoint's own; unset: its own.
   std::optional<RopeScalingConfig> rope_scaling;
   EvalConfig eval;  // the lengths, samples, seed, positions and scoring
+  // A text checkpoint's corpus file when it is not where the checkpoint read it ("": the path it
+  // records); its identity must be the recorded one (a ConfigError naming both otherwise).
+  std::string corpus;
 };
 
 // An evaluation ready to run.
@@ -57,8 +60,10 @@ std::vector<double> eval_work_by_length(const EvalSession& s);
 std::vector<LengthResult> run_eval(EvalSession& s,
                                    const std::function<void(std::size_t, std::size_t)>& progress);
 
-// The files of an evaluation, in order: results.csv and results.json (lab::results_csv,
-// results_json: the demo's and the sweep's writer).
+// The files an evaluation may write, in order: results.csv and results.json (lab::results_csv,
+// results_json: the demo's and the sweep's writer), and for a task scored on the windows of a
+// text buckets.csv (lab::buckets_csv: the loss by position inside the windows); eval_data_files
+// returns those it writes.
 std::vector<std::string> eval_file_names();
 std::vector<std::pair<std::string, std::string>> eval_data_files(const EvalSession& s);
 

@@ -58,6 +58,12 @@ void validate(std::span<const GridRun> runs) {
   }
 }
 
+json buckets_json(const std::vector<LossBucket>& buckets) {
+  json a = json::array();
+  for (const auto& b : buckets) a.push_back({b.begin, b.end, b.nll, b.count});
+  return a;
+}
+
 // A length as it travels between ranks (CBOR: doubles exactly), every field.
 json length_json(const LengthResult& l) {
   return {{"length", l.length},
@@ -68,7 +74,10 @@ json length_json(const LengthResult& l) {
           {"loss", l.loss},
           {"counted", l.counted},
           {"samples", l.samples},
-          {"detail", l.detail}};
+          {"detail", l.detail},
+          {"dropped", l.dropped},
+          {"buckets", buckets_json(l.buckets)},
+          {"sliding", {l.sliding.stride, l.sliding.loss, l.sliding.counted, l.sliding.dropped}}};
 }
 
 LengthResult length_from(const json& j) {
@@ -82,6 +91,10 @@ LengthResult length_from(const json& j) {
   l.counted = j.at("counted");
   l.samples = j.at("samples");
   l.detail = j.at("detail");
+  l.dropped = j.at("dropped");
+  for (const auto& b : j.at("buckets")) l.buckets.push_back({b[0], b[1], b[2], b[3]});
+  const json& sl = j.at("sliding");
+  l.sliding = {sl.at(0), sl.at(1), sl.at(2), sl.at(3)};
   return l;
 }
 

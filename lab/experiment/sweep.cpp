@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -19,7 +20,7 @@ namespace {
 
 // One point of the grid: the values at index i of each axis (the odometer of make_grid).
 struct Point {
-  std::string task, pe;
+  std::string task, corpus, pe;
   std::size_t alphabet, train_len, d_model, layers, heads, batch, steps;
   float lr;
   std::uint64_t seed;
@@ -55,11 +56,18 @@ std::vector<RopeScalingConfig> eval_scalings(const SweepAxes& a) {
   return out;
 }
 
+// A corpus as the runs' names show it: its file name, "default" for the default corpus.
+std::string corpus_label(const std::string& corpus) {
+  return corpus.empty() ? std::string("default")
+                        : std::filesystem::path(corpus).filename().string();
+}
+
 // `scalings`: eval_scalings(a), given to every run of an encoding that rotates q and k.
 SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v,
                       const std::vector<RopeScalingConfig>& scalings) {
   RunChoices c = base;
   c.task = v.task;
+  c.run.task.corpus = v.corpus;
   c.pe = v.pe;
   c.run.task.alphabet = v.alphabet;
   c.run.task.train_len = v.train_len;
@@ -76,8 +84,7 @@ SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v
   p.task = v.task;
   p.seed = v.seed;
   p.run.run = complete_run(c);
-  p.run.eval.min_len = 1;
-  p.run.eval.max_len = a.eval_max != 0 ? a.eval_max : 3 * v.train_len;
+  p.run.eval = lengths_up_to(p.run.run.task, a.eval_max);
   p.run.eval.samples = a.samples;
   p.run.eval.seed = a.eval_seed;
   if (find_encoding(v.pe).site == EncodingSite::attention) {
@@ -91,6 +98,7 @@ SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v
     group += fmt::format("{}={}", name, value);
   };
   axis("task", a.task.size(), v.task);
+  axis("corpus", a.corpus.size(), corpus_label(v.corpus));
   axis("alphabet", a.alphabet.size(), v.alphabet);
   axis("train_len", a.train_len.size(), v.train_len);
   axis("d_model", a.d_model.size(), v.d_model);
@@ -108,6 +116,7 @@ SweepPoint make_point(const RunChoices& base, const SweepAxes& a, const Point& v
 // The number of runs of the grid: every axis has a value, and there are at most kMaxSweepRuns.
 std::size_t grid_size(const SweepAxes& a, const std::vector<std::uint64_t>& seeds) {
   const std::pair<const char*, std::size_t> sizes[] = {{"task", a.task.size()},
+                                                       {"corpus", a.corpus.size()},
                                                        {"alphabet", a.alphabet.size()},
                                                        {"train_len", a.train_len.size()},
                                                        {"d_model", a.d_model.size()},
@@ -157,6 +166,7 @@ void check_each_once(const SweepAxes& a, const std::vector<std::uint64_t>& seeds
     }
   };
   once("task.kind", "task", a.task);
+  once("task.corpus", "corpus", a.corpus);
   once("task.alphabet", "alphabet", a.alphabet);
   once("task.train_len", "train_len", a.train_len);
   once("model.d_model", "d_model", a.d_model);
@@ -169,6 +179,23 @@ void check_each_once(const SweepAxes& a, const std::vector<std::uint64_t>& seeds
   once("train.seed", "seed", seeds);
   once("model.rope_scaling", "rope_scaling", a.rope_scaling);
   once("model.rope_factor", "rope_factor", a.rope_factor);
+}
+
+// The corpora of task's runs: the grid's for a task that reads one, none ("") otherwise.
+std::vector<std::string> task_corpora(const SweepAxes& a, const std::string& task) {
+  if (find_task(task).complete != nullptr) return a.corpus;
+  return {""};
+}
+
+// Corpora named for a grid none of whose tasks reads one: refused rather than ignored.
+void check_corpora(const SweepAxes& a) {
+  if (a.corpus == std::vector<std::string>{""}) return;
+  for (const auto& t : a.task) {
+    if (find_task(t).complete != nullptr) return;
+  }
+  throw ConfigError({"task.corpus", "task.kind"},
+                    "sweep: corpora are for a task that reads one, and none of the grid's tasks "
+                    "does");
 }
 
 }  // namespace
@@ -185,24 +212,26 @@ std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& a,
                       "sweep: rope scalings stretch the rotation of q and k, and none of the "
                       "grid's encodings rotates them");
   }
+  check_corpora(a);
   std::vector<SweepPoint> grid;
   grid.reserve(total);
   Point v{};
   for (const auto& task : a.task)
-    for (const auto alphabet : a.alphabet)
-      for (const auto train_len : a.train_len)
-        for (const auto d_model : a.d_model)
-          for (const auto layers : a.layers)
-            for (const auto heads : a.heads)
-              for (const auto batch : a.batch)
-                for (const auto steps : a.steps)
-                  for (const auto lr : a.lr)
-                    for (const auto& pe : a.pe)
-                      for (const auto seed : seeds) {
-                        v = {task,  pe,    alphabet, train_len, d_model, layers,
-                             heads, batch, steps,    lr,        seed};
-                        grid.push_back(make_point(base, a, v, scalings));
-                      }
+    for (const auto& corpus : task_corpora(a, task))
+      for (const auto alphabet : a.alphabet)
+        for (const auto train_len : a.train_len)
+          for (const auto d_model : a.d_model)
+            for (const auto layers : a.layers)
+              for (const auto heads : a.heads)
+                for (const auto batch : a.batch)
+                  for (const auto steps : a.steps)
+                    for (const auto lr : a.lr)
+                      for (const auto& pe : a.pe)
+                        for (const auto seed : seeds) {
+                          v = {task,   corpus, pe,    alphabet, train_len, d_model,
+                               layers, heads,  batch, steps,    lr,        seed};
+                          grid.push_back(make_point(base, a, v, scalings));
+                        }
   return grid;
 }
 

@@ -27,7 +27,12 @@ struct SweepAxes {
   std::vector<std::size_t> alphabet{8}, train_len{16}, d_model{64}, layers{2}, heads{4}, batch{32},
       steps{1000};
   std::vector<float> lr{1e-3f};
-  std::size_t eval_max = 0;  // 0: 3 * train_len of each run
+  // Corpora of the tasks that read one (the text task; "": the default corpus). The other tasks'
+  // runs take none, whatever this lists.
+  std::vector<std::string> corpus{""};
+  // 0: 3 * train_len of each run; a task scored on the windows of a text is evaluated at
+  // train_len, 2 train_len, 4 train_len, ... up to eval_max (default 4 train_len)
+  std::size_t eval_max = 0;
   std::size_t samples = 100;
   std::uint64_t eval_seed = 1234;
   // RoPE scalings each run of an encoding that rotates q and k (rope) is also evaluated with,
@@ -58,16 +63,16 @@ std::pair<std::vector<SweepPoint>, std::vector<GridOutcome>> expand_rope_scaling
 // The most runs one grid may have.
 inline constexpr std::size_t kMaxSweepRuns = 100000;
 
-// The grid, in a fixed order: task, alphabet, train_len, d_model, layers, heads, batch, steps,
-// lr, pe, then seed innermost. Each run is complete_run(base with the point's values); an
-// encoding without a table ignores base.max_seq_len, one without relative-position buckets
-// base.relative_bias. A run's group names the axes (other than pe
-// and seed) with more than one value, its name adds pe and seed. Throws ConfigError naming the
-// fields of the first run that is not valid, the field of an axis that lists a value twice (the
-// same runs twice), or (field "sweep.runs") when there would be more than kMaxSweepRuns runs or
-// an axis is empty; fields model.rope_scaling / model.rope_factor for scalings that do not go
-// together (a method but no factor, a factor but no method, none of the encodings rotating, a
-// factor out of range).
+// The grid, in a fixed order: task, corpus, alphabet, train_len, d_model, layers, heads, batch,
+// steps, lr, pe, then seed innermost (a task without a corpus once, whatever the corpora). Each run
+// is complete_run(base with the point's values); an encoding without a table ignores
+// base.max_seq_len, one without relative-position buckets base.relative_bias. A run's group names
+// the axes (other than pe and seed) with more than one value, its name adds pe and seed. Throws
+// ConfigError naming the fields of the first run that is not valid, the field of an axis that lists
+// a value twice (the same runs twice), or (field "sweep.runs") when there would be more than
+// kMaxSweepRuns runs or an axis is empty; fields model.rope_scaling / model.rope_factor for
+// scalings that do not go together (a method but no factor, a factor but no method, none of the
+// encodings rotating, a factor out of range).
 std::vector<SweepPoint> make_grid(const RunChoices& base, const SweepAxes& axes,
                                   const std::vector<std::uint64_t>& seeds);
 

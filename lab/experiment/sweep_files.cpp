@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <numbers>
 #include <sstream>
 
 #include "lab/report/results.hpp"
@@ -24,6 +25,7 @@ std::vector<std::pair<std::string, std::string>> settings(const SweepPoint& p,
   const auto& r = p.run.run;
   return {{"run", p.run.name},
           {"task", p.task},
+          {"corpus", r.task.corpus_identity.name},
           {"alphabet", std::to_string(r.task.alphabet)},
           {"train_len", std::to_string(r.task.train_len)},
           {"pe", r.model.pe},
@@ -45,8 +47,8 @@ std::vector<std::pair<std::string, std::string>> settings(const SweepPoint& p,
 
 std::string sweep_csv(const std::vector<SweepPoint>& points,
                       const std::vector<GridOutcome>& outcomes) {
-  Scorings sc;
-  for (const auto& out : outcomes) add_scorings(sc, out.results.results);
+  ResultColumns sc;
+  for (const auto& out : outcomes) add_columns(sc, out.results.results);
   const std::string header = length_csv_header(sc);
   // A failed run's row: no length, status failed, every score column empty.
   const std::string failed =
@@ -85,6 +87,11 @@ std::string sweep_json(const std::vector<SweepPoint>& points,
     nlohmann::ordered_json run;
     run["name"] = p.run.name;
     run["task"] = p.task;
+    if (const CorpusIdentity& c = r.task.corpus_identity; !c.empty()) {
+      run["corpus"] = {{"name", c.name}, {"bytes", c.bytes}, {"sha256", c.sha256}};
+    } else {
+      run["corpus"] = nullptr;
+    }
     run["alphabet"] = r.task.alphabet;
     run["train_len"] = r.task.train_len;
     run["pe"] = r.model.pe;
@@ -126,14 +133,46 @@ double mean_exact_within(const GridOutcome& o, std::size_t lo, std::size_t hi) {
   return k ? s / static_cast<double>(k) : NAN;
 }
 
+std::string sweep_buckets_csv(const std::vector<SweepPoint>& points,
+                              const std::vector<GridOutcome>& outcomes) {
+  std::ostringstream o;
+  o << "run,length," << kBucketCsvHeader << '\n';
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    for (const auto& l : outcomes[i].results.results) {
+      for (const auto& row : bucket_csv_rows(l)) {
+        o << points[i].run.name << ',' << l.length << ',' << row << '\n';
+      }
+    }
+  }
+  return o.str();
+}
+
+double mean_bits_within(const GridOutcome& o, std::size_t lo, std::size_t hi) {
+  double s = 0;
+  std::size_t k = 0;
+  for (const auto& l : o.results.results) {
+    if (l.length >= lo && l.length <= hi && !l.beyond_table &&
+        l.scoring == Scoring::teacher_forced) {
+      s += l.loss / std::numbers::ln2;
+      ++k;
+    }
+  }
+  return k ? s / static_cast<double>(k) : NAN;
+}
+
 std::vector<std::string> sweep_file_names() {
-  return {"results.csv", "results.json"};
+  return {"results.csv", "results.json", "buckets.csv"};
 }
 
 std::vector<std::pair<std::string, std::string>> sweep_data_files(
     const std::vector<SweepPoint>& points, const std::vector<GridOutcome>& outcomes) {
   const auto names = sweep_file_names();
-  return {{names[0], sweep_csv(points, outcomes)}, {names[1], sweep_json(points, outcomes)}};
+  std::vector<std::pair<std::string, std::string>> files = {
+      {names[0], sweep_csv(points, outcomes)}, {names[1], sweep_json(points, outcomes)}};
+  ResultColumns c;
+  for (const auto& o : outcomes) add_columns(c, o.results.results);
+  if (c.windows) files.emplace_back(names[2], sweep_buckets_csv(points, outcomes));
+  return files;
 }
 
 std::string sweep_failures(const std::vector<SweepPoint>& points,

@@ -18,7 +18,8 @@
 namespace posemb::lab {
 
 // results.csv: one row per run and evaluated length (a failed run: one row, status "failed").
-// Columns: run,task,alphabet,train_len,pe,seed,d_model,layers,heads,d_ff,batch,micro_batch,
+// Columns: run,task,corpus (its file name, for a task with
+// one),alphabet,train_len,pe,seed,d_model,layers,heads,d_ff,batch,micro_batch,
 // steps,lr,max_seq_len,final_loss,rope_scaling,length, then the scorers' columns
 // (lab::length_csv_header: status,exact_match,token_accuracy for greedy decoding). No
 // timings: the same grid gives the same file however it is spread over ranks.
@@ -29,7 +30,14 @@ std::string sweep_csv(const std::vector<SweepPoint>& points,
 std::string sweep_json(const std::vector<SweepPoint>& points,
                        const std::vector<GridOutcome>& outcomes);
 
-// The files of a sweep, in order: results.csv (sweep_csv) and results.json (sweep_json).
+// buckets.csv of a sweep: "run,length,begin,end,count,bits_per_token", the loss by position of
+// every length scored on the windows of a text (lab::bucket_csv_rows).
+std::string sweep_buckets_csv(const std::vector<SweepPoint>& points,
+                              const std::vector<GridOutcome>& outcomes);
+
+// The files a sweep may write, in order: results.csv (sweep_csv), results.json (sweep_json) and,
+// when a run was scored on the windows of a text, buckets.csv (sweep_buckets_csv);
+// sweep_data_files returns those it writes.
 std::vector<std::string> sweep_file_names();
 std::vector<std::pair<std::string, std::string>> sweep_data_files(
     const std::vector<SweepPoint>& points, const std::vector<GridOutcome>& outcomes);
@@ -42,5 +50,7 @@ std::string sweep_failures(const std::vector<SweepPoint>& points,
 // The mean exact match of a run over its evaluated lengths in [lo, hi] within the table; NaN
 // when there are none.
 double mean_exact_within(const GridOutcome& outcome, std::size_t lo, std::size_t hi);
+// The same for the bits per token of teacher-forced lengths (a text's bits per byte).
+double mean_bits_within(const GridOutcome& outcome, std::size_t lo, std::size_t hi);
 
 }  // namespace posemb::lab

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <numbers>
 #include <sstream>
 #include <stdexcept>
 
@@ -19,33 +20,58 @@ std::string fixed6(double v) {
 
 }  // namespace
 
-void add_scorings(Scorings& into, const std::vector<LengthResult>& lengths) {
+void add_columns(ResultColumns& into, const std::vector<LengthResult>& lengths) {
+  auto& sc = into.scorings;
   for (const auto& l : lengths) {
-    if (std::find(into.begin(), into.end(), l.scoring) == into.end()) into.push_back(l.scoring);
+    if (std::find(sc.begin(), sc.end(), l.scoring) == sc.end()) sc.push_back(l.scoring);
+    into.windows = into.windows || scored_on_windows(l);
   }
-  std::sort(into.begin(), into.end());
+  std::sort(sc.begin(), sc.end());
 }
 
-Scorings scorings_of(const std::vector<RunResults>& runs) {
-  Scorings s;
-  for (const auto& r : runs) add_scorings(s, r.results);
-  return s;
+ResultColumns columns_of(const std::vector<RunResults>& runs) {
+  ResultColumns c;
+  for (const auto& r : runs) add_columns(c, r.results);
+  return c;
 }
 
-std::string length_csv_header(const Scorings& scorings) {
+namespace {
+
+// The scorings of a file's columns (greedy alone when there are none).
+std::vector<Scoring> file_scorings(const ResultColumns& c) {
+  return c.scorings.empty() ? std::vector<Scoring>{Scoring::greedy} : c.scorings;
+}
+
+std::string column_value(const ScoreColumn& c, const LengthResult& l) {
+  const double v = c.value(l);
+  return c.whole ? std::to_string(static_cast<std::size_t>(v)) : fixed6(v);
+}
+
+}  // namespace
+
+std::string length_csv_header(const ResultColumns& columns) {
   std::string h = "status";
-  for (const Scoring sc : scorings.empty() ? Scorings{Scoring::greedy} : scorings) {
+  for (const Scoring sc : file_scorings(columns)) {
     for (const auto& c : score_columns(sc)) h += "," + std::string(c.name);
+  }
+  if (columns.windows) {
+    for (const auto& c : window_columns()) h += "," + std::string(c.name);
   }
   return h;
 }
 
-std::string length_csv_fields(const LengthResult& l, const Scorings& scorings) {
+std::string length_csv_fields(const LengthResult& l, const ResultColumns& columns) {
   std::string f = l.beyond_table ? "beyond_table" : "ok";
-  for (const Scoring sc : scorings.empty() ? Scorings{Scoring::greedy} : scorings) {
+  for (const Scoring sc : file_scorings(columns)) {
     for (const auto& c : score_columns(sc)) {
       f += ",";
       if (!l.beyond_table && sc == l.scoring) f += fixed6(c.value(l));
+    }
+  }
+  if (columns.windows) {
+    for (const auto& c : window_columns()) {
+      f += ",";
+      if (!l.beyond_table && scored_on_windows(l)) f += column_value(c, l);
     }
   }
   return f;
@@ -59,11 +85,47 @@ nlohmann::ordered_json length_json(const LengthResult& l) {
     x[std::string(c.name)] =
         l.beyond_table ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.value(l));
   }
+  if (!scored_on_windows(l) || l.beyond_table) return x;
+  for (const auto& c : window_columns()) {
+    x[std::string(c.name)] = c.whole ? nlohmann::ordered_json(static_cast<std::size_t>(c.value(l)))
+                                     : nlohmann::ordered_json(c.value(l));
+  }
+  x["buckets"] = nlohmann::ordered_json::array();
+  for (const auto& b : l.buckets) {
+    x["buckets"].push_back({{"begin", b.begin},
+                            {"end", b.end},
+                            {"count", b.count},
+                            {"bits_per_token", b.bits_per_token()}});
+  }
   return x;
 }
 
+std::vector<std::string> bucket_csv_rows(const LengthResult& l) {
+  std::vector<std::string> rows;
+  if (l.beyond_table) return rows;
+  for (const auto& b : l.buckets) {
+    rows.push_back(std::to_string(b.begin) + ',' + std::to_string(b.end) + ',' +
+                   std::to_string(b.count) + ',' + fixed6(b.bits_per_token()));
+  }
+  return rows;
+}
+
+std::string buckets_csv(const std::vector<RunResults>& runs) {
+  std::ostringstream o;
+  o << "pe,seed,length," << kBucketCsvHeader << '\n';
+  for (const auto& r : runs) {
+    for (const auto& l : r.results) {
+      for (const auto& row : bucket_csv_rows(l)) {
+        o << r.pe << ',' << (r.seed ? std::to_string(*r.seed) : "") << ',' << l.length << ',' << row
+          << '\n';
+      }
+    }
+  }
+  return o.str();
+}
+
 std::string results_csv(const std::vector<RunResults>& runs) {
-  const Scorings sc = scorings_of(runs);
+  const ResultColumns sc = columns_of(runs);
   std::ostringstream o;
   o << "pe,max_seq_len,length," << length_csv_header(sc) << ",seed\n";
   for (const auto& r : runs) {
@@ -76,11 +138,13 @@ std::string results_csv(const std::vector<RunResults>& runs) {
   return o.str();
 }
 
-std::string results_json(const std::string& task, std::size_t train_len,
-                         const std::vector<RunResults>& runs) {
+std::string results_json(const TaskConfig& task, const std::vector<RunResults>& runs) {
   nlohmann::ordered_json j;
-  j["task"] = task;
-  j["train_len"] = train_len;
+  j["task"] = task.kind;
+  j["train_len"] = task.train_len;
+  if (const CorpusIdentity& c = task.corpus_identity; !c.empty()) {
+    j["corpus"] = {{"name", c.name}, {"bytes", c.bytes}, {"sha256", c.sha256}};
+  }
   j["runs"] = nlohmann::ordered_json::array();
   for (const auto& r : runs) {
     nlohmann::ordered_json run;
@@ -126,7 +190,7 @@ std::vector<LengthSpread> spread_by_length(const std::vector<const RunResults*>&
   for (std::size_t i = 0; i < first.size(); ++i) {
     LengthSpread ls;
     ls.length = first[i].length;
-    std::vector<double> exact, token;
+    std::vector<double> exact, token, bits;
     for (const RunResults* r : runs) {
       if (r->results.size() != first.size() || r->results[i].length != ls.length) {
         throw std::invalid_argument("spread_by_length: runs of " + r->pe +
@@ -136,10 +200,12 @@ std::vector<LengthSpread> spread_by_length(const std::vector<const RunResults*>&
       ls.beyond_table = ls.beyond_table || l.beyond_table;
       exact.push_back(l.exact_match);
       token.push_back(l.token_accuracy);
+      bits.push_back(l.loss / std::numbers::ln2);
     }
     if (!ls.beyond_table) {
       ls.exact = spread_of(exact);
       ls.token = spread_of(token);
+      ls.bits = spread_of(bits);
     }
     out.push_back(ls);
   }
@@ -158,9 +224,9 @@ std::vector<double> curve_mean_exact(const ExtensionRun& run, std::size_t lo, st
 }
 
 std::string extension_csv(const std::vector<ExtensionRun>& runs) {
-  Scorings sc;
+  ResultColumns sc;
   for (const auto& r : runs) {
-    for (const auto& [step, results] : r.curve) add_scorings(sc, results);
+    for (const auto& [step, results] : r.curve) add_columns(sc, results);
   }
   std::ostringstream o;
   o << "method,seed,step,length," << length_csv_header(sc) << '\n';

@@ -33,25 +33,39 @@ struct RunResults {
   std::vector<LengthResult> results;
 };
 
-// The scorings whose columns a results file writes: each that its lengths were scored by, once,
-// in Scoring's order (greedy alone when there are none).
-using Scorings = std::vector<Scoring>;
-void add_scorings(Scorings& into, const std::vector<LengthResult>& lengths);
-Scorings scorings_of(const std::vector<RunResults>& runs);
+// The columns a results file writes: each scoring its lengths were scored by, once, in Scoring's
+// order (greedy alone when there are none), and the windows' columns (lab::window_columns) when
+// a length was scored on the windows of a text.
+struct ResultColumns {
+  std::vector<Scoring> scorings;
+  bool windows = false;
+};
+void add_columns(ResultColumns& into, const std::vector<LengthResult>& lengths);
+ResultColumns columns_of(const std::vector<RunResults>& runs);
 
-// The per-length CSV columns of a file with these scorings: "status" and each scoring's columns
+// The per-length CSV columns of a file with these columns: "status" and each scoring's columns
 // (lab::score_columns): greedy "status,exact_match,token_accuracy", teacher-forced
-// "status,loss,bits_per_token", both "status,exact_match,token_accuracy,loss,bits_per_token".
-std::string length_csv_header(const Scorings& scorings);
-// One length's fields under that header (status ok or beyond_table; a value "%.6f", empty beyond
-// the table and in the columns of another scoring): the one per-length writer of every results
-// file (results.csv, extension.csv, the sweep's); its JSON twin is length_json
-// (lab/report/results_json.hpp).
-std::string length_csv_fields(const LengthResult& l, const Scorings& scorings);
+// "status,loss,bits_per_token", both "status,exact_match,token_accuracy,loss,bits_per_token";
+// then a text's windows "scored,dropped,sliding_stride,sliding_bits_per_token".
+std::string length_csv_header(const ResultColumns& columns);
+// One length's fields under that header (status ok or beyond_table; a value "%.6f" or a whole
+// number, empty beyond the table and in the columns of another scoring): the one per-length
+// writer of every results file (results.csv, extension.csv, the sweep's); its JSON twin is
+// length_json (lab/report/results_json.hpp).
+std::string length_csv_fields(const LengthResult& l, const ResultColumns& columns);
+
+// The loss by position inside the windows of a length scored on the windows of a text, one row a
+// bucket: "begin,end,count,bits_per_token" (the one bucket writer: buckets.csv of `posemb eval`
+// and of the sweep).
+inline constexpr const char* kBucketCsvHeader = "begin,end,count,bits_per_token";
+std::vector<std::string> bucket_csv_rows(const LengthResult& l);
+// buckets.csv of runs: "pe,seed,length," and the bucket rows of every length within the table.
+std::string buckets_csv(const std::vector<RunResults>& runs);
 
 std::string results_csv(const std::vector<RunResults>& runs);
-std::string results_json(const std::string& task, std::size_t train_len,
-                         const std::vector<RunResults>& runs);
+// {"task", "train_len", ["corpus": {"name", "bytes", "sha256"} for a task with a corpus,]
+// "runs": [...]}
+std::string results_json(const TaskConfig& task, const std::vector<RunResults>& runs);
 
 // Mean, minimum and maximum of some values (over seeds); count 0 (and zeros) for none.
 struct Spread {
@@ -70,6 +84,7 @@ struct LengthSpread {
   std::size_t length = 0;
   bool beyond_table = false;
   Spread exact, token;
+  Spread bits;  // bits per token (loss / ln 2) of teacher-forced lengths
 };
 // Every length of the first run, over every run (runs must have been evaluated on the same
 // lengths; throws std::invalid_argument otherwise or when runs is empty).

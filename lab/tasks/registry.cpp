@@ -9,9 +9,9 @@ namespace posemb::lab {
 
 // Each task's file in lab/tasks/ defines its spec; name it here, in both lines (the order is the
 // order of --help; the first is the default).
-extern const TaskSpec kCopy, kReverse, kSort, kOddFirst;
+extern const TaskSpec kCopy, kReverse, kSort, kOddFirst, kText;
 namespace {
-constexpr std::array kRegistry = {&kCopy, &kReverse, &kSort, &kOddFirst};
+constexpr std::array kRegistry = {&kCopy, &kReverse, &kSort, &kOddFirst, &kText};
 }  // namespace
 
 std::span<const TaskSpec* const> tasks() {
@@ -43,6 +43,17 @@ std::string task_names() {
   return s;
 }
 
+namespace {
+// The tasks that read a corpus, for messages.
+std::string corpus_task_names() {
+  std::string s;
+  for (const auto* t : kRegistry) {
+    if (t->complete != nullptr) s += (s.empty() ? "" : ", ") + std::string(t->name);
+  }
+  return s;
+}
+}  // namespace
+
 std::string task_rules() {
   std::string s;
   for (const auto* t : kRegistry) {
@@ -54,7 +65,19 @@ std::string task_rules() {
 const TaskSpec& validate_task(const TaskConfig& cfg) {
   const TaskSpec& task = find_task(cfg.kind);
   cfg.check_fields();
+  if (task.complete == nullptr && (!cfg.corpus.empty() || !cfg.corpus_identity.empty())) {
+    throw ConfigError({"task.corpus"}, "task config: task " + std::string(task.name) +
+                                           " reads no corpus; a corpus is for a task that "
+                                           "reads one (" +
+                                           corpus_task_names() + ")");
+  }
   if (task.validate != nullptr) task.validate(cfg);
+  return task;
+}
+
+const TaskSpec& complete_task(TaskConfig& cfg) {
+  const TaskSpec& task = validate_task(cfg);
+  if (task.complete != nullptr) task.complete(cfg);
   return task;
 }
 

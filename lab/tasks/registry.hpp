@@ -39,6 +39,9 @@ std::string task_rules();
 // cfg's fields (TaskConfig::check_fields), then its task's own checks; returns the task. Throws
 // ConfigError naming the fields.
 const TaskSpec& validate_task(const TaskConfig& cfg);
+// validate_task, then what the task records of its data filled in (TaskSpec::complete: the
+// text task's corpus identity, read from the file). Throws ConfigError.
+const TaskSpec& complete_task(TaskConfig& cfg);
 // The model's vocabulary for cfg's task (find_task(cfg.kind).vocab_size(cfg)).
 std::size_t task_vocab_size(const TaskConfig& cfg);
 // The tokens of a row of cfg's task at its training length (the batches' T).

@@ -3,23 +3,12 @@
 
 #include <string>
 
+#include "lab/tasks/batch_rows.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/random.hpp"
 
 namespace posemb::lab::symbols {
 namespace {
-
-// Sorted sample of `len` distinct values from [0, range) (selection sampling, Knuth's
-// algorithm S: each value is kept with probability needed / remaining).
-void sorted_sample(std::int64_t* out, std::size_t len, std::size_t range, Rng& rng) {
-  std::size_t needed = len;
-  for (std::size_t i = 0; i < range && needed > 0; ++i) {
-    if (rng.below(range - i) < needed) {
-      *out++ = static_cast<std::int64_t>(i);
-      --needed;
-    }
-  }
-}
 
 void fill_row(Batch& out, std::size_t b, const TaskConfig& cfg, std::size_t n, Rng& rng,
               PositionMode mode, std::size_t range, Answer answer) {
@@ -49,22 +38,6 @@ void fill_row(Batch& out, std::size_t b, const TaskConfig& cfg, std::size_t n, R
   out.counted += n + 1;
 }
 
-void shape(Batch& out, std::size_t B, std::size_t T) {
-  if (out.tokens.rows() != B || out.tokens.cols() != T) {
-    out.tokens = Matrix<TokenId>(B, T);
-    out.positions = Matrix<std::int64_t>(B, T);
-    out.targets = Matrix<std::int32_t>(B, T);
-  }
-  out.row_tokens.assign(B, 0);
-  out.counted = 0;
-}
-
-void check_range(const char* op, std::size_t len, PositionMode mode, std::size_t range) {
-  if (mode == PositionMode::randomized && len > range) {
-    throw SequenceTooLong(op, len, 0, range, "randomized positions need distinct table rows");
-  }
-}
-
 }  // namespace
 
 std::size_t vocab_size(const TaskConfig& cfg) {
@@ -79,8 +52,8 @@ void fill_train_batch(Batch& out, const TaskConfig& cfg, std::size_t rows, std::
                       std::uint64_t step, PositionMode mode, std::size_t range, Answer answer) {
   cfg.check_fields();
   const std::size_t T = tokens(cfg.train_len);
-  check_range("train_batch", T, mode, range);
-  shape(out, rows, T);
+  check_position_range("train_batch", T, mode, range);
+  shape_batch(out, rows, T);
   Rng rng(mix_seed(seed, step));
   for (std::size_t b = 0; b < rows; ++b) {
     const std::size_t n = 1 + rng.below(cfg.train_len);
@@ -91,8 +64,8 @@ void fill_train_batch(Batch& out, const TaskConfig& cfg, std::size_t rows, std::
 void fill_eval_batch(Batch& out, const TaskConfig& cfg, std::size_t n, std::size_t rows,
                      std::uint64_t seed, PositionMode mode, std::size_t range, Answer answer) {
   cfg.check_fields();
-  check_range("eval_batch", tokens(n), mode, range);
-  shape(out, rows, tokens(n));
+  check_position_range("eval_batch", tokens(n), mode, range);
+  shape_batch(out, rows, tokens(n));
   Rng rng(mix_seed(seed ^ 0xe7a1ull, n));
   for (std::size_t b = 0; b < rows; ++b) fill_row(out, b, cfg, n, rng, mode, range, answer);
 }

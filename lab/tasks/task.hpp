@@ -39,6 +39,30 @@ struct Batch {
   std::size_t counted = 0;              // targets that count (>= 0) in the whole batch
 };
 
+// The windows of length T and stride S (<= T) over a task's evaluation text (the text task: its
+// corpus's validation text, lab/tasks/text.hpp): window k reads tokens [kS, kS + T) at positions
+// restarting at 0; window 0 counts every target, a later one its last S (the ones no earlier
+// window predicted). S = T: Press et al.'s non-overlapping windows.
+struct WindowPlan {
+  std::size_t tokens = 0;   // T
+  std::size_t stride = 0;   // S
+  std::size_t windows = 0;  // whole windows (0 when the text is shorter than T + 1 tokens)
+  std::size_t scored = 0;   // targets predicted, each once: T + (windows - 1) S
+  std::size_t dropped = 0;  // predictable targets after the last whole window (< S)
+};
+
+// How a task evaluated on the windows of a text instead of seeded rows makes them (nullptr for
+// the symbol tasks).
+struct EvalWindows {
+  // The windows of length n (tokens) and stride S over the text of cfg; throws
+  // std::invalid_argument unless 1 <= S <= n.
+  WindowPlan (*plan)(const TaskConfig& cfg, std::size_t n, std::size_t stride);
+  // Windows [first, first + count) of plan as a batch (positions by mode, range and seed, as
+  // eval_batch's).
+  void (*fill)(Batch& out, const TaskConfig& cfg, const WindowPlan& plan, std::size_t first,
+               std::size_t count, PositionMode mode, std::size_t range, std::uint64_t seed);
+};
+
 // The demo's budget for a task (lab/experiment/demo_plan.hpp): its training length L and steps.
 struct DemoPreset {
   std::size_t train_len;             // L
@@ -77,6 +101,12 @@ struct TaskSpec {
   DemoPreset quick;  // `posemb demo --quick --task NAME` (a smoke run)
   // The task's own checks of its settings (nullptr: none); throws ConfigError.
   void (*validate)(const TaskConfig& cfg);
+  // Fills what the settings record of the task's data (the text task: its corpus's identity),
+  // checking what they already record (nullptr: nothing to record; such a task takes no
+  // corpus). Called when a run is made (lab::complete_task).
+  void (*complete)(TaskConfig& cfg) = nullptr;
+  // A task evaluated on the windows of a text (nullptr: on seeded rows, eval_batch).
+  const EvalWindows* windows = nullptr;
 };
 
 }  // namespace posemb::lab

@@ -54,6 +54,7 @@ RunConfig complete_run(const RunChoices& c) {
   r.model.vocab_size = task.vocab_size(r.task);
   r.model.max_seq_len =
       c.max_seq_len != 0 ? c.max_seq_len : spec.default_table_rows(task.tokens(r.task.train_len));
+  complete_task(r.task);  // a text's corpus read and named
   r.model.relative_bias = spec.relative_bias_for(task.tokens(r.task.train_len), c.relative_bias);
   validate_run(r);
   return r;
@@ -80,7 +81,20 @@ struct OverridableField {
 };
 
 constexpr OverridableField kOverridable[] = {
-    {"task.kind", [](RunConfig& t, const RunConfig& f) { t.task.kind = f.task.kind; }},
+    // Another task takes its own corpus, or none: the checkpoint's is not carried over.
+    {"task.kind",
+     [](RunConfig& t, const RunConfig& f) {
+       if (t.task.kind == f.task.kind) return;
+       t.task.kind = f.task.kind;
+       t.task.corpus = f.task.corpus;
+       t.task.corpus_identity = {};
+     }},
+    // Another corpus: named again when the run is made (complete_task).
+    {"task.corpus",
+     [](RunConfig& t, const RunConfig& f) {
+       t.task.corpus = f.task.corpus;
+       t.task.corpus_identity = {};
+     }},
     {"task.alphabet", [](RunConfig& t, const RunConfig& f) { t.task.alphabet = f.task.alphabet; }},
     {"task.train_len",
      [](RunConfig& t, const RunConfig& f) { t.task.train_len = f.task.train_len; }},
@@ -129,6 +143,7 @@ RunConfig merge_run(const RunConfig& base, const RunOverrides& o) {
     r.model.rope_scaling = rope_scaling_for(base, o.rope_scaling->method, o.rope_scaling->factor);
   }
   r.model.vocab_size = task_vocab_size(r.task);
+  complete_task(r.task);
   return r;
 }
 

@@ -22,7 +22,9 @@
 namespace posemb::lab {
 namespace {
 
-const ModelConfig& validated(const RunConfig& cfg, int ranks) {
+// cfg completed (what the task records of its data: a text's corpus identity) and checked.
+const ModelConfig& validated(RunConfig& cfg, int ranks) {
+  complete_task(cfg.task);
   validate_run(cfg);
   const auto& t = cfg.train;
   check_allocation("train (batch " + std::to_string(t.batch) + " in micro-batches of " +

@@ -1,6 +1,7 @@
 // src/io/mapped_file.hpp (internal): the one way posemb reads a file: a regular file, opened
-// once without blocking, mapped read-only. Writing goes through the public
-// posemb/atomic_file.hpp.
+// once without blocking, mapped read-only. The public posemb::read_file_bytes
+// (posemb/read_file.hpp, implemented in mapped_file.cpp) takes the same steps and copies the
+// bytes. Writing goes through the public posemb/atomic_file.hpp.
 #pragma once
 
 #include <sys/types.h>

@@ -31,27 +31,29 @@ struct EvalOptions {
   bool quiet = false;
 };
 
-// "A:B" as whole numbers; the range itself is checked by EvalConfig::validate.
+// "A:B" (a range: min_len..max_len) or a list "64,128,256,512" (ranges allowed, sorted); the
+// lengths themselves are checked by EvalConfig::validate.
 void parse_lengths(const std::string& s, lab::EvalConfig& ec) {
-  const std::string bad =
-      "--lengths " + quote_untrusted(s, 64) +
-      " is not A:B with whole numbers, 1 <= A <= B <= " + std::to_string(lab::limits::eval_len.max);
-  const auto colon = s.find(':');
-  auto num = [&](const std::string& part) -> std::size_t {
-    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
-        part.size() > 9) {
-      throw UsageError(bad);
-    }
-    return std::stoul(part);
-  };
-  if (colon == std::string::npos) throw UsageError(bad);
-  ec.min_len = num(s.substr(0, colon));
-  ec.max_len = num(s.substr(colon + 1));
+  auto list = parse_number_list(s, "--lengths", lab::limits::eval_len.max,
+                                lab::limits::eval_len.max, "1:36, or 64,128,256,512");
+  if (s.find(',') == std::string::npos && s.find(':') != std::string::npos) {
+    ec.min_len = list.front();
+    ec.max_len = list.back();
+    return;
+  }
+  std::sort(list.begin(), list.end());
+  if (const auto d = std::adjacent_find(list.begin(), list.end()); d != list.end()) {
+    throw UsageError("--lengths " + quote_untrusted(s, 64) + " names " + std::to_string(*d) +
+                     " twice");
+  }
+  ec.lengths.assign(list.begin(), list.end());
 }
 
 // The flags that set each setting of the evaluation (the encoding is the checkpoint's: no flag).
 const FlagNames kEvalFlags = {{"eval.min_len", "--lengths"},
                               {"eval.max_len", "--lengths"},
+                              {"eval.lengths", "--lengths"},
+                              {"task.corpus", "--corpus"},
                               {"eval.samples", "--samples"},
                               {"eval.scoring", "--scoring"},
                               {"model.pe", ""}};
@@ -73,20 +75,11 @@ void run_eval(EvalOptions& o) {
   const std::filesystem::path dir =
       o.out.empty() ? std::filesystem::path()
                     : prepare_output_dir(o.out, lab::eval_file_names(), "eval").dir;
-  const auto& mc = s->model_config();
-  const bool has_table = s->model.encoding_spec().has_table;
-  fmt::print(
-      "posemb eval: {} (pe {}{}{}, task {}, trained on n <= {})\n",
-      quote_untrusted(o.request.checkpoint), mc.pe,
-      has_table ? fmt::format(", {} table rows", mc.max_seq_len) : buckets_text(mc, ", ", ""),
-      mc.rope_scaling.method != lab::rope_scaling_methods().front()
-          ? ", rope scaling " + mc.rope_scaling.text()
-          : "",
-      s->run.task.kind, s->run.task.train_len);
-  Progress progress = Progress::lengths("eval " + mc.pe, ec.max_len - ec.min_len + 1, o.quiet,
-                                        lab::eval_work_by_length(*s));
+  print_eval_header(*s);
+  Progress progress = Progress::lengths("eval " + s->model_config().pe, ec.length_list().size(),
+                                        o.quiet, lab::eval_work_by_length(*s));
   s->rows = lab::run_eval(*s, [&](std::size_t done, std::size_t) { progress.update(done); });
-  print_results_table({{mc.pe, s->rows}}, s->run.task.train_len, has_table ? mc.max_seq_len : 0);
+  print_eval_results(*s);
   if (o.out.empty()) return;
   std::string names;
   for (const auto& [name, bytes] : lab::eval_data_files(*s)) {
@@ -111,8 +104,15 @@ void register_eval_command(CLI::App& app) {
       ->required()
       ->transform(checkpoint_path());
   cmd->add_option("--lengths", o->lengths,
-                  "Lengths n to evaluate, A:B (inclusive), " + lab::limits::eval_len.text())
+                  "Lengths n to evaluate: A:B (inclusive) or a list, 64,128,256,512; each in " +
+                      lab::limits::eval_len.text())
       ->required();
+  cmd->add_option("--corpus", o->request.corpus,
+                  "A text checkpoint's corpus file, when it is not where the checkpoint read it "
+                  "(it must be the same text: size and SHA-256; the name may differ)");
+  cmd->add_option("--stride", o->request.eval.stride,
+                  "Text: the stride of the sliding-window figure (default: half the window)")
+      ->check(within(lab::limits::eval_len));
   cmd->add_option("--samples", o->request.eval.samples, "Instances per length")
       ->check(within(lab::limits::samples))
       ->capture_default_str();

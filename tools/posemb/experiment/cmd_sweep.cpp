@@ -117,8 +117,10 @@ void register_sweep_command(CLI::App& app) {
   add_list(cmd, "--rope-factor", o->rope_factor, "Factors s of each --rope-scaling method but none")
       ->check(within(lab::limits::rope_factor))
       ->default_str("");
-  cmd->add_option("--eval-max", o->eval_max,
-                  "Evaluate lengths 1..N after training (default: 3 x each run's --train-len)")
+  cmd->add_option(
+         "--eval-max", o->eval_max,
+         "Evaluate lengths 1..N after training (default: 3 x each run's --train-len); text: "
+         "L, 2L, 4L, ... up to N (default 4L), bits per byte")
       ->check(within(lab::limits::eval_len));
   cmd->add_option("--samples", o->samples, "Instances per evaluated length")
       ->check(within(lab::limits::samples))

@@ -46,8 +46,7 @@ void train(TrainOptions& o, lab::Communicator& comm) {
   lab::EvalConfig ec;
   if (o.eval_max > 0) {
     // The evaluation after training: its work and memory are checked before training.
-    ec.min_len = 1;
-    ec.max_len = o.eval_max;
+    ec = lab::lengths_up_to(cfg.task, o.eval_max);  // 1..eval_max; a text's L, 2L, 4L, ...
     ec.samples = o.eval_samples;
     try {
       lab::check_evaluation(cfg.model, cfg.task, ec);
@@ -68,12 +67,12 @@ void train(TrainOptions& o, lab::Communicator& comm) {
   if (!quiet) print_train_done(done, plan.checkpoint);
   if (o.eval_max > 0 && root) {
     Progress eval_progress =
-        Progress::lengths("eval " + cfg.model.pe, ec.max_len - ec.min_len + 1, quiet,
+        Progress::lengths("eval " + cfg.model.pe, ec.length_list().size(), quiet,
                           lab::evaluation_work_by_length(tr->model().config(), cfg.task, ec));
     const auto rows = lab::evaluate(tr->model(), cfg.task, ec, [&](std::size_t done, std::size_t) {
       eval_progress.update(done);
     });
-    print_results_table({{cfg.model.pe, rows}}, cfg.task.train_len);
+    print_length_results(cfg, rows);
   }
 }
 
@@ -131,7 +130,8 @@ void register_train_command(CLI::App& app) {
                   "--resume continues")
       ->check(within(lab::limits::steps));
   cmd->add_option("--eval-max", o->eval_max,
-                  "After training, evaluate lengths 1..N with greedy decoding (0: no)")
+                  "After training, evaluate lengths 1..N with greedy decoding (0: no); text: "
+                  "L, 2L, 4L, ... up to N, bits per byte")
       ->check(CLI::Range(std::size_t{0}, lab::limits::eval_len.max))
       ->capture_default_str();
   cmd->add_option("--eval-samples", o->eval_samples, "Instances per evaluated length")

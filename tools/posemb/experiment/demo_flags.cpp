@@ -42,6 +42,9 @@ void add_demo_flags(CLI::App* cmd, DemoFlags& f) {
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   add_task_flag(cmd, o.task);
+  cmd->add_option("--corpus", o.corpus,
+                  "Text task: the corpus, any file (default: Moby-Dick, installed by `bash "
+                  "scripts/setup.sh corpus`)");
   cmd->add_option("--steps", o.steps,
                   "Training steps of every encoding but the randomized one (" +
                       preset_text(&lab::DemoPreset::steps) + ")")

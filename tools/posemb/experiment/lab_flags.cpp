@@ -55,6 +55,19 @@ constexpr LabFlag kLabFlags[] = {
      [](CLI::App* c, lab::SweepAxes& a, const std::string& h) {
        return list(c, "--task", a.task, h)->check(CLI::IsMember(lab::task_name_list()));
      }},
+    {"--corpus", "task.corpus",
+     [] {
+       return std::string(
+           "Text task: the corpus, any file (default: Moby-Dick, installed by `bash "
+           "scripts/setup.sh corpus`; its last 10% is the validation text)");
+     },
+     [](CLI::App* c, LabFlags& f, const std::string& h) {
+       return c->add_option("--corpus", f.run.task.corpus, h);
+     },
+     InSweep::axis,
+     [](CLI::App* c, lab::SweepAxes& a, const std::string& h) {
+       return list(c, "--corpus", a.corpus, h);
+     }},
     {"--alphabet", "task.alphabet", [] { return std::string("Symbols in the task's alphabet"); },
      [](CLI::App* c, LabFlags& f, const std::string& h) {
        return c->add_option("--alphabet", f.run.task.alphabet, h)
@@ -66,7 +79,10 @@ constexpr LabFlag kLabFlags[] = {
        return list(c, "--alphabet", a.alphabet, h)->check(within(lim::alphabet));
      }},
     {"--train-len", "task.train_len",
-     [] { return std::string("Longest training instance n (n uniform in [1, train-len])"); },
+     [] {
+       return std::string(
+           "Longest training instance n (n uniform in [1, train-len]); text: the window, L bytes");
+     },
      [](CLI::App* c, LabFlags& f, const std::string& h) {
        return c->add_option("--train-len", f.run.task.train_len, h)
            ->check(within(lim::train_len))

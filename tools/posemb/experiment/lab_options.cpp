@@ -19,14 +19,53 @@
 
 namespace posemb::cli {
 
+std::vector<std::uint64_t> parse_number_list(const std::string& text, const std::string& flag,
+                                             std::uint64_t max, std::uint64_t max_span,
+                                             const std::string& example) {
+  const std::string bad = flag + " " + quote_untrusted(text, 64) +
+                          " is not a comma-separated list of whole numbers and ranges A:B (e.g. " +
+                          example + ")";
+  auto num = [&](const std::string& s) -> std::uint64_t {
+    std::uint64_t v = 0;
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) throw UsageError(bad);
+    for (const char c : s) {
+      const auto d = static_cast<std::uint64_t>(c - '0');
+      if (v > (max - d) / 10 || v * 10 + d > max) {
+        throw UsageError(flag + " " + quote_untrusted(text, 64) + ": " + s.substr(0, 40) +
+                         " is more than " + std::to_string(max) + ", the largest");
+      }
+      v = v * 10 + d;
+    }
+    return v;
+  };
+  std::vector<std::uint64_t> out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    const std::size_t colon = item.find(':');
+    if (colon == std::string::npos) {
+      out.push_back(num(item));
+    } else {
+      const std::uint64_t a = num(item.substr(0, colon)), b = num(item.substr(colon + 1));
+      if (b < a || b - a >= max_span) {
+        throw UsageError(bad + ": a range A:B needs A <= B < A+" + std::to_string(max_span));
+      }
+      for (std::uint64_t k = 0; k <= b - a; ++k) out.push_back(a + k);  // b may be max
+    }
+    at = comma + 1;
+  }
+  return out;
+}
+
 namespace {
 
 // A lab run's files in its --out folder: train's checkpoint, the results of eval, sweep and demo,
 // demo's data, checkpoints and charts, sweep's charts.
 bool is_run_file(const std::string& name) {
   static const char* const kNames[] = {
-      kCheckpointFile,  "results.csv",        "results.json",        "summary.md", "extension.csv",
-      "extension.json", "rope_extension.csv", "rope_extension.json", "checkpoints"};
+      kCheckpointFile,  "results.csv",        "results.json",        "summary.md",  "extension.csv",
+      "extension.json", "rope_extension.csv", "rope_extension.json", "checkpoints", "buckets.csv"};
   for (const char* n : kNames) {
     if (name == n) return true;
   }

@@ -84,6 +84,13 @@ std::string rope_scaling_method_names();
 // than none without a factor, or a factor with none.
 std::optional<lab::RopeScalingConfig> rope_scaling_request(const RopeScalingFlags& f);
 
+// "1:3,7" -> 1, 2, 3, 7: comma-separated whole numbers and ranges A:B (A <= B, fewer than
+// max_span numbers in one range), each at most max. Throws UsageError naming `flag` and showing
+// `example` otherwise. (--seeds of `posemb sweep`, --lengths of `posemb eval`.)
+std::vector<std::uint64_t> parse_number_list(const std::string& text, const std::string& flag,
+                                             std::uint64_t max, std::uint64_t max_span,
+                                             const std::string& example);
+
 // Sets the OpenMP thread count (0: leave the default).
 void set_threads(int threads);
 

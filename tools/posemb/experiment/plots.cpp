@@ -17,12 +17,17 @@ namespace posemb::cli {
 std::string length_generalization_svg(const std::string& title, const lab::TaskSpec& task,
                                       std::size_t train_len,
                                       const std::vector<EncodingRuns>& encodings) {
+  // A teacher-forced task (the text task): bits per token against the window length.
+  const bool bits = task.scoring == lab::Scoring::teacher_forced;
   viz::LineChart c;
   c.title = title;
-  c.x_label = "sequence length n (symbols in the instance)";
-  c.y_label = "exact match (greedy decoding)";
+  c.x_label = bits ? "evaluation window length (tokens; a text's bytes)"
+                   : "sequence length n (symbols in the instance)";
+  c.y_label = bits ? "bits per token (teacher-forced, non-overlapping windows)"
+                   : "exact match (greedy decoding)";
   c.markers.push_back(
-      {static_cast<double>(train_len), "training length n = " + std::to_string(train_len), ""});
+      {static_cast<double>(train_len),
+       (bits ? "training length " : "training length n = ") + std::to_string(train_len), ""});
   std::size_t longest = 0, seeds = 0;
   for (const auto& e : encodings) {
     seeds = std::max(seeds, e.runs.size());
@@ -36,9 +41,11 @@ std::string length_generalization_svg(const std::string& title, const lab::TaskS
     s.name = e.pe;
     for (const auto& ls : lab::spread_by_length(e.runs)) {
       s.x.push_back(static_cast<double>(ls.length));
-      s.y.push_back(ls.beyond_table ? NAN : ls.exact.mean);
-      s.lo.push_back(ls.beyond_table ? NAN : ls.exact.min);
-      s.hi.push_back(ls.beyond_table ? NAN : ls.exact.max);
+      const lab::Spread& v = bits ? ls.bits : ls.exact;
+      s.y.push_back(ls.beyond_table ? NAN : v.mean);
+      s.lo.push_back(ls.beyond_table ? NAN : v.min);
+      s.hi.push_back(ls.beyond_table ? NAN : v.max);
+      if (bits && !ls.beyond_table && std::isfinite(v.max)) c.y_max = std::max(c.y_max, v.max);
     }
     if (const auto rows = e.runs.front()->max_seq_len) {
       // A table of R rows holds the lengths whose rows fit R tokens (the task's length rule).
@@ -53,6 +60,7 @@ std::string length_generalization_svg(const std::string& title, const lab::TaskS
     }
     c.series.push_back(std::move(s));
   }
+  if (bits) c.y_max = std::ceil(c.y_max);
   c.note = (seeds > 1 ? "line: mean of " + std::to_string(seeds) +
                             " seeds\nshaded: lowest to highest seed\n"
                       : std::string()) +
@@ -214,12 +222,15 @@ std::vector<std::pair<std::string, std::string>> sweep_charts(
     }
     const auto& first = points[members[group][0]];
     const std::size_t L = first.run.run.task.train_len;
+    const lab::TaskSpec& task = lab::find_task(first.task);
+    const bool bits = task.scoring == lab::Scoring::teacher_forced;
     const std::string title = (group.empty() ? first.task : group) +
-                              ", trained on n <= " + std::to_string(L) + ": exact match by length";
+                              (bits ? ", trained at length " : ", trained on n <= ") +
+                              std::to_string(L) +
+                              (bits ? ": bits per token by length" : ": exact match by length");
     const std::string file = group.empty() ? "length_generalization.svg"
                                            : "length_generalization_" + slug(group) + ".svg";
-    charts.emplace_back(file,
-                        length_generalization_svg(title, lab::find_task(first.task), L, lines));
+    charts.emplace_back(file, length_generalization_svg(title, task, L, lines));
   }
   return charts;
 }
