@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "core/simd.hpp"
 #include "nn/embedding_kernels.hpp"
@@ -100,6 +101,58 @@ HWY_INLINE hn::Vec<DF> load_widened_quick(DF d, const E* p) {
   }
 }
 
+// ---- Two vectors at a time on 128-bit targets --------------------------------------------
+
+// On SSE4 a whole vector of 8 16-bit elements widens into two float vectors by interleaving it
+// with the low halves (Highway's ZipLower/ZipUpper, in order on 128-bit vectors): bfloat16 is its
+// bits in the upper half; float16's exponent and mantissa are moved into place with 16-bit
+// operations, 8 lanes at a time: exponent + 112 (+ 112 more for infinity and NaN, whose payload
+// is kept), zero kept. A vector with a subnormal (below 2^-14, rare in a trained table) takes
+// the exact 32-bit conversion (load_widened) instead.
+using DU16 = hn::Repartition<std::uint16_t, DF>;
+#if HWY_TARGET == HWY_SSE4
+inline constexpr bool kPairs = true;
+#else
+inline constexpr bool kPairs = false;
+#endif
+
+template <class E>
+HWY_INLINE void widen_pair(DF d, const E* HWY_RESTRICT p, hn::Vec<DF>& v0, hn::Vec<DF>& v1) {
+  const std::size_t N = hn::Lanes(d);
+  if constexpr (kPairs && !std::is_same_v<E, float>) {
+    const DU16 du16;
+    const hn::RebindToSigned<DU16> di16;
+    const hn::Repartition<std::uint32_t, DF> du32;
+    const auto h = hn::LoadU(du16, reinterpret_cast<const std::uint16_t*>(p));
+    if constexpr (std::is_same_v<E, bfloat16>) {
+      v0 = hn::BitCast(d, hn::ZipLower(du32, hn::Zero(du16), h));
+      v1 = hn::BitCast(d, hn::ZipUpper(du32, hn::Zero(du16), h));
+    } else {
+      const auto em = hn::And(h, hn::Set(du16, 0x7fff));  // exponent and mantissa
+      const auto sem = hn::BitCast(di16, em);
+      const auto zero = hn::Eq(em, hn::Zero(du16));
+      const auto small = hn::RebindMask(du16, hn::Lt(sem, hn::Set(di16, 0x0400)));
+      if (HWY_UNLIKELY(!hn::AllFalse(du16, hn::AndNot(zero, small)))) {  // a subnormal
+        v0 = load_widened(d, p);
+        v1 = load_widened(d, p + N);
+        return;
+      }
+      const auto inf_nan = hn::RebindMask(du16, hn::Gt(sem, hn::Set(di16, 0x7bff)));
+      // The float's upper half: sign, exponent and the mantissa's upper 7 bits; the lower half:
+      // the mantissa's last 3 bits.
+      auto up = hn::Add(hn::ShiftRight<3>(em), hn::Set(du16, 0x3800));
+      up = hn::Add(up, hn::IfThenElseZero(inf_nan, hn::Set(du16, 0x3800)));
+      up = hn::Or(hn::IfThenZeroElse(zero, up), hn::And(h, hn::Set(du16, 0x8000)));
+      const auto lo = hn::ShiftLeft<13>(h);
+      v0 = hn::BitCast(d, hn::ZipLower(du32, lo, up));
+      v1 = hn::BitCast(d, hn::ZipUpper(du32, lo, up));
+    }
+  } else {
+    v0 = load_widened_quick(d, p);
+    v1 = load_widened_quick(d, p + N);
+  }
+}
+
 HWY_INLINE float widen(float x) {
   return x;
 }
@@ -112,6 +165,20 @@ HWY_INLINE float widen(float16 x) {
 
 // ---- Rows ---------------------------------------------------------------------------------
 
+// A non-temporal (streaming) store of v at p (vector-aligned). Highway's emulated 128-bit target
+// (the baseline) stores plainly; on x86-64, whose every CPU has SSE2, it streams too, with
+// SSE2's store (the same bits: a store changes no value).
+HWY_INLINE void stream_store(hn::Vec<DF> v, DF d, float* HWY_RESTRICT p) {
+#if HWY_TARGET == HWY_EMU128 && HWY_ARCH_X86_64
+  static_assert(hn::MaxLanes(DF()) == 4);
+  alignas(16) float lanes[4];
+  hn::Store(v, d, lanes);
+  _mm_stream_ps(p, _mm_load_ps(lanes));
+#else
+  hn::Stream(v, d, p);
+#endif
+}
+
 // Asks for the cache line of p + c ahead of use (the next row a loop will read: the hardware
 // prefetcher does not know where the next randomly chosen row starts).
 template <class E>
@@ -120,9 +187,10 @@ HWY_INLINE void prefetch(const E* p, std::size_t c) {
 }
 
 // out[c] = a[c] + b[c] (b null: out[c] = a[c]) for c in [0, n). With `stream`, whole vectors go
-// out with non-temporal stores (from the first vector-aligned element on).
-template <class E>
-HWY_INLINE void write_row(float* HWY_RESTRICT out, const E* HWY_RESTRICT a, const E* HWY_RESTRICT b,
+// out with non-temporal stores (from the first vector-aligned element on). b's elements are a's
+// type or floats (a's position rows widened beforehand).
+template <class E, class P>
+HWY_INLINE void write_row(float* HWY_RESTRICT out, const E* HWY_RESTRICT a, const P* HWY_RESTRICT b,
                           std::size_t n, bool stream) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
@@ -133,10 +201,10 @@ HWY_INLINE void write_row(float* HWY_RESTRICT out, const E* HWY_RESTRICT a, cons
     }
     if (b != nullptr) {
       for (; c + N <= n; c += N) {
-        hn::Stream(hn::Add(load_widened(d, a + c), load_widened(d, b + c)), d, out + c);
+        stream_store(hn::Add(load_widened(d, a + c), load_widened(d, b + c)), d, out + c);
       }
     } else {
-      for (; c + N <= n; c += N) hn::Stream(load_widened(d, a + c), d, out + c);
+      for (; c + N <= n; c += N) stream_store(load_widened(d, a + c), d, out + c);
     }
   } else if (b != nullptr) {
     for (; c + N <= n; c += N) {
@@ -216,13 +284,49 @@ struct Ahead {
 
 enum class GroupPos { none, all, some };  // which rows of a group have a position row
 
+// One output element of a group row: a_i[c] (+ b_i[c]), widened, the same single addition as
+// write_row.
+template <GroupPos kPos, class E, class P>
+HWY_INLINE hn::Vec<DF> group_sum(DF d, const E* HWY_RESTRICT a, const P* HWY_RESTRICT b) {
+  auto v = load_widened_quick(d, a);
+  if constexpr (kPos == GroupPos::all) v = hn::Add(v, load_widened_quick(d, b));
+  if constexpr (kPos == GroupPos::some) {
+    if (b != nullptr) v = hn::Add(v, load_widened_quick(d, b));
+  }
+  return v;
+}
+
+// Two vectors of group_sum (elements [0, 2N)) by widen_pair.
+template <GroupPos kPos, class E, class P>
+HWY_INLINE void group_sum2(DF d, const E* HWY_RESTRICT a, const P* HWY_RESTRICT b, hn::Vec<DF>& v0,
+                           hn::Vec<DF>& v1) {
+  widen_pair(d, a, v0, v1);
+  if (kPos == GroupPos::all || (kPos == GroupPos::some && b != nullptr)) {
+    hn::Vec<DF> w0, w1;
+    widen_pair(d, b, w0, w1);
+    v0 = hn::Add(v0, w0);
+    v1 = hn::Add(v1, w1);
+  }
+}
+
+// Floats in a 64-byte cache line of output (the line of every x86-64 CPU).
+constexpr std::size_t kLineFloats = 16;
+
 // out_i[c] = a_i[c] + b_i[c] (b_i null: out_i[c] = a_i[c]) for the g rows i of a group and c in
 // [0, n): per element the same single addition as write_row. kG > 0 is the group size known at
 // compile time (the loop over the rows unrolls), 0 a size g known at run time. With kStream
-// every output row must be vector-aligned.
-template <std::size_t kG, bool kStream, GroupPos kPos, class E>
+// every output row must start on a cache line.
+//
+// The rows are visited line by line: for each line of columns, every row of the group in turn,
+// and within a row the whole line, written by consecutive stores. The loads of the group's rows
+// are in flight together (their misses overlap), and each streamed line is complete as soon as
+// it is started, so it leaves its write-combining buffer at once. Visited vector by vector
+// instead (16 rows each with a partly written line), a CPU with fewer write-combining buffers than
+// rows in flight flushes partial lines: on AVX2 and SSE4 that made the forward 3-5x slower
+// (docs/layer.md). On the scalar target the line is a loop of 16 floats the compiler vectorizes.
+template <std::size_t kG, bool kStream, GroupPos kPos, class E, class P>
 HWY_INLINE void write_group(float* const* HWY_RESTRICT out, const E* const* HWY_RESTRICT a,
-                            const E* const* HWY_RESTRICT b, std::size_t g, std::size_t n,
+                            const P* const* HWY_RESTRICT b, std::size_t g, std::size_t n,
                             const Ahead<E>& ahead) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
@@ -230,7 +334,7 @@ HWY_INLINE void write_group(float* const* HWY_RESTRICT out, const E* const* HWY_
   // NaN lanes of the sums: a NaN element makes its sum NaN (so do inf + -inf, redone too).
   auto nan = hn::FirstN(d, 0);
   std::size_t c = 0;
-  for (; c + N <= n; c += N) {
+  for (; c + kLineFloats <= n; c += kLineFloats) {
     for (std::size_t i = 0; i < rows; ++i) {
       // The line kAheadBytes on, in this row or else in the next group's row i.
       if (c + ahead.elements < n) {
@@ -238,31 +342,56 @@ HWY_INLINE void write_group(float* const* HWY_RESTRICT out, const E* const* HWY_
       } else if (i < ahead.g && c + ahead.elements - n < n) {
         hwy::Prefetch(ahead.rows[i] + (c + ahead.elements - n));
       }
-      auto v = load_widened_quick(d, a[i] + c);
-      if constexpr (kPos == GroupPos::all) v = hn::Add(v, load_widened_quick(d, b[i] + c));
-      if constexpr (kPos == GroupPos::some) {
-        if (b[i] != nullptr) v = hn::Add(v, load_widened_quick(d, b[i] + c));
-      }
-      if constexpr (kQuietsNaN<E>) nan = hn::Or(nan, hn::IsNaN(v));
-      if constexpr (kStream) {
-        hn::Stream(v, d, out[i] + c);
+      float* HWY_RESTRICT o = out[i] + c;
+      const E* HWY_RESTRICT ai = a[i] + c;
+      const P* HWY_RESTRICT bi = kPos == GroupPos::none || b[i] == nullptr ? nullptr : b[i] + c;
+      if constexpr (kPairs) {
+        for (std::size_t k = 0; k < kLineFloats; k += 2 * N) {
+          hn::Vec<DF> v0, v1;
+          group_sum2<kPos>(d, ai + k, bi == nullptr ? bi : bi + k, v0, v1);
+          if constexpr (kStream) {
+            stream_store(v0, d, o + k);
+            stream_store(v1, d, o + k + N);
+          } else {
+            hn::StoreU(v0, d, o + k);
+            hn::StoreU(v1, d, o + k + N);
+          }
+        }
       } else {
-        hn::StoreU(v, d, out[i] + c);
+        for (std::size_t k = 0; k < kLineFloats; k += N) {
+          const auto v = group_sum<kPos>(d, ai + k, bi == nullptr ? bi : bi + k);
+          if constexpr (kQuietsNaN<E> || kQuietsNaN<P>) nan = hn::Or(nan, hn::IsNaN(v));
+          if constexpr (kStream) {
+            stream_store(v, d, o + k);
+          } else {
+            hn::StoreU(v, d, o + k);
+          }
+        }
       }
     }
   }
+  // The columns after the last whole line, row by row: whole vectors, then one by one.
   for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t k = c; k < n; ++k) {
-      out[i][k] = b[i] != nullptr ? widen(a[i][k]) + widen(b[i][k]) : widen(a[i][k]);
+    std::size_t k = c;
+    const P* bi = kPos == GroupPos::none ? nullptr : b[i];
+    for (; k + N <= n; k += N) {
+      const auto v = group_sum<kPos>(d, a[i] + k, bi == nullptr ? bi : bi + k);
+      if constexpr (kQuietsNaN<E> || kQuietsNaN<P>) nan = hn::Or(nan, hn::IsNaN(v));
+      if constexpr (kStream) {
+        stream_store(v, d, out[i] + k);
+      } else {
+        hn::StoreU(v, d, out[i] + k);
+      }
     }
+    for (; k < n; ++k) out[i][k] = bi != nullptr ? widen(a[i][k]) + widen(bi[k]) : widen(a[i][k]);
   }
-  if (kQuietsNaN<E> && HWY_UNLIKELY(!hn::AllFalse(d, nan))) {  // its rows again, exactly
-    for (std::size_t i = 0; i < rows; ++i) write_row(out[i], a[i], b[i], n, kStream);
+  if ((kQuietsNaN<E> || kQuietsNaN<P>)&&HWY_UNLIKELY(!hn::AllFalse(d, nan))) {
+    for (std::size_t i = 0; i < rows; ++i) write_row(out[i], a[i], b[i], n, kStream);  // exactly
   }
 }
 
-template <std::size_t kG, bool kStream, class E>
-HWY_INLINE void write_group(float* const* out, const E* const* a, const E* const* b, std::size_t g,
+template <std::size_t kG, bool kStream, class E, class P>
+HWY_INLINE void write_group(float* const* out, const E* const* a, const P* const* b, std::size_t g,
                             std::size_t n, const Ahead<E>& ahead) {
   std::size_t with_pos = 0;
   for (std::size_t i = 0; i < g; ++i) with_pos += b[i] != nullptr ? 1 : 0;
@@ -271,18 +400,66 @@ HWY_INLINE void write_group(float* const* out, const E* const* a, const E* const
   write_group<kG, kStream, GroupPos::some>(out, a, b, g, n, ahead);  // padding in the group
 }
 
+// Position rows from 16-bit tables are widened once per group, into floats that stay in L1, where
+// widening costs more than a load (float16 without F16C's instruction, bfloat16 on 128-bit
+// vectors): the batch rows of a group share their positions (GPT-2's shape: 4 rows each), and
+// each would widen them again.
+template <class E>
+inline constexpr bool kWidenPositionsOnce =
+    !std::is_same_v<E, float> &&
+    (!kF16C || (std::is_same_v<E, bfloat16> && hn::MaxLanes(DF()) <= 4));
+
+// The distinct position rows of b[0 .. g) widened into `scratch` (rows of n floats), wb[i]
+// pointing at b[i]'s (null where b[i] is). False when no two rows share one (nothing done).
+template <class E>
+bool widen_shared_positions(const E* const* b, std::size_t g, std::size_t n, const float** wb) {
+  const E* distinct[kGatherRows];
+  std::size_t index[kGatherRows];
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < g; ++i) {
+    std::size_t k = 0;
+    while (k < count && distinct[k] != b[i]) ++k;
+    if (k == count && b[i] != nullptr) distinct[count++] = b[i];
+    index[i] = k;
+  }
+  if (count == g || count == 0) return false;
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < count * n) scratch.resize(count * n);
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  for (std::size_t k = 0; k < count; ++k) {
+    float* row = scratch.data() + k * n;
+    std::size_t c = 0;
+    for (; c + N <= n; c += N) hn::StoreU(load_widened(d, distinct[k] + c), d, row + c);
+    for (; c < n; ++c) row[c] = widen(distinct[k][c]);
+  }
+  for (std::size_t i = 0; i < g; ++i) {
+    wb[i] = b[i] == nullptr ? nullptr : scratch.data() + index[i] * n;
+  }
+  return true;
+}
+
 template <std::size_t kG, class E>
 HWY_INLINE void write_group(float* const* out, const E* const* a, const E* const* b, std::size_t g,
                             std::size_t n, bool stream, const Ahead<E>& ahead) {
-  if (!stream) return write_group<kG, false>(out, a, b, g, n, ahead);
-  const std::size_t vector_bytes = hn::Lanes(DF()) * sizeof(float);
-  for (std::size_t i = 0; i < g; ++i) {
-    if (reinterpret_cast<std::uintptr_t>(out[i]) % vector_bytes != 0) {  // rows not aligned
-      for (std::size_t r = 0; r < g; ++r) write_row(out[r], a[r], b[r], n, true);
-      return;
+  if (stream) {
+    for (std::size_t i = 0; i < g; ++i) {
+      if (reinterpret_cast<std::uintptr_t>(out[i]) % (kLineFloats * sizeof(float)) != 0) {
+        // Rows not on line boundaries: row after row, each streamed line complete in turn.
+        for (std::size_t r = 0; r < g; ++r) write_row(out[r], a[r], b[r], n, true);
+        return;
+      }
     }
   }
-  write_group<kG, true>(out, a, b, g, n, ahead);
+  if constexpr (kWidenPositionsOnce<E>) {
+    const float* wb[kGatherRows];
+    if (widen_shared_positions(b, g, n, wb)) {
+      if (stream) return write_group<kG, true>(out, a, wb, g, n, ahead);
+      return write_group<kG, false>(out, a, wb, g, n, ahead);
+    }
+  }
+  if (stream) return write_group<kG, true>(out, a, b, g, n, ahead);
+  write_group<kG, false>(out, a, b, g, n, ahead);
 }
 
 // A group of gathered rows being written, and the rows of the next group.
