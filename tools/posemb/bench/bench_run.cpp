@@ -184,6 +184,38 @@ nlohmann::json train_step_json(const StandaloneResult& train, int threads) {
   return j;
 }
 
+// The kernel cases of `o` (with --lab-kernels the lab's too; each posemb case once per target of
+// `targets`), kept by --filter with the references they need; throws UsageError for a filter that
+// matches no case.
+std::vector<bench::Case> select_cases(const BenchOptions& o, const std::vector<int>& threads,
+                                      bool llmc, const std::vector<std::string>& targets) {
+  std::vector<bench::Case> cases = bench::embedding_cases(threads, llmc);
+  if (o.lab_kernels) {
+    for (auto& c : lab_kernel_cases(threads)) cases.push_back(std::move(c));
+  }
+  cases = bench::for_targets(std::move(cases), targets);
+  // The references stay: the copy, and the machine's row reads for a shape that has a case left.
+  const auto reference = [](const bench::Case& c) {
+    return c.impl == bench::Impl::copy || c.impl == bench::Impl::machine;
+  };
+  if (o.filter.empty()) return cases;
+  std::erase_if(cases, [&](const bench::Case& c) {
+    return !reference(c) && c.name().find(o.filter) == std::string::npos;
+  });
+  std::set<std::string> shapes;
+  for (const auto& c : cases) {
+    if (!reference(c)) shapes.insert(c.shape);
+  }
+  std::erase_if(cases, [&](const bench::Case& c) {
+    return c.impl == bench::Impl::machine && !shapes.contains(c.shape);
+  });
+  if (std::all_of(cases.begin(), cases.end(), reference)) {
+    throw UsageError("--filter '" + o.filter + "' matches no case (names such as " +
+                     "rope_forward/gpt2, add_positions_backward/small, embed_forward/gpt2)");
+  }
+  return cases;
+}
+
 }  // namespace
 
 nlohmann::json measure_bench(const BenchOptions& o) {
@@ -196,33 +228,9 @@ nlohmann::json measure_bench(const BenchOptions& o) {
   std::string llmc_why, torch_status;
   const bool llmc = bench::llmc_peer_available(llmc_why);
   // The cases first: a --filter that matches none is a usage error before anything is measured.
-  std::vector<bench::Case> cases = bench::embedding_cases(threads, llmc);
-  if (o.lab_kernels) {
-    for (auto& c : lab_kernel_cases(threads)) cases.push_back(std::move(c));
-  }
   const std::vector<std::string> targets =
       o.all_targets ? simd_targets() : std::vector<std::string>{};
-  cases = bench::for_targets(std::move(cases), targets);
-  // The references stay: the copy, and the machine's row reads for a shape that has a case left.
-  const auto reference = [](const bench::Case& c) {
-    return c.impl == bench::Impl::copy || c.impl == bench::Impl::machine;
-  };
-  if (!o.filter.empty()) {
-    std::erase_if(cases, [&](const bench::Case& c) {
-      return !reference(c) && c.name().find(o.filter) == std::string::npos;
-    });
-    std::set<std::string> shapes;
-    for (const auto& c : cases) {
-      if (!reference(c)) shapes.insert(c.shape);
-    }
-    std::erase_if(cases, [&](const bench::Case& c) {
-      return c.impl == bench::Impl::machine && !shapes.contains(c.shape);
-    });
-    if (std::all_of(cases.begin(), cases.end(), reference)) {
-      throw UsageError("--filter '" + o.filter + "' matches no case (names such as " +
-                       "rope_forward/gpt2, add_positions_backward/small, embed_forward/gpt2)");
-    }
-  }
+  std::vector<bench::Case> cases = select_cases(o, threads, llmc, targets);
   auto torch = torch_peer(o, threads, peer_dir, torch_status);
   bench::Harness harness;
   std::vector<bench::Variant> variants;
