@@ -254,7 +254,8 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   const bool parallel = worth_parallel(work) && parallel_threads() > 1;
   // Small work, and work that runs on one thread other than the full backward with contiguous
   // positions, runs the serial loop itself: the order to keep, with no plan to make (its
-  // position-only sum goes in blocks of positions that stay in L2). The full backward with
+  // position-only sum holds each gradient vector in a register over 8 batch rows). The full
+  // backward with
   // contiguous positions takes the tasks below on one thread too: a task adds a position row's
   // contributions from the whole batch while the row is in L1, where the serial loop goes
   // through the position table once per batch row (about 5% faster at 1 thread, GPT-2 shape).
@@ -270,9 +271,8 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   job.bucket_task_first = plan.task_first.data();
   job.bucket_tasks = plan.task_first.size() - 1;
   // Row tasks: with contiguous positions a task is a block of positions over the whole batch
-  // (each position row sums its batch rows in order); otherwise a block of rows n. (The
-  // position-only sum adds a block's rows batch row by batch row: a block of positions of about
-  // kTaskBytes of gradient rows.)
+  // (each position row sums its batch rows in order); otherwise a block of rows n. (For the
+  // position-only sum, a block of positions of about kTaskBytes of gradient rows.)
   const std::size_t rows = rows_per_task(C);
   job.rows_per_task = contiguous && with_tokens ? std::max<std::size_t>(1, rows / batch) : rows;
   job.row_tasks = ceil_div(contiguous ? seq_len : n_rows, job.rows_per_task);
