@@ -121,14 +121,16 @@ void embed_rows_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
   assert(wte.empty() || wpe.empty() || wte.type == wpe.type);
   if (wte.empty() && wpe.empty()) return;
   // Tasks: a block of positions t by a block of batch rows b, about kTaskBytes of output. Inside
-  // a task the batch rows are the inner loop, so that a position row is reused while in L1.
+  // a task the batch rows are the inner loop, so that a position row is reused while in L1. The
+  // position-only add takes one batch row a task, in the serial loop's order (add_positions_tasks).
   const std::size_t rows = rows_per_task(C);
   const std::size_t element_bytes = (wte.empty() ? wpe : wte).type == TableType::f32 ? 4 : 2;
   const std::size_t wpe_bytes = seq_len * C * element_bytes;
   // At most 8 batch rows: their output rows are T*C floats apart, often a multiple of 4 KiB,
   // which maps them onto the same L1 sets.
-  const std::size_t b_per_task =
-      wpe.empty() || wpe_bytes < kLargeTableBytes ? 1 : std::min({batch, rows, std::size_t{8}});
+  const std::size_t b_per_task = wte.empty() || wpe.empty() || wpe_bytes < kLargeTableBytes
+                                     ? 1
+                                     : std::min({batch, rows, std::size_t{8}});
   const std::size_t t_per_task = std::max<std::size_t>(1, rows / b_per_task);
   ForwardJob job{};
   job.out = out.data();
