@@ -15,6 +15,7 @@
 #include "harness/embedding_cases.hpp"
 #include "harness/harness.hpp"
 #include "peers/llmc_encoder.hpp"
+#include "posemb/simd.hpp"
 
 namespace {
 
@@ -46,6 +47,8 @@ std::vector<int> thread_counts(int& argc, char** argv) {
 int main(int argc, char** argv) {
   const std::vector<int> threads = thread_counts(argc, argv);
   benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext("cpu", posemb::bench::describe(posemb::bench::cpu_info()));
+  benchmark::AddCustomContext("posemb_simd_target", posemb::simd_target());
   static const posemb::bench::Harness harness;
   std::string why;
   const bool llmc = posemb::bench::llmc_peer_available(why);

@@ -1,4 +1,4 @@
 #!/usr/bin/env bash
-# Checks the size limits of lab/ and tools/ (see check-code-size.py).
+# Checks the size limits of lab/, tools/ and src/ (see check-code-size.py).
 set -euo pipefail
 exec /usr/bin/python3 "$(dirname "$0")/check-code-size.py"

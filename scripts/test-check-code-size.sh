@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# check-code-size.py can fail: in a scratch tree with a function of 81 lines (and one of 80, a
-# class, a namespace and a long table initializer, which are fine), a command file of 151 lines
-# and a source file of 501, it must exit 1 naming exactly those three.
+# check-code-size.py can fail: in a scratch tree with a function of 81 lines in lab/ (and one of
+# 80, a class, a namespace and a long table initializer, which are fine), a command file of 151
+# lines, a source file of 501 and a function of 101 lines in src/ (and one of 100, fine), it must
+# exit 1 naming exactly those four.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/lab/model" "$tmp/tools/posemb/experiment"
+mkdir -p "$tmp/lab/model" "$tmp/tools/posemb/experiment" "$tmp/src/nn"
 body() {  # a function of $2 lines named $1, a lambda and braces inside
   echo "int $1(int x) {"
   echo "  auto f = [](int y) { if (y) { return 1; } return 0; };"
@@ -27,13 +28,17 @@ body() {  # a function of $2 lines named $1, a lambda and braces inside
 } >"$tmp/lab/model/m.cpp"
 for ((i = 0; i < 151; ++i)); do echo "// line $i"; done >"$tmp/tools/posemb/experiment/cmd_x.cpp"
 for ((i = 0; i < 501; ++i)); do echo "// line $i"; done >"$tmp/lab/big.hpp"
+{
+  body src_fits 100
+  body src_long 101
+} >"$tmp/src/nn/k.cpp"
 set +e
 out="$(/usr/bin/python3 "$here/check-code-size.py" "$tmp")"
 rc=$?
 set -e
 echo "$out"
 [ "$rc" -eq 1 ] || { echo "FAIL: exit $rc, want 1"; exit 1; }
-[ "$(echo "$out" | wc -l)" -eq 3 ] || { echo "FAIL: want exactly 3 violations"; exit 1; }
+[ "$(echo "$out" | wc -l)" -eq 4 ] || { echo "FAIL: want exactly 4 violations"; exit 1; }
 echo "$out" | grep -q '^lab/model/m.cpp:3: function inside_class has 81 lines' || {
   echo "FAIL: function"
   exit 1
@@ -43,4 +48,8 @@ echo "$out" | grep -q '^tools/posemb/experiment/cmd_x.cpp: 151 lines, more than 
   exit 1
 }
 echo "$out" | grep -q '^lab/big.hpp: 501 lines, more than 500' || { echo "FAIL: file"; exit 1; }
-echo "ok: check-code-size.py catches all three"
+echo "$out" | grep -q '^src/nn/k.cpp:101: function src_long has 101 lines, more than 100' || {
+  echo "FAIL: src function"
+  exit 1
+}
+echo "ok: check-code-size.py catches all four"

@@ -44,8 +44,25 @@ const char* impl_name(Impl impl) {
 }
 
 Variant Case::variant() const {
-  return {name() + " " + impl_name(impl) + " " + std::to_string(threads) + "t", threads, run,
-          impl == Impl::llmc_omp || impl == Impl::loop_omp};
+  return {name() + " " + impl_name(impl) + (simd.empty() ? "" : " " + simd) + " " +
+              std::to_string(threads) + "t",
+          threads, run, impl == Impl::llmc_omp || impl == Impl::loop_omp, simd};
+}
+
+std::vector<Case> for_targets(std::vector<Case> cases, const std::vector<std::string>& targets) {
+  if (targets.empty()) return cases;
+  std::vector<Case> out;
+  for (Case& c : cases) {
+    if (c.impl != Impl::posemb) {
+      out.push_back(std::move(c));
+      continue;
+    }
+    for (const std::string& t : targets) {
+      out.push_back(c);
+      out.back().simd = t;
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -161,14 +178,14 @@ std::vector<Case> embedding_cases(const std::vector<int>& threads, bool with_llm
   for (int t : threads) {
     double bytes = 0;
     Variant v = copy_variant(t, bytes);
-    cases.push_back({"copy", "", "2 x 256 MiB", Impl::copy, t, bytes, v.run});
+    cases.push_back({"copy", "", "2 x 256 MiB", Impl::copy, t, bytes, v.run, ""});
   }
   for (const Shape& s : {kGpt2Shape, kSmallShape}) {
     auto p = std::make_shared<Problem>(s);
     const double fwd = p->forward_bytes(4), bwd = p->backward_bytes();
     const double afwd = p->add_forward_bytes(), abwd = p->add_backward_bytes();
     auto add = [&](const char* op, Impl impl, int t, double bytes, std::function<void()> run) {
-      cases.push_back({op, s.tag, s.describe(), impl, t, bytes, std::move(run)});
+      cases.push_back({op, s.tag, s.describe(), impl, t, bytes, std::move(run), ""});
     };
     if (with_llmc) {
       add("embed_forward", Impl::llmc, 1, fwd, [p] { p->llmc_forward(); });

@@ -47,6 +47,7 @@ struct Case {
   int threads = 1;
   double bytes = 0;  // the bytes the operation must move (see embedding_cases.cpp)
   std::function<void()> run;
+  std::string simd;  // posemb's SIMD target for a posemb case; "" for the process's choice
 
   std::string name() const {
     return shape.empty() ? op : op + "/" + shape;
@@ -58,5 +59,10 @@ struct Case {
 // relative bias cases (relative_bias_cases.hpp). The serial llm.c loops appear once (threads 1)
 // and only when `with_llmc` (see llmc_peer_available), the plain loops likewise.
 std::vector<Case> embedding_cases(const std::vector<int>& threads, bool with_llmc);
+
+// Every posemb case once per SIMD target in `targets` (Case::simd set), the targets of a case
+// next to each other; the peers and the references (copy, read_token_rows) once. With no
+// targets, the cases as they are.
+std::vector<Case> for_targets(std::vector<Case> cases, const std::vector<std::string>& targets);
 
 }  // namespace posemb::bench

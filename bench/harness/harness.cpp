@@ -1,5 +1,6 @@
 #include "harness/harness.hpp"
 
+#include <cpuid.h>
 #include <fcntl.h>
 #include <immintrin.h>
 #include <omp.h>
@@ -13,12 +14,14 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <new>
 #include <stdexcept>
 
 #include "posemb/memory.hpp"
 #include "posemb/parallel.hpp"
+#include "posemb/simd.hpp"
 
 extern char** environ;
 
@@ -162,6 +165,7 @@ void Harness::flush(bool openmp) const {
 
 double Harness::time_once(const Variant& v) const {
   set_threads(v.threads);
+  posemb::set_simd_target(v.simd);
   // Once untimed first, so that whatever the flush leaves behind is this variant's own: without
   // it a forward right after another forward on the same table (other rows) measured 1.36-1.63x
   // faster than after one on a different table (harness.hpp).
@@ -244,6 +248,93 @@ float gather_rows(const float* const* rows, std::size_t n, std::size_t cols) {
 double load_average() {
   double avg[1] = {-1};
   return getloadavg(avg, 1) == 1 ? avg[0] : -1;
+}
+
+namespace {
+
+// The size of the first CPU's cache of `level` and `type` as the kernel reports it (sysfs), else
+// as the C library does (glibc multiplies a shared L3 by the cores of the whole package: a VM's
+// 32 MiB reads 384 MiB there); 0 when unknown.
+long cache_bytes(int level, const std::string& type, int sysconf_name) {
+  const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index";
+  for (int i = 0; i < 8; ++i) {
+    auto read = [&](const char* file) {
+      std::ifstream in(dir + std::to_string(i) + "/" + file);
+      std::string v;
+      in >> v;
+      return v;
+    };
+    if (read("level") != std::to_string(level) || read("type") != type) continue;
+    const std::string size = read("size");  // "48K", "32768K", "1M"
+    char* end = nullptr;
+    const long n = std::strtol(size.c_str(), &end, 10);
+    if (end == size.c_str() || n <= 0) break;
+    return *end == 'M' ? n << 20 : *end == 'K' ? n << 10 : n;
+  }
+  return std::max(0L, sysconf(sysconf_name));
+}
+
+}  // namespace
+
+CpuInfo cpu_info() {
+  CpuInfo c;
+  unsigned a = 0, b = 0, cx = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &cx, &d) != 0) {
+    char vendor[13] = {};
+    std::memcpy(vendor, &b, 4);
+    std::memcpy(vendor + 4, &d, 4);
+    std::memcpy(vendor + 8, &cx, 4);
+    c.vendor = vendor;
+  }
+  if (__get_cpuid(1, &a, &b, &cx, &d) != 0) {
+    const unsigned base_family = (a >> 8) & 0xf, base_model = (a >> 4) & 0xf;
+    c.family = static_cast<int>(base_family + (base_family == 0xf ? (a >> 20) & 0xff : 0));
+    c.model = static_cast<int>(
+        base_model + (base_family == 0xf || base_family == 0x6 ? ((a >> 16) & 0xf) << 4 : 0));
+    c.stepping = static_cast<int>(a & 0xf);
+  }
+  if (__get_cpuid(0x80000000, &a, &b, &cx, &d) != 0 && a >= 0x80000004) {
+    char brand[49] = {};
+    for (unsigned leaf = 0; leaf < 3; ++leaf) {
+      __get_cpuid(0x80000002 + leaf, &a, &b, &cx, &d);
+      const unsigned regs[4] = {a, b, cx, d};
+      std::memcpy(brand + 16 * leaf, regs, 16);
+    }
+    std::string s = brand;
+    const auto first = s.find_first_not_of(' '), last = s.find_last_not_of(' ');
+    c.brand = first == std::string::npos ? "" : s.substr(first, last - first + 1);
+  }
+  c.l1d = cache_bytes(1, "Data", _SC_LEVEL1_DCACHE_SIZE);
+  c.l2 = cache_bytes(2, "Unified", _SC_LEVEL2_CACHE_SIZE);
+  c.l3 = cache_bytes(3, "Unified", _SC_LEVEL3_CACHE_SIZE);
+  c.cpus = static_cast<int>(std::max(0L, sysconf(_SC_NPROCESSORS_ONLN)));
+  __builtin_cpu_init();
+  // (__builtin_cpu_supports takes a string literal.)
+  if (__builtin_cpu_supports("sse4.1")) c.features.emplace_back("sse4.1");
+  if (__builtin_cpu_supports("avx2")) c.features.emplace_back("avx2");
+  if (__builtin_cpu_supports("fma")) c.features.emplace_back("fma");
+  if (__builtin_cpu_supports("f16c")) c.features.emplace_back("f16c");
+  if (__builtin_cpu_supports("avx512f")) c.features.emplace_back("avx512f");
+  if (__builtin_cpu_supports("avx512bw")) c.features.emplace_back("avx512bw");
+  if (__builtin_cpu_supports("avx512vl")) c.features.emplace_back("avx512vl");
+  return c;
+}
+
+std::string describe(const CpuInfo& cpu) {
+  auto bytes = [](long n) {
+    return n >= (1L << 20) && n % (1L << 20) == 0 ? std::to_string(n >> 20) + " MiB"
+                                                  : std::to_string(n >> 10) + " KiB";
+  };
+  std::string s = cpu.brand.empty() ? "an unnamed CPU" : cpu.brand;
+  s += " (" + cpu.vendor + " family " + std::to_string(cpu.family) + " model " +
+       std::to_string(cpu.model) + ");";
+  const char* names[] = {" L1d ", ", L2 ", ", L3 "};
+  const long sizes[] = {cpu.l1d, cpu.l2, cpu.l3};
+  for (int i = 0; i < 3; ++i) s += names[i] + (sizes[i] > 0 ? bytes(sizes[i]) : "unknown");
+  s += ";";
+  for (const std::string& f : cpu.features) s += " " + f;
+  s += "; " + std::to_string(cpu.cpus) + " CPUs";
+  return s;
 }
 
 PeerResult run_peer(const std::vector<std::string>& argv) {

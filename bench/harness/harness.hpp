@@ -35,6 +35,9 @@ struct Variant {
   int threads = 1;
   std::function<void()> run;
   bool openmp = false;  // runs on OpenMP's threads (a peer), not on posemb::parallel_for's
+  // posemb's SIMD target for the variant's calls (posemb::set_simd_target, before its untimed
+  // call); "" for the process's choice (POSEMB_SIMD, else the best).
+  std::string simd;
 };
 
 class Harness {
@@ -77,6 +80,21 @@ float gather_rows(const float* const* rows, std::size_t n, std::size_t cols);
 
 // The 1-minute load average, or -1 when unknown.
 double load_average();
+
+// What the CPU reports about itself (cpuid, and the caches as the C library reads them), for the
+// header of a benchmark's figures: they depend on the CPU at least as much as on the code.
+struct CpuInfo {
+  std::string brand;   // "AMD EPYC 7763 64-Core Processor" (cpuid's brand string)
+  std::string vendor;  // "AuthenticAMD"
+  int family = 0, model = 0, stepping = 0;
+  long l1d = 0, l2 = 0, l3 = 0;       // bytes per cache (L1d and L2 per core), 0 when unknown
+  std::vector<std::string> features;  // of sse4.1, avx2, fma, f16c, avx512f/bw/vl, the CPU's
+  int cpus = 0;                       // online logical CPUs
+};
+CpuInfo cpu_info();
+// "AMD EPYC 7763 (AuthenticAMD family 25 model 1); L1d 32 KiB, L2 512 KiB, L3 32 MiB; sse4.1 avx2
+// fma f16c; 2 CPUs"
+std::string describe(const CpuInfo& cpu);
 
 // An external peer (a Python script today): runs argv[0] with the arguments, reads its
 // standard output as one JSON document. On failure (not found, non-zero exit, bad JSON)

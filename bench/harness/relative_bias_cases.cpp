@@ -63,7 +63,7 @@ std::vector<Case> relative_bias_cases(const std::vector<int>& threads, bool with
     auto p = std::make_shared<RelativeBiasProblem>(s);
     const double bytes = p->bytes();
     auto add = [&](const char* op, Impl impl, int t, std::function<void()> run) {
-      cases.push_back({op, s.tag, s.describe(), impl, t, bytes, std::move(run)});
+      cases.push_back({op, s.tag, s.describe(), impl, t, bytes, std::move(run), ""});
     };
     if (with_loop) {
       add("relative_bias_forward", Impl::loop, 1, [p] { p->loop_forward(); });

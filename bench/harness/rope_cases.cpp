@@ -65,7 +65,7 @@ std::vector<Case> rope_cases(const std::vector<int>& threads, bool with_loop) {
   auto p = std::make_shared<RopeProblem>(s);
   const double cached = p->x_bytes() + p->cache_bytes(), direct = p->x_bytes();
   auto add = [&](const char* op, Impl impl, int t, double bytes, std::function<void()> run) {
-    cases.push_back({op, s.tag, s.describe(), impl, t, bytes, std::move(run)});
+    cases.push_back({op, s.tag, s.describe(), impl, t, bytes, std::move(run), ""});
   };
   if (with_loop) {
     add("rope_forward", Impl::loop, 1, cached, [p] { p->loop_forward(); });

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace posemb {
@@ -30,5 +31,11 @@ std::string simd_target();
 
 // The targets this build has and this CPU runs, best first; the last is "baseline".
 std::vector<std::string> simd_targets();
+
+// From now on the kernels use target `name`, as POSEMB_SIMD=name would: one of simd_targets(),
+// or "best"; "" returns to POSEMB_SIMD's choice. For programs that compare targets in one
+// process (`posemb bench --all-targets`); never call it while a kernel runs on another thread.
+// Throws std::invalid_argument, listing the valid names, for a target this build or CPU lacks.
+void set_simd_target(std::string_view name);
 
 }  // namespace posemb

@@ -148,4 +148,8 @@ std::vector<std::string> simd_targets() {
   return out;
 }
 
+void set_simd_target(std::string_view name) {
+  detail::set_simd_target(name);
+}
+
 }  // namespace posemb

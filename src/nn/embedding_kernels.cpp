@@ -121,14 +121,16 @@ void embed_rows_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
   assert(wte.empty() || wpe.empty() || wte.type == wpe.type);
   if (wte.empty() && wpe.empty()) return;
   // Tasks: a block of positions t by a block of batch rows b, about kTaskBytes of output. Inside
-  // a task the batch rows are the inner loop, so that a position row is reused while in L1.
+  // a task the batch rows are the inner loop, so that a position row is reused while in L1. The
+  // position-only add takes one batch row a task, in the serial loop's order (add_positions_tasks).
   const std::size_t rows = rows_per_task(C);
   const std::size_t element_bytes = (wte.empty() ? wpe : wte).type == TableType::f32 ? 4 : 2;
   const std::size_t wpe_bytes = seq_len * C * element_bytes;
   // At most 8 batch rows: their output rows are T*C floats apart, often a multiple of 4 KiB,
   // which maps them onto the same L1 sets.
-  const std::size_t b_per_task =
-      wpe.empty() || wpe_bytes < kLargeTableBytes ? 1 : std::min({batch, rows, std::size_t{8}});
+  const std::size_t b_per_task = wte.empty() || wpe.empty() || wpe_bytes < kLargeTableBytes
+                                     ? 1
+                                     : std::min({batch, rows, std::size_t{8}});
   const std::size_t t_per_task = std::max<std::size_t>(1, rows / b_per_task);
   ForwardJob job{};
   job.out = out.data();
@@ -155,6 +157,79 @@ void embed_rows_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
   parallel_for(tasks, 1, work, [&](std::size_t begin, std::size_t end) { run(job, begin, end); });
 }
 
+namespace {
+
+// The backward's job without its plan: the gradients, dout, tokens and positions, and whether
+// to prefetch the gradient rows (tables larger than a core's L2).
+BackwardJob backward_job(MatrixView<float> dwte, MatrixView<float> dwpe,
+                         MatrixView<const float> dout, const TokenId* tokens, std::size_t batch,
+                         std::size_t seq_len, BatchPositions positions) {
+  const std::size_t C = dout.cols();
+  BackwardJob job{};
+  job.dout = dout.data();
+  job.dout_stride = dout.row_stride();
+  job.B = batch;
+  job.T = seq_len;
+  job.C = C;
+  job.dwte = dwte.empty() ? nullptr : dwte.data();
+  job.dwte_stride = dwte.row_stride();
+  job.tokens = tokens;
+  job.dwpe = dwpe.empty() ? nullptr : dwpe.data();
+  job.dwpe_stride = dwpe.row_stride();
+  job.positions = positions;
+  job.positions.contiguous = !dwpe.empty() && positions.contiguous;
+  job.prefetch = (dwte.empty() ? 0 : dwte.rows()) * C * sizeof(float) >= kLargeTableBytes ||
+                 (dwpe.empty() ? 0 : dwpe.rows()) * C * sizeof(float) >= kLargeTableBytes;
+  return job;
+}
+
+// The rows used more than once, bucketed (plan_rows), and the bucket tasks: consecutive buckets
+// of about kBucketTaskRows contributions together, task j being buckets [first[j], first[j + 1]).
+struct BucketPlan {
+  std::vector<std::uint8_t> direct;
+  std::vector<Bucket> buckets;
+  std::vector<std::uint32_t> order;
+  std::vector<std::uint32_t> task_first{0};
+};
+
+void plan_buckets(const BackwardJob& job, MatrixView<float> dwte, MatrixView<float> dwpe,
+                  BucketPlan& plan) {
+  const std::size_t n_rows = job.B * job.T;
+  plan.direct.assign(n_rows, 0);
+  if (job.dwte != nullptr) {
+    plan_rows(
+        n_rows, dwte.rows(), [&](std::size_t n) -> std::int64_t { return job.tokens[n]; },
+        dwte.data(), dwte.row_stride(), 1, plan.direct, plan.buckets, plan.order);
+  }
+  if (job.dwpe != nullptr && !job.positions.contiguous) {
+    plan_rows(
+        n_rows, dwpe.rows(), [&](std::size_t n) { return job.positions.pos[n]; }, dwpe.data(),
+        dwpe.row_stride(), 2, plan.direct, plan.buckets, plan.order);
+  }
+  std::size_t in_task = 0;
+  for (std::size_t i = 0; i < plan.buckets.size(); ++i) {
+    in_task += plan.buckets[i].count;
+    if (in_task >= kBucketTaskRows || i + 1 == plan.buckets.size()) {
+      plan.task_first.push_back(static_cast<std::uint32_t>(i + 1));
+      in_task = 0;
+    }
+  }
+}
+
+// Columns: split when there are too few tasks for the threads (a single position row summed
+// over a large batch, a batch of one token repeated...), in blocks of whole cache lines.
+void split_columns(BackwardJob& job, std::size_t tasks, std::size_t work) {
+  const std::size_t wanted = kTasksPerThread * parallel_threads();
+  std::size_t col_tasks = 1;
+  if (tasks < wanted && worth_parallel(work)) {
+    col_tasks = std::min(ceil_div(wanted, tasks), ceil_div(job.C, 16));
+  }
+  job.cols_per_task = ceil_div(ceil_div(job.C, col_tasks), 16) * 16;
+  job.col_tasks = ceil_div(job.C, job.cols_per_task);
+}
+
+}  // namespace
+
 void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
                          MatrixView<const float> dout, MatrixView<const TokenId> tokens,
                          std::size_t batch, std::size_t seq_len, BatchPositions positions) {
@@ -163,26 +238,11 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   assert(dout.rows() == n_rows &&
          (positions.pos != nullptr || positions.contiguous || dwpe.empty()));
   const bool with_tokens = !dwte.empty();
-  const bool with_positions = !dwpe.empty();
-  if (!with_tokens && !with_positions) return;
-
-  BackwardJob job{};
-  job.dout = dout.data();
-  job.dout_stride = dout.row_stride();
-  job.B = batch;
-  job.T = seq_len;
-  job.C = C;
-  job.dwte = with_tokens ? dwte.data() : nullptr;
-  job.dwte_stride = dwte.row_stride();
+  if (!with_tokens && dwpe.empty()) return;
   std::vector<TokenId> token_copy;
-  job.tokens = flat_tokens(tokens, token_copy);
-  job.dwpe = with_positions ? dwpe.data() : nullptr;
-  job.dwpe_stride = dwpe.row_stride();
-  const bool contiguous = with_positions && positions.contiguous;
-  job.positions = positions;
-  job.positions.contiguous = contiguous;
-  job.prefetch = (with_tokens ? dwte.rows() : 0) * C * sizeof(float) >= kLargeTableBytes ||
-                 (with_positions ? dwpe.rows() : 0) * C * sizeof(float) >= kLargeTableBytes;
+  BackwardJob job =
+      backward_job(dwte, dwpe, dout, flat_tokens(tokens, token_copy), batch, seq_len, positions);
+  const bool contiguous = job.positions.contiguous;
   // parallel_for's work: with token rows from a gradient table larger than the caches, the
   // scattered adds (elements), whose cache misses a second thread overlaps. With a smaller table
   // the adds stream through the caches (dout read, gradient rows read and written), and so does
@@ -196,7 +256,8 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
   const bool parallel = worth_parallel(work) && parallel_threads() > 1;
   // Small work, and work that runs on one thread other than the full backward with contiguous
   // positions, runs the serial loop itself: the order to keep, with no plan to make (its
-  // position-only sum goes in blocks of positions that stay in L2). The full backward with
+  // position-only sum holds each gradient vector in a register over 8 batch rows). The full
+  // backward with
   // contiguous positions takes the tasks below on one thread too: a task adds a position row's
   // contributions from the whole batch while the row is in L1, where the serial loop goes
   // through the position table once per batch row (about 5% faster at 1 thread, GPT-2 shape).
@@ -204,54 +265,21 @@ void embed_rows_backward(MatrixView<float> dwte, MatrixView<float> dwpe,
     backward_serial()(job);
     return;
   }
-
-  std::vector<std::uint8_t> direct(n_rows, 0);
-  std::vector<Bucket> buckets;
-  std::vector<std::uint32_t> order;
-  if (with_tokens) {
-    plan_rows(
-        n_rows, dwte.rows(), [&](std::size_t n) -> std::int64_t { return job.tokens[n]; },
-        dwte.data(), dwte.row_stride(), 1, direct, buckets, order);
-  }
-  if (with_positions && !contiguous) {
-    plan_rows(
-        n_rows, dwpe.rows(), [&](std::size_t n) { return positions.pos[n]; }, dwpe.data(),
-        dwpe.row_stride(), 2, direct, buckets, order);
-  }
-
-  job.direct = direct.data();
+  BucketPlan plan;
+  plan_buckets(job, dwte, dwpe, plan);
+  job.direct = plan.direct.data();
+  job.buckets = plan.buckets.data();
+  job.order = plan.order.data();
+  job.bucket_task_first = plan.task_first.data();
+  job.bucket_tasks = plan.task_first.size() - 1;
   // Row tasks: with contiguous positions a task is a block of positions over the whole batch
-  // (each position row sums its batch rows in order); otherwise a block of rows n.
+  // (each position row sums its batch rows in order); otherwise a block of rows n. (For the
+  // position-only sum, a block of positions of about kTaskBytes of gradient rows.)
   const std::size_t rows = rows_per_task(C);
-  // (The position-only sum adds a block's rows batch row by batch row: a block of positions of
-  // about kTaskBytes of gradient rows.)
   job.rows_per_task = contiguous && with_tokens ? std::max<std::size_t>(1, rows / batch) : rows;
   job.row_tasks = ceil_div(contiguous ? seq_len : n_rows, job.rows_per_task);
-  // Bucket tasks: consecutive buckets of about kBucketTaskRows contributions together.
-  std::vector<std::uint32_t> bucket_task_first{0};
-  std::size_t in_task = 0;
-  for (std::size_t i = 0; i < buckets.size(); ++i) {
-    in_task += buckets[i].count;
-    if (in_task >= kBucketTaskRows || i + 1 == buckets.size()) {
-      bucket_task_first.push_back(static_cast<std::uint32_t>(i + 1));
-      in_task = 0;
-    }
-  }
-  job.buckets = buckets.data();
-  job.order = order.data();
-  job.bucket_task_first = bucket_task_first.data();
-  job.bucket_tasks = bucket_task_first.size() - 1;
-  // Columns: split when there are too few tasks for the threads (a single position row summed
-  // over a large batch, a batch of one token repeated...), in blocks of whole cache lines.
   const std::size_t tasks = job.row_tasks + job.bucket_tasks;
-  const std::size_t wanted = kTasksPerThread * parallel_threads();
-  std::size_t col_tasks = 1;
-  if (tasks < wanted && worth_parallel(work)) {
-    col_tasks = std::min(ceil_div(wanted, tasks), ceil_div(C, 16));
-  }
-  job.cols_per_task = ceil_div(ceil_div(C, col_tasks), 16) * 16;
-  job.col_tasks = ceil_div(C, job.cols_per_task);
-
+  split_columns(job, tasks, work);
   const BackwardTaskFn run = backward_tasks();
   parallel_for(tasks * job.col_tasks, 1, work,
                [&](std::size_t begin, std::size_t end) { run(job, begin, end); });

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "core/simd.hpp"
 #include "nn/embedding_kernels.hpp"
@@ -100,6 +101,103 @@ HWY_INLINE hn::Vec<DF> load_widened_quick(DF d, const E* p) {
   }
 }
 
+// ---- Two vectors at a time on 128-bit targets --------------------------------------------
+
+// On SSE4 a whole vector of 8 16-bit elements widens into two float vectors by interleaving it
+// with the low halves (Highway's ZipLower/ZipUpper, in order on 128-bit vectors): bfloat16 is its
+// bits in the upper half; float16's exponent and mantissa are moved into place with 16-bit
+// operations, 8 lanes at a time: exponent + 112 (+ 112 more for infinity and NaN, whose payload
+// is kept), zero kept. A vector with a subnormal (below 2^-14, rare in a trained table) takes
+// the exact 32-bit conversion (load_widened) instead.
+using DU16 = hn::Repartition<std::uint16_t, DF>;
+#if HWY_TARGET == HWY_SSE4 || (HWY_TARGET == HWY_EMU128 && HWY_ARCH_X86_64)
+inline constexpr bool kPairs = true;
+#else
+inline constexpr bool kPairs = false;
+#endif
+
+#if HWY_TARGET == HWY_EMU128 && HWY_ARCH_X86_64
+// The baseline (x86-64: SSE2) does the same in SSE2, whose integer operations it has; Highway's
+// emulated interleave compiled into lane-by-lane code (the bfloat16 forward 5.1 ms against 1.5).
+// False for a float16 vector with a subnormal (the caller converts it exactly instead).
+template <class E>
+HWY_INLINE bool widen_pair_sse2(const E* HWY_RESTRICT p, __m128& v0, __m128& v1) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (std::is_same_v<E, bfloat16>) {
+    v0 = _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h));
+    v1 = _mm_castsi128_ps(_mm_unpackhi_epi16(_mm_setzero_si128(), h));
+    return true;
+  } else {
+    const __m128i em = _mm_and_si128(h, _mm_set1_epi16(0x7fff));
+    const __m128i zero = _mm_cmpeq_epi16(em, _mm_setzero_si128());
+    const __m128i small = _mm_cmplt_epi16(em, _mm_set1_epi16(0x0400));
+    if (HWY_UNLIKELY(_mm_movemask_epi8(_mm_andnot_si128(zero, small)) != 0)) return false;
+    const __m128i inf_nan = _mm_cmpgt_epi16(em, _mm_set1_epi16(0x7bff));
+    __m128i up = _mm_add_epi16(_mm_srli_epi16(em, 3), _mm_set1_epi16(0x3800));
+    up = _mm_add_epi16(up, _mm_and_si128(inf_nan, _mm_set1_epi16(0x3800)));
+    up = _mm_or_si128(_mm_andnot_si128(zero, up),
+                      _mm_and_si128(h, _mm_set1_epi16(static_cast<short>(0x8000))));
+    const __m128i lo = _mm_slli_epi16(h, 13);
+    v0 = _mm_castsi128_ps(_mm_unpacklo_epi16(lo, up));
+    v1 = _mm_castsi128_ps(_mm_unpackhi_epi16(lo, up));
+    return true;
+  }
+}
+#endif
+
+template <class E>
+HWY_INLINE void widen_pair(DF d, const E* HWY_RESTRICT p, hn::Vec<DF>& v0, hn::Vec<DF>& v1) {
+  const std::size_t N = hn::Lanes(d);
+#if HWY_TARGET == HWY_EMU128 && HWY_ARCH_X86_64
+  if constexpr (!std::is_same_v<E, float>) {
+    __m128 a, b;
+    if (HWY_LIKELY(widen_pair_sse2(p, a, b))) {
+      alignas(16) float lanes[8];
+      _mm_store_ps(lanes, a);
+      _mm_store_ps(lanes + 4, b);
+      v0 = hn::Load(d, lanes);
+      v1 = hn::Load(d, lanes + 4);
+    } else {
+      v0 = load_widened(d, p);
+      v1 = load_widened(d, p + N);
+    }
+    return;
+  }
+#endif
+  if constexpr (kPairs && !std::is_same_v<E, float>) {
+    const DU16 du16;
+    const hn::RebindToSigned<DU16> di16;
+    const hn::Repartition<std::uint32_t, DF> du32;
+    const auto h = hn::LoadU(du16, reinterpret_cast<const std::uint16_t*>(p));
+    if constexpr (std::is_same_v<E, bfloat16>) {
+      v0 = hn::BitCast(d, hn::ZipLower(du32, hn::Zero(du16), h));
+      v1 = hn::BitCast(d, hn::ZipUpper(du32, hn::Zero(du16), h));
+    } else {
+      const auto em = hn::And(h, hn::Set(du16, 0x7fff));  // exponent and mantissa
+      const auto sem = hn::BitCast(di16, em);
+      const auto zero = hn::Eq(em, hn::Zero(du16));
+      const auto small = hn::RebindMask(du16, hn::Gt(hn::Set(di16, 0x0400), sem));
+      if (HWY_UNLIKELY(!hn::AllFalse(du16, hn::AndNot(zero, small)))) {  // a subnormal
+        v0 = load_widened(d, p);
+        v1 = load_widened(d, p + N);
+        return;
+      }
+      const auto inf_nan = hn::RebindMask(du16, hn::Gt(sem, hn::Set(di16, 0x7bff)));
+      // The float's upper half: sign, exponent and the mantissa's upper 7 bits; the lower half:
+      // the mantissa's last 3 bits.
+      auto up = hn::Add(hn::ShiftRight<3>(em), hn::Set(du16, 0x3800));
+      up = hn::Add(up, hn::IfThenElseZero(inf_nan, hn::Set(du16, 0x3800)));
+      up = hn::Or(hn::IfThenZeroElse(zero, up), hn::And(h, hn::Set(du16, 0x8000)));
+      const auto lo = hn::ShiftLeft<13>(h);
+      v0 = hn::BitCast(d, hn::ZipLower(du32, lo, up));
+      v1 = hn::BitCast(d, hn::ZipUpper(du32, lo, up));
+    }
+  } else {
+    v0 = load_widened_quick(d, p);
+    v1 = load_widened_quick(d, p + N);
+  }
+}
+
 HWY_INLINE float widen(float x) {
   return x;
 }
@@ -112,6 +210,20 @@ HWY_INLINE float widen(float16 x) {
 
 // ---- Rows ---------------------------------------------------------------------------------
 
+// A non-temporal (streaming) store of v at p (vector-aligned). Highway's emulated 128-bit target
+// (the baseline) stores plainly; on x86-64, whose every CPU has SSE2, it streams too, with
+// SSE2's store (the same bits: a store changes no value).
+HWY_INLINE void stream_store(hn::Vec<DF> v, DF d, float* HWY_RESTRICT p) {
+#if HWY_TARGET == HWY_EMU128 && HWY_ARCH_X86_64
+  static_assert(hn::MaxLanes(DF()) == 4);
+  alignas(16) float lanes[4];
+  hn::Store(v, d, lanes);
+  _mm_stream_ps(p, _mm_load_ps(lanes));
+#else
+  hn::Stream(v, d, p);
+#endif
+}
+
 // Asks for the cache line of p + c ahead of use (the next row a loop will read: the hardware
 // prefetcher does not know where the next randomly chosen row starts).
 template <class E>
@@ -120,9 +232,10 @@ HWY_INLINE void prefetch(const E* p, std::size_t c) {
 }
 
 // out[c] = a[c] + b[c] (b null: out[c] = a[c]) for c in [0, n). With `stream`, whole vectors go
-// out with non-temporal stores (from the first vector-aligned element on).
-template <class E>
-HWY_INLINE void write_row(float* HWY_RESTRICT out, const E* HWY_RESTRICT a, const E* HWY_RESTRICT b,
+// out with non-temporal stores (from the first vector-aligned element on). b's elements are a's
+// type or floats (a's position rows widened beforehand).
+template <class E, class P>
+HWY_INLINE void write_row(float* HWY_RESTRICT out, const E* HWY_RESTRICT a, const P* HWY_RESTRICT b,
                           std::size_t n, bool stream) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
@@ -133,10 +246,10 @@ HWY_INLINE void write_row(float* HWY_RESTRICT out, const E* HWY_RESTRICT a, cons
     }
     if (b != nullptr) {
       for (; c + N <= n; c += N) {
-        hn::Stream(hn::Add(load_widened(d, a + c), load_widened(d, b + c)), d, out + c);
+        stream_store(hn::Add(load_widened(d, a + c), load_widened(d, b + c)), d, out + c);
       }
     } else {
-      for (; c + N <= n; c += N) hn::Stream(load_widened(d, a + c), d, out + c);
+      for (; c + N <= n; c += N) stream_store(load_widened(d, a + c), d, out + c);
     }
   } else if (b != nullptr) {
     for (; c + N <= n; c += N) {
@@ -148,13 +261,19 @@ HWY_INLINE void write_row(float* HWY_RESTRICT out, const E* HWY_RESTRICT a, cons
   for (; c < n; ++c) out[c] = b != nullptr ? widen(a[c]) + widen(b[c]) : widen(a[c]);
 }
 
-// x[c] += a[c] for c in [c0, c1).
+// x[c] += a[c] for c in [c0, c1), two vectors a step (the loads of both in flight together).
 template <class E>
 HWY_INLINE void add_into(float* HWY_RESTRICT x, const E* HWY_RESTRICT a, std::size_t c0,
                          std::size_t c1) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
   std::size_t c = c0;
+  for (; c + 2 * N <= c1; c += 2 * N) {
+    const auto x0 = hn::LoadU(d, x + c), x1 = hn::LoadU(d, x + c + N);
+    const auto a0 = load_widened(d, a + c), a1 = load_widened(d, a + c + N);
+    hn::StoreU(hn::Add(x0, a0), d, x + c);
+    hn::StoreU(hn::Add(x1, a1), d, x + c + N);
+  }
   for (; c + N <= c1; c += N) {
     hn::StoreU(hn::Add(hn::LoadU(d, x + c), load_widened(d, a + c)), d, x + c);
   }
@@ -216,13 +335,49 @@ struct Ahead {
 
 enum class GroupPos { none, all, some };  // which rows of a group have a position row
 
+// One output element of a group row: a_i[c] (+ b_i[c]), widened, the same single addition as
+// write_row.
+template <GroupPos kPos, class E, class P>
+HWY_INLINE hn::Vec<DF> group_sum(DF d, const E* HWY_RESTRICT a, const P* HWY_RESTRICT b) {
+  auto v = load_widened_quick(d, a);
+  if constexpr (kPos == GroupPos::all) v = hn::Add(v, load_widened_quick(d, b));
+  if constexpr (kPos == GroupPos::some) {
+    if (b != nullptr) v = hn::Add(v, load_widened_quick(d, b));
+  }
+  return v;
+}
+
+// Two vectors of group_sum (elements [0, 2N)) by widen_pair.
+template <GroupPos kPos, class E, class P>
+HWY_INLINE void group_sum2(DF d, const E* HWY_RESTRICT a, const P* HWY_RESTRICT b, hn::Vec<DF>& v0,
+                           hn::Vec<DF>& v1) {
+  widen_pair(d, a, v0, v1);
+  if (kPos == GroupPos::all || (kPos == GroupPos::some && b != nullptr)) {
+    hn::Vec<DF> w0, w1;
+    widen_pair(d, b, w0, w1);
+    v0 = hn::Add(v0, w0);
+    v1 = hn::Add(v1, w1);
+  }
+}
+
+// Floats in a 64-byte cache line of output (the line of every x86-64 CPU).
+constexpr std::size_t kLineFloats = 16;
+
 // out_i[c] = a_i[c] + b_i[c] (b_i null: out_i[c] = a_i[c]) for the g rows i of a group and c in
 // [0, n): per element the same single addition as write_row. kG > 0 is the group size known at
 // compile time (the loop over the rows unrolls), 0 a size g known at run time. With kStream
-// every output row must be vector-aligned.
-template <std::size_t kG, bool kStream, GroupPos kPos, class E>
+// every output row must start on a cache line.
+//
+// The rows are visited line by line: for each line of columns, every row of the group in turn,
+// and within a row the whole line, written by consecutive stores. The loads of the group's rows
+// are in flight together (their misses overlap), and each streamed line is complete as soon as
+// it is started, so it leaves its write-combining buffer at once. Visited vector by vector
+// instead (16 rows each with a partly written line), a CPU with fewer write-combining buffers than
+// rows in flight flushes partial lines: on AVX2 and SSE4 that made the forward 3-5x slower
+// (docs/layer.md). On the scalar target the line is a loop of 16 floats the compiler vectorizes.
+template <std::size_t kG, bool kStream, GroupPos kPos, class E, class P>
 HWY_INLINE void write_group(float* const* HWY_RESTRICT out, const E* const* HWY_RESTRICT a,
-                            const E* const* HWY_RESTRICT b, std::size_t g, std::size_t n,
+                            const P* const* HWY_RESTRICT b, std::size_t g, std::size_t n,
                             const Ahead<E>& ahead) {
   const DF d;
   const std::size_t N = hn::Lanes(d);
@@ -230,7 +385,7 @@ HWY_INLINE void write_group(float* const* HWY_RESTRICT out, const E* const* HWY_
   // NaN lanes of the sums: a NaN element makes its sum NaN (so do inf + -inf, redone too).
   auto nan = hn::FirstN(d, 0);
   std::size_t c = 0;
-  for (; c + N <= n; c += N) {
+  for (; c + kLineFloats <= n; c += kLineFloats) {
     for (std::size_t i = 0; i < rows; ++i) {
       // The line kAheadBytes on, in this row or else in the next group's row i.
       if (c + ahead.elements < n) {
@@ -238,31 +393,56 @@ HWY_INLINE void write_group(float* const* HWY_RESTRICT out, const E* const* HWY_
       } else if (i < ahead.g && c + ahead.elements - n < n) {
         hwy::Prefetch(ahead.rows[i] + (c + ahead.elements - n));
       }
-      auto v = load_widened_quick(d, a[i] + c);
-      if constexpr (kPos == GroupPos::all) v = hn::Add(v, load_widened_quick(d, b[i] + c));
-      if constexpr (kPos == GroupPos::some) {
-        if (b[i] != nullptr) v = hn::Add(v, load_widened_quick(d, b[i] + c));
-      }
-      if constexpr (kQuietsNaN<E>) nan = hn::Or(nan, hn::IsNaN(v));
-      if constexpr (kStream) {
-        hn::Stream(v, d, out[i] + c);
+      float* HWY_RESTRICT o = out[i] + c;
+      const E* HWY_RESTRICT ai = a[i] + c;
+      const P* HWY_RESTRICT bi = kPos == GroupPos::none || b[i] == nullptr ? nullptr : b[i] + c;
+      if constexpr (kPairs) {
+        for (std::size_t k = 0; k < kLineFloats; k += 2 * N) {
+          hn::Vec<DF> v0, v1;
+          group_sum2<kPos>(d, ai + k, bi == nullptr ? bi : bi + k, v0, v1);
+          if constexpr (kStream) {
+            stream_store(v0, d, o + k);
+            stream_store(v1, d, o + k + N);
+          } else {
+            hn::StoreU(v0, d, o + k);
+            hn::StoreU(v1, d, o + k + N);
+          }
+        }
       } else {
-        hn::StoreU(v, d, out[i] + c);
+        for (std::size_t k = 0; k < kLineFloats; k += N) {
+          const auto v = group_sum<kPos>(d, ai + k, bi == nullptr ? bi : bi + k);
+          if constexpr (kQuietsNaN<E> || kQuietsNaN<P>) nan = hn::Or(nan, hn::IsNaN(v));
+          if constexpr (kStream) {
+            stream_store(v, d, o + k);
+          } else {
+            hn::StoreU(v, d, o + k);
+          }
+        }
       }
     }
   }
+  // The columns after the last whole line, row by row: whole vectors, then one by one.
   for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t k = c; k < n; ++k) {
-      out[i][k] = b[i] != nullptr ? widen(a[i][k]) + widen(b[i][k]) : widen(a[i][k]);
+    std::size_t k = c;
+    const P* bi = kPos == GroupPos::none ? nullptr : b[i];
+    for (; k + N <= n; k += N) {
+      const auto v = group_sum<kPos>(d, a[i] + k, bi == nullptr ? bi : bi + k);
+      if constexpr (kQuietsNaN<E> || kQuietsNaN<P>) nan = hn::Or(nan, hn::IsNaN(v));
+      if constexpr (kStream) {
+        stream_store(v, d, out[i] + k);
+      } else {
+        hn::StoreU(v, d, out[i] + k);
+      }
     }
+    for (; k < n; ++k) out[i][k] = bi != nullptr ? widen(a[i][k]) + widen(bi[k]) : widen(a[i][k]);
   }
-  if (kQuietsNaN<E> && HWY_UNLIKELY(!hn::AllFalse(d, nan))) {  // its rows again, exactly
-    for (std::size_t i = 0; i < rows; ++i) write_row(out[i], a[i], b[i], n, kStream);
+  if ((kQuietsNaN<E> || kQuietsNaN<P>)&&HWY_UNLIKELY(!hn::AllFalse(d, nan))) {
+    for (std::size_t i = 0; i < rows; ++i) write_row(out[i], a[i], b[i], n, kStream);  // exactly
   }
 }
 
-template <std::size_t kG, bool kStream, class E>
-HWY_INLINE void write_group(float* const* out, const E* const* a, const E* const* b, std::size_t g,
+template <std::size_t kG, bool kStream, class E, class P>
+HWY_INLINE void write_group(float* const* out, const E* const* a, const P* const* b, std::size_t g,
                             std::size_t n, const Ahead<E>& ahead) {
   std::size_t with_pos = 0;
   for (std::size_t i = 0; i < g; ++i) with_pos += b[i] != nullptr ? 1 : 0;
@@ -271,18 +451,74 @@ HWY_INLINE void write_group(float* const* out, const E* const* a, const E* const
   write_group<kG, kStream, GroupPos::some>(out, a, b, g, n, ahead);  // padding in the group
 }
 
+// Position rows from 16-bit tables are widened once per group, into floats that stay in L1, where
+// widening costs more than a load (float16 without F16C's instruction, bfloat16 on 128-bit
+// vectors): the batch rows of a group share their positions (GPT-2's shape: 4 rows each), and
+// each would widen them again.
+template <class E>
+inline constexpr bool kWidenPositionsOnce =
+    !std::is_same_v<E, float> &&
+    (!kF16C || (std::is_same_v<E, bfloat16> && hn::MaxLanes(DF()) <= 4));
+
+// The distinct position rows of b[0 .. g) widened into `scratch` (rows of n floats), wb[i]
+// pointing at b[i]'s (null where b[i] is). False when no two rows share one (nothing done).
+template <class E>
+bool widen_shared_positions(const E* const* b, std::size_t g, std::size_t n, const float** wb) {
+  const E* distinct[kGatherRows];
+  std::size_t index[kGatherRows];
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < g; ++i) {
+    std::size_t k = 0;
+    while (k < count && distinct[k] != b[i]) ++k;
+    if (k == count && b[i] != nullptr) distinct[count++] = b[i];
+    index[i] = k;
+  }
+  if (count == g || count == 0) return false;
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < count * n) scratch.resize(count * n);
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  for (std::size_t k = 0; k < count; ++k) {
+    float* row = scratch.data() + k * n;
+    std::size_t c = 0;
+    if constexpr (kPairs) {
+      for (; c + 2 * N <= n; c += 2 * N) {
+        hn::Vec<DF> v0, v1;
+        widen_pair(d, distinct[k] + c, v0, v1);
+        hn::StoreU(v0, d, row + c);
+        hn::StoreU(v1, d, row + c + N);
+      }
+    }
+    for (; c + N <= n; c += N) hn::StoreU(load_widened(d, distinct[k] + c), d, row + c);
+    for (; c < n; ++c) row[c] = widen(distinct[k][c]);
+  }
+  for (std::size_t i = 0; i < g; ++i) {
+    wb[i] = b[i] == nullptr ? nullptr : scratch.data() + index[i] * n;
+  }
+  return true;
+}
+
 template <std::size_t kG, class E>
 HWY_INLINE void write_group(float* const* out, const E* const* a, const E* const* b, std::size_t g,
                             std::size_t n, bool stream, const Ahead<E>& ahead) {
-  if (!stream) return write_group<kG, false>(out, a, b, g, n, ahead);
-  const std::size_t vector_bytes = hn::Lanes(DF()) * sizeof(float);
-  for (std::size_t i = 0; i < g; ++i) {
-    if (reinterpret_cast<std::uintptr_t>(out[i]) % vector_bytes != 0) {  // rows not aligned
-      for (std::size_t r = 0; r < g; ++r) write_row(out[r], a[r], b[r], n, true);
-      return;
+  if (stream) {
+    for (std::size_t i = 0; i < g; ++i) {
+      if (reinterpret_cast<std::uintptr_t>(out[i]) % (kLineFloats * sizeof(float)) != 0) {
+        // Rows not on line boundaries: row after row, each streamed line complete in turn.
+        for (std::size_t r = 0; r < g; ++r) write_row(out[r], a[r], b[r], n, true);
+        return;
+      }
     }
   }
-  write_group<kG, true>(out, a, b, g, n, ahead);
+  if constexpr (kWidenPositionsOnce<E>) {
+    const float* wb[kGatherRows];
+    if (widen_shared_positions(b, g, n, wb)) {
+      if (stream) return write_group<kG, true>(out, a, wb, g, n, ahead);
+      return write_group<kG, false>(out, a, wb, g, n, ahead);
+    }
+  }
+  if (stream) return write_group<kG, true>(out, a, b, g, n, ahead);
+  write_group<kG, false>(out, a, b, g, n, ahead);
 }
 
 // A group of gathered rows being written, and the rows of the next group.
@@ -293,12 +529,96 @@ struct Group {
   const E* pos[kGatherRows];
 };
 
+// out[c] = a[c] + b[c] for c in [0, n), ordinary stores, two vectors a step: the row loop of the
+// forward on small tables, where each row's few vectors are all the work there is.
+template <class E, class P>
+HWY_INLINE void add_row(float* HWY_RESTRICT out, const E* HWY_RESTRICT a, const P* HWY_RESTRICT b,
+                        std::size_t n) {
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  std::size_t c = 0;
+  for (; c + 2 * N <= n; c += 2 * N) {
+    hn::StoreU(hn::Add(load_widened(d, a + c), load_widened(d, b + c)), d, out + c);
+    hn::StoreU(hn::Add(load_widened(d, a + c + N), load_widened(d, b + c + N)), d, out + c + N);
+  }
+  for (; c + N <= n; c += N) {
+    hn::StoreU(hn::Add(load_widened(d, a + c), load_widened(d, b + c)), d, out + c);
+  }
+  for (; c < n; ++c) out[c] = widen(a[c]) + widen(b[c]);
+}
+
+// The forward on tables that stay in the caches (no gathering) and an output written with
+// ordinary stores: row after row, the row's position found without a test per row for
+// contiguous positions. GPT-2's small shape (C = 64: a few vectors a row) spent more on the
+// per-row decisions than on the row.
+template <class E, bool kContiguous>
+void forward_rows(const ForwardJob& j, std::size_t begin, std::size_t end) {
+  const E* wte = static_cast<const E*>(j.wte.data);
+  const E* wpe = static_cast<const E*>(j.wpe.data);
+  const std::size_t C = j.C, T = j.T, out_stride = j.out_stride;
+  const std::size_t wte_stride = j.wte.stride, wpe_stride = j.wpe.stride;
+  for (std::size_t k = begin; k < end; ++k) {
+    const std::size_t t0 = (k / j.b_tasks) * j.t_per_task;
+    const std::size_t t1 = t0 + j.t_per_task < T ? t0 + j.t_per_task : T;
+    const std::size_t b0 = (k % j.b_tasks) * j.b_per_task;
+    const std::size_t b1 = b0 + j.b_per_task < j.B ? b0 + j.b_per_task : j.B;
+    for (std::size_t t = t0; t < t1; ++t) {
+      for (std::size_t b = b0; b < b1; ++b) {
+        const std::size_t n = b * T + t;
+        float* o = j.out + n * out_stride;
+        const E* row = wte + static_cast<std::size_t>(j.tokens[n]) * wte_stride;
+        const E* p = nullptr;
+        if constexpr (kContiguous) {
+          p = wpe + (j.positions.start + t) * wpe_stride;
+        } else if (wpe != nullptr && j.positions.pos[n] >= 0) {
+          p = wpe + static_cast<std::size_t>(j.positions.pos[n]) * wpe_stride;
+        }
+        if (kContiguous || p != nullptr) {
+          add_row(o, row, p, C);
+        } else {
+          write_row(o, row, p, C, false);
+        }
+      }
+    }
+  }
+}
+
+// The position-only add (no token table) over the tasks [begin, end), one batch row each
+// (b_per_task 1), taken in the serial loop's order: task k is batch row k / t_tasks, its block of
+// positions k % t_tasks, so that consecutive tasks write consecutive rows of x. The tasks in the
+// forward's order (position blocks outer, batch rows inner) visited rows T*C floats apart in turn,
+// often a multiple of 4 KiB (each row's loads may alias the stores of the row before), and the add
+// ran at 0.43-0.69x llm.c's loop (GPT-2 shape, 1 thread), the narrower targets the slower.
+template <class E>
+void add_positions_tasks(const ForwardJob& j, std::size_t begin, std::size_t end) {
+  const E* wpe = static_cast<const E*>(j.wpe.data);
+  const std::size_t t_tasks = (j.T + j.t_per_task - 1) / j.t_per_task;
+  for (std::size_t k = begin; k < end; ++k) {
+    const std::size_t b = k / t_tasks;
+    const std::size_t t0 = (k % t_tasks) * j.t_per_task;
+    const std::size_t t1 = t0 + j.t_per_task < j.T ? t0 + j.t_per_task : j.T;
+    for (std::size_t t = t0; t < t1; ++t) {
+      const std::size_t n = b * j.T + t;
+      const std::int64_t q = j.positions.at(n, t);
+      if (q >= 0) {
+        add_into(j.out + n * j.out_stride, wpe + static_cast<std::size_t>(q) * j.wpe.stride, 0,
+                 j.C);
+      }
+    }
+  }
+}
+
 // The tasks [begin, end): gathered groups are written one group behind, so that the group being
 // written knows the next one's rows (to prefetch them); a group may take rows of two tasks.
 template <class E>
 void forward_tasks_typed(const ForwardJob& j, std::size_t begin, std::size_t end) {
   const E* wte = static_cast<const E*>(j.wte.data);
   const E* wpe = static_cast<const E*>(j.wpe.data);
+  if (wte == nullptr) return add_positions_tasks<E>(j, begin, end);
+  if (!j.gather && !j.stream) {
+    if (wpe != nullptr && j.positions.contiguous) return forward_rows<E, true>(j, begin, end);
+    return forward_rows<E, false>(j, begin, end);
+  }
   Group<E> groups[2];        // j.gather: the group filling (cur) and the full one before it
   std::size_t cur = 0;       // which of the two is filling
   std::size_t g = 0;         // rows in it
@@ -323,10 +643,6 @@ void forward_tasks_typed(const ForwardJob& j, std::size_t begin, std::size_t end
         // pos is read only with a position table (the token-only forward passes none).
         const std::int64_t q = wpe != nullptr ? j.positions.at(n, t) : -1;
         const E* p = q >= 0 ? wpe + static_cast<std::size_t>(q) * j.wpe.stride : nullptr;
-        if (wte == nullptr) {
-          if (p != nullptr) add_into(o, p, 0, j.C);
-          continue;
-        }
         const E* row = wte + static_cast<std::size_t>(j.tokens[n]) * j.wte.stride;
         if (!j.gather) {
           write_row(o, row, p, j.C, j.stream);
@@ -367,38 +683,41 @@ void ForwardTasks(const ForwardJob& job, std::size_t begin, std::size_t end) {
 
 // ---- Backward -----------------------------------------------------------------------------
 
-// The position-only backward over positions [t0, t1) and columns [c0, c1) (contiguous
-// positions): dwpe[start + t] += dout[b*T + t] for b = 0, 1, ... in order, as the serial loop
-// adds them, but batch row by batch row over the block, so that the block's gradient rows stay in
-// the cache while dout streams through once, in long runs (the serial loop goes through the whole
-// dwpe once per batch row). With a second block [u0, u1), the two go together row by row: one
-// core reads two streams of dout far apart faster than one after the other (docs/layer.md); each
-// gradient element still takes its batch rows in order.
-HWY_INLINE void add_position_rows(const BackwardJob& j, std::size_t t0, std::size_t t1,
-                                  std::size_t c0, std::size_t c1, std::size_t u0 = 0,
-                                  std::size_t u1 = 0) {
-  const std::size_t na = t1 - t0, nb = u1 - u0, n = na > nb ? na : nb;
-  float* const pa0 = j.dwpe + (j.positions.start + t0) * j.dwpe_stride;
-  float* const pb0 = j.dwpe + (j.positions.start + u0) * j.dwpe_stride;
-  for (std::size_t b = 0; b < j.B; ++b) {
-    const float* da = j.dout + (b * j.T + t0) * j.dout_stride;
-    const float* db = j.dout + (b * j.T + u0) * j.dout_stride;
-    float* pa = pa0;
-    float* pb = pb0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i < na) add_into(pa, da, c0, c1);
-      if (i < nb) add_into(pb, db, c0, c1);
-      da += j.dout_stride;
-      db += j.dout_stride;
-      pa += j.dwpe_stride;
-      pb += j.dwpe_stride;
+// The position-only backward with contiguous positions, over positions [t0, t1) and columns
+// [c0, c1): dwpe[start + t] += dout[b*T + t] for b = 0, 1, ... in order, as the serial loop adds
+// them. Each gradient vector is loaded once per kSumRows batch rows, held in a register while
+// their values are added to it in order, and stored once: the gradient rows are read and written
+// once (per kSumRows batch rows) instead of once per batch row, and dout is read as kSumRows
+// streams at once. GPT-2's shape, 1 thread: 1.25-1.43x llm.c's loop on every target, against
+// 0.97-1.00x for blocks of positions added batch row by batch row (docs/layer.md).
+constexpr std::size_t kSumRows = 8;
+
+HWY_INLINE void sum_position_rows(const BackwardJob& j, std::size_t t0, std::size_t t1,
+                                  std::size_t c0, std::size_t c1) {
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  for (std::size_t b0 = 0; b0 < j.B; b0 += kSumRows) {
+    const std::size_t rows = j.B - b0 < kSumRows ? j.B - b0 : kSumRows;
+    for (std::size_t t = t0; t < t1; ++t) {
+      float* HWY_RESTRICT g = j.dwpe + (j.positions.start + t) * j.dwpe_stride;
+      const float* src[kSumRows];
+      for (std::size_t i = 0; i < rows; ++i) {
+        src[i] = j.dout + ((b0 + i) * j.T + t) * j.dout_stride;
+      }
+      std::size_t c = c0;
+      for (; c + N <= c1; c += N) {
+        auto v = hn::LoadU(d, g + c);
+        for (std::size_t i = 0; i < rows; ++i) v = hn::Add(v, hn::LoadU(d, src[i] + c));
+        hn::StoreU(v, d, g + c);
+      }
+      for (; c < c1; ++c) {
+        float v = g[c];
+        for (std::size_t i = 0; i < rows; ++i) v += src[i][c];
+        g[c] = v;
+      }
     }
   }
 }
-
-// The position-only backward on one thread takes blocks of positions of about this many bytes of
-// gradient rows: well inside a core's L2.
-constexpr std::size_t kPositionBlockBytes = std::size_t{192} << 10;
 
 // The serial loop itself, for work that stays on one thread: for n = b*T + t in order,
 // dwte[tokens[n]] += dout[n] and dwpe[pos[n]] += dout[n], reading dout[n] once. kPrefetch is
@@ -430,14 +749,7 @@ void backward_serial(const BackwardJob& j) {
   }
   const float* d = j.dout;
   if (dwte == nullptr && positions.contiguous) {  // the position-only backward
-    // Blocks in pairs: block k with block k + pairs, half the positions on.
-    const std::size_t block = std::max<std::size_t>(1, kPositionBlockBytes / (C * sizeof(float)));
-    const std::size_t blocks = (T + block - 1) / block, pairs = (blocks + 1) / 2;
-    for (std::size_t k = 0; k < pairs; ++k) {
-      const std::size_t t0 = k * block, u0 = (k + pairs) * block;
-      add_position_rows(j, t0, t0 + block < T ? t0 + block : T, 0, C, u0 < T ? u0 : 0,
-                        u0 < T ? (u0 + block < T ? u0 + block : T) : 0);
-    }
+    sum_position_rows(j, 0, T, 0, C);
     return;
   }
   std::size_t n = 0;
@@ -492,7 +804,7 @@ void BackwardTasks(const BackwardJob& j, std::size_t begin, std::size_t end) {
           }
         }
         if (j.dwte == nullptr) {  // the position-only sum
-          add_position_rows(j, r0, t1, c0, c1);
+          sum_position_rows(j, r0, t1, c0, c1);
           continue;
         }
         for (std::size_t t = r0; t < t1; ++t) {

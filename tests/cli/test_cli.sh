@@ -76,5 +76,21 @@ assert not any(n.endswith("/small") for n, _ in cases), sorted(cases)
 r = cases[("read_token_rows/gpt2", "machine")]
 assert r["bytes"] > 0 and r["seconds"] > 0 and r["fraction_of_copy_bandwidth"] > 0, r
 PY
+# --all-targets: each posemb case once per SIMD target the CPU runs, the peers once; the CPU named.
+expect 0 "bench on every target" -- bench --all-targets --filter add_positions_forward/small --threads 1 --reps 1 --no-peer --no-train-step --json
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "bench --all-targets: one posemb case per target, the loop once, the CPU named"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["all_targets"] is True and d["simd_targets"][-1] == "baseline", d["simd_targets"]
+ours = [c["simd"] for c in d["cases"] if c["impl"] == "posemb"]
+assert ours == d["simd_targets"], (ours, d["simd_targets"])
+assert [c["impl"] for c in d["cases"] if c["impl"] != "posemb"] == ["llm.c", "llm.c omp"], d["cases"]
+assert all(c["peer_serial_seconds"] > 0 for c in d["cases"] if c["impl"] == "posemb"), d["cases"]
+cpu = d["cpu"]
+assert cpu["vendor"] and cpu["family"] > 0 and cpu["l1d_bytes"] > 0 and cpu["description"], cpu
+PY
+expect 0 "bench table on every target" -- bench --all-targets --filter add_positions_forward/small --threads 1 --reps 1 --no-peer --no-train-step
+contains out "CPU: " "bench names the CPU in its header"
+contains out "posemb baseline" "bench --all-targets names each posemb row's target"
 
 finish "cli"

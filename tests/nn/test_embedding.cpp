@@ -27,8 +27,8 @@ struct Shape {
 };
 // Awkward sizes: 1s, odd C, V smaller than B*T (many repeated ids), large enough to go parallel,
 // a large V where most token rows are used once, rows narrower than the forward's prefetch
-// distance in a table of more than 1 MiB (read in groups), and rows of 4 KiB over 300 positions
-// (the one-thread position-only backward's blocks of positions: 7, taken in pairs, one alone).
+// distance in a table of more than 1 MiB (read in groups), rows of 4 KiB over 300 positions, and
+// batches of 16 (the position-only backward sums 8 batch rows at a time).
 constexpr Shape kShapes[] = {{1, 1, 1, 1, 1},          {2, 3, 5, 4, 3},
                              {3, 7, 17, 2, 9},         {4, 16, 33, 50, 20},
                              {8, 64, 64, 64, 64},      {5, 31, 129, 7, 40},

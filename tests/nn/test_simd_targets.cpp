@@ -117,11 +117,12 @@ TEST(SimdTargets, PosembSimdPicksTheTargetAndABadValueThrowsBeforeAnythingIsWrit
 struct Shape {
   std::size_t B, T, C, V, maxT;
 };
-// Odd widths (vector tails), one column, several vectors, V small (repeated rows) and large, and
-// rows narrower than the forward's prefetch distance in a table of more than 1 MiB.
-constexpr Shape kShapes[] = {{1, 1, 1, 1, 1},      {2, 3, 5, 4, 3},     {3, 7, 17, 2, 9},
-                             {4, 16, 33, 50, 20},  {5, 31, 129, 7, 40}, {8, 64, 200, 3000, 64},
-                             {3, 50, 40, 8000, 50}};
+// Odd widths (vector tails), one column, several vectors, V small (repeated rows) and large,
+// rows narrower than the forward's prefetch distance in a table of more than 1 MiB, and more
+// batch rows than the position-only backward sums at once (8).
+constexpr Shape kShapes[] = {{1, 1, 1, 1, 1},       {2, 3, 5, 4, 3},     {3, 7, 17, 2, 9},
+                             {4, 16, 33, 50, 20},   {5, 31, 129, 7, 40}, {8, 64, 200, 3000, 64},
+                             {3, 50, 40, 8000, 50}, {19, 9, 37, 13, 12}};
 
 template <class H>
 Matrix<H> narrow(const Matrix<float>& m) {

@@ -21,6 +21,7 @@ struct BenchContext {
   bool run_peers = true;                    // false with --no-peer
   std::string python = "/usr/bin/python3";  // for peer scripts
   std::string peer_dir;                     // where the peer scripts are
+  std::vector<std::string> targets;         // posemb's SIMD targets to measure; empty: the chosen
 };
 
 struct StandaloneResult {
@@ -31,6 +32,7 @@ struct StandaloneResult {
   std::optional<double> peer_seconds;  // PyTorch, same model and thread count
   std::string peer_status;
   std::string blas;  // the lab's matrix products ("lab::gemm on avx512")
+  std::string simd;  // posemb's SIMD target ("avx512")
   // Unless the user set OPENBLAS_CORETYPE: the OpenBLAS kernels for this CPU's instructions, and
   // the peer again with that variable, for PyTorch's own use of OpenBLAS.
   std::string peer_coretype;
@@ -38,8 +40,9 @@ struct StandaloneResult {
   std::string peer_coretype_status;
 };
 
-// One AdamW training step of the demo model (lab/) against the same model in PyTorch.
-StandaloneResult train_step_demo(const BenchContext& ctx);
+// One AdamW training step of the demo model (lab/) against the same model in PyTorch: one result
+// per target of ctx.targets (the chosen target when empty), the same PyTorch figures in each.
+std::vector<StandaloneResult> train_step_demo(const BenchContext& ctx);
 
 // Every kernel the lab runs through posemb::parallel_for (matrix products, attention,
 // LayerNorm, GELU, residual add, softmax cross-entropy; RoPE and AdamW from the library) on one

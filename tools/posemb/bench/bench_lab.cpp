@@ -46,7 +46,9 @@ std::string openblas_core_for_cpu() {
 
 }  // namespace
 
-StandaloneResult train_step_demo(const BenchContext& ctx) {
+namespace {
+
+lab::RunConfig demo_step_config() {
   lab::RunConfig r;
   r.task.kind = lab::default_task_name();
   r.task.train_len = 16;
@@ -61,69 +63,93 @@ StandaloneResult train_step_demo(const BenchContext& ctx) {
   r.train.batch = 32;
   r.train.steps = 1000000;
   r.train.sort_by_length = false;  // pad every row to the batch's tokens, as the peer does
+  return r;
+}
+
+std::optional<double> median_of(std::vector<double> v) {
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The peer's step_seconds, or nothing with `status` saying why.
+std::optional<double> peer_seconds(const bench::PeerResult& peer, std::string& status) {
+  status = peer.status;
+  if (!peer.json) return std::nullopt;
+  try {
+    return peer.json->at("step_seconds").get<double>();
+  } catch (const std::exception& e) {
+    status = std::string("not measured (") + e.what() + ")";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<StandaloneResult> train_step_demo(const BenchContext& ctx) {
+  const lab::RunConfig r = demo_step_config();
   lab::Trainer tr(r);
   const int reps = std::max(ctx.repetitions, 10);
-  StandaloneResult res;
-  res.name = "train_step/demo";
+  const std::vector<std::string> targets =
+      ctx.targets.empty() ? std::vector<std::string>{simd_target()} : ctx.targets;
+  StandaloneResult proto;
+  proto.name = "train_step/demo";
   // The peer (bench/peers/torch_model.py) builds this shape: B=32 T=34 C=64 L=2 H=4 V=12.
-  res.shape = fmt::format("B={} T={} C={} L={} H={} V={}", r.train.batch, lab::train_tokens(r.task),
-                          r.model.d_model, r.model.n_layers, r.model.n_heads, r.model.vocab_size);
-  res.tokens = 32.0 * static_cast<double>(lab::train_tokens(r.task));
-  res.blas = "lab::gemm on " + simd_target();
-  res.peer_coretype = ctx.run_peers ? openblas_core_for_cpu() : "";
+  proto.shape =
+      fmt::format("B={} T={} C={} L={} H={} V={}", r.train.batch, lab::train_tokens(r.task),
+                  r.model.d_model, r.model.n_layers, r.model.n_heads, r.model.vocab_size);
+  proto.tokens = 32.0 * static_cast<double>(lab::train_tokens(r.task));
+  proto.peer_coretype = ctx.run_peers ? openblas_core_for_cpu() : "";
   // Training runs its steps back to back, and the peer times them so (no flush between steps):
   // each timed repetition is kSteps consecutive steps after one cache flush, reported per step.
   constexpr int kSteps = 10;
-  const bench::Variant steps{"train_step/demo", ctx.threads, [&] {
-                               for (int i = 0; i < kSteps; ++i) tr.train_step();
-                             }};
+  std::vector<bench::Variant> steps;
+  for (const std::string& t : targets) {
+    steps.push_back({"train_step/demo " + t, ctx.threads,
+                     [&tr] {
+                       for (int i = 0; i < kSteps; ++i) tr.train_step();
+                     },
+                     false, ctx.targets.empty() ? "" : t});
+  }
   // The peer is another process, so the two cannot be interleaved repetition by repetition:
-  // they take turns in kRounds rounds (ours, the peer, the peer with the OpenBLAS kernels for this
-  // CPU), each reporting its median, and each side's figure is the median of its rounds. A change
-  // in the machine's speed during the run then falls on both sides alike.
+  // they take turns in kRounds rounds (ours on each target, the peer, the peer with the OpenBLAS
+  // kernels for this CPU), each reporting its median, and each side's figure is the median of its
+  // rounds. A change in the machine's speed during the run then falls on both sides alike.
   constexpr int kRounds = 3;
   const int per_round = std::max(reps / kRounds, 5);
   const std::vector<std::string> args{ctx.peer_dir + "/torch_model.py", "--threads",
                                       std::to_string(ctx.threads), "--steps",
                                       std::to_string(per_round)};
-  auto peer_seconds = [](const bench::PeerResult& peer, std::string& status) {
-    status = peer.status;
-    std::optional<double> s;
-    if (peer.json) {
-      try {
-        s = peer.json->at("step_seconds").get<double>();
-      } catch (const std::exception& e) {
-        status = std::string("not measured (") + e.what() + ")";
-      }
-    }
-    return s;
-  };
-  auto median = [](std::vector<double> v) -> std::optional<double> {
-    if (v.empty()) return std::nullopt;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  std::vector<double> ours, peer, peer_ct;
+  std::vector<std::vector<double>> ours(targets.size());
+  std::vector<double> peer, peer_ct;
   for (int round = 0; round < kRounds; ++round) {
-    ours.push_back(ctx.harness->run_interleaved({steps}, per_round).front().median / kSteps);
+    const auto stats = ctx.harness->run_interleaved(steps, per_round);
+    for (std::size_t i = 0; i < stats.size(); ++i) ours[i].push_back(stats[i].median / kSteps);
     if (!ctx.run_peers) continue;
     std::vector<std::string> argv{ctx.python};
     argv.insert(argv.end(), args.begin(), args.end());
-    if (auto s = peer_seconds(bench::run_peer(argv), res.peer_status)) peer.push_back(*s);
-    if (!res.peer_coretype.empty()) {
-      std::vector<std::string> with_env{"/usr/bin/env", "OPENBLAS_CORETYPE=" + res.peer_coretype,
+    if (auto s = peer_seconds(bench::run_peer(argv), proto.peer_status)) peer.push_back(*s);
+    if (!proto.peer_coretype.empty()) {
+      std::vector<std::string> with_env{"/usr/bin/env", "OPENBLAS_CORETYPE=" + proto.peer_coretype,
                                         ctx.python};
       with_env.insert(with_env.end(), args.begin(), args.end());
-      if (auto s = peer_seconds(bench::run_peer(with_env), res.peer_coretype_status)) {
+      if (auto s = peer_seconds(bench::run_peer(with_env), proto.peer_coretype_status)) {
         peer_ct.push_back(*s);
       }
     }
   }
-  res.seconds = *median(ours);
-  if (!ctx.run_peers) res.peer_status = "not measured (--no-peer)";
-  res.peer_seconds = median(peer);
-  res.peer_coretype_seconds = median(peer_ct);
-  return res;
+  if (!ctx.run_peers) proto.peer_status = "not measured (--no-peer)";
+  proto.peer_seconds = median_of(peer);
+  proto.peer_coretype_seconds = median_of(peer_ct);
+  std::vector<StandaloneResult> out;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    StandaloneResult res = proto;
+    res.simd = targets[i];
+    res.blas = "lab::gemm on " + targets[i];
+    res.seconds = *median_of(ours[i]);
+    out.push_back(std::move(res));
+  }
+  return out;
 }
 
 }  // namespace posemb::cli
@@ -169,7 +195,8 @@ std::vector<bench::Case> lab_kernel_cases(const std::vector<int>& threads) {
   std::vector<bench::Case> cases;
   // bytes: the inputs read and the outputs written once (the least an implementation moves).
   auto add = [&](const char* op, double bytes, std::function<void()> run) {
-    for (int t : threads) cases.push_back({op, "lab", shape, bench::Impl::posemb, t, bytes, run});
+    for (int t : threads)
+      cases.push_back({op, "lab", shape, bench::Impl::posemb, t, bytes, run, ""});
   };
   const double MC = P::float_bytes(P::M * P::C), MF = P::float_bytes(P::M * P::F),
                MV = P::float_bytes(P::M * P::V);

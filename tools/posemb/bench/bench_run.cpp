@@ -103,9 +103,11 @@ struct CaseTable {
   std::map<std::pair<std::string, int>, double> torch;
   std::map<int, double> copy_bw;  // bytes per second by threads
 
-  std::optional<double> find(const std::string& name, bench::Impl impl, int t) const {
+  std::optional<double> find(const std::string& name, bench::Impl impl, int t,
+                             const std::string& simd = "") const {
     for (std::size_t i = 0; i < cases.size(); ++i) {
-      if (cases[i].name() == name && cases[i].impl == impl && cases[i].threads == t) {
+      if (cases[i].name() == name && cases[i].impl == impl && cases[i].threads == t &&
+          cases[i].simd == simd) {
         return seconds[i];
       }
     }
@@ -135,8 +137,8 @@ struct CaseTable {
       if (!vs_omp) vs_omp = find(base, bench::Impl::loop_omp, c.threads);
       const auto t = torch.find({c.name(), c.threads});
       if (!half && t != torch.end()) vs_torch = t->second;
-      if (half) vs_f32 = find(f32_name, bench::Impl::posemb, c.threads);
-      if (c.threads != 1) vs_1t = find(c.name(), bench::Impl::posemb, 1);
+      if (half) vs_f32 = find(f32_name, bench::Impl::posemb, c.threads, c.simd);
+      if (c.threads != 1) vs_1t = find(c.name(), bench::Impl::posemb, 1, c.simd);
     }
     if ((c.impl == bench::Impl::llmc_omp || c.impl == bench::Impl::loop_omp) && c.threads != 1) {
       vs_1t = find(c.name(), c.impl, 1);
@@ -144,6 +146,9 @@ struct CaseTable {
     const bool llmc_peer = c.op.starts_with("embed") || c.op.starts_with("add_positions");
     return {{"name", c.name()},
             {"impl", bench::impl_name(c.impl)},
+            {"simd", c.impl == bench::Impl::posemb
+                         ? nlohmann::json(c.simd.empty() ? simd_target() : c.simd)
+                         : nlohmann::json(nullptr)},
             {"shape", c.shape_text},
             {"threads", c.threads},
             {"seconds", s},
@@ -165,6 +170,7 @@ nlohmann::json train_step_json(const StandaloneResult& train, int threads) {
   nlohmann::json j = {{"name", train.name},
                       {"shape", train.shape},
                       {"threads", threads},
+                      {"simd", train.simd},
                       {"matrix_products", train.blas},
                       {"seconds", train.seconds},
                       {"tokens_per_second", train.tokens / train.seconds},
@@ -176,6 +182,38 @@ nlohmann::json train_step_json(const StandaloneResult& train, int threads) {
     j["pytorch_coretype_status"] = train.peer_coretype_status;
   }
   return j;
+}
+
+// The kernel cases of `o` (with --lab-kernels the lab's too; each posemb case once per target of
+// `targets`), kept by --filter with the references they need; throws UsageError for a filter that
+// matches no case.
+std::vector<bench::Case> select_cases(const BenchOptions& o, const std::vector<int>& threads,
+                                      bool llmc, const std::vector<std::string>& targets) {
+  std::vector<bench::Case> cases = bench::embedding_cases(threads, llmc);
+  if (o.lab_kernels) {
+    for (auto& c : lab_kernel_cases(threads)) cases.push_back(std::move(c));
+  }
+  cases = bench::for_targets(std::move(cases), targets);
+  // The references stay: the copy, and the machine's row reads for a shape that has a case left.
+  const auto reference = [](const bench::Case& c) {
+    return c.impl == bench::Impl::copy || c.impl == bench::Impl::machine;
+  };
+  if (o.filter.empty()) return cases;
+  std::erase_if(cases, [&](const bench::Case& c) {
+    return !reference(c) && c.name().find(o.filter) == std::string::npos;
+  });
+  std::set<std::string> shapes;
+  for (const auto& c : cases) {
+    if (!reference(c)) shapes.insert(c.shape);
+  }
+  std::erase_if(cases, [&](const bench::Case& c) {
+    return c.impl == bench::Impl::machine && !shapes.contains(c.shape);
+  });
+  if (std::all_of(cases.begin(), cases.end(), reference)) {
+    throw UsageError("--filter '" + o.filter + "' matches no case (names such as " +
+                     "rope_forward/gpt2, add_positions_backward/small, embed_forward/gpt2)");
+  }
+  return cases;
 }
 
 }  // namespace
@@ -190,30 +228,9 @@ nlohmann::json measure_bench(const BenchOptions& o) {
   std::string llmc_why, torch_status;
   const bool llmc = bench::llmc_peer_available(llmc_why);
   // The cases first: a --filter that matches none is a usage error before anything is measured.
-  std::vector<bench::Case> cases = bench::embedding_cases(threads, llmc);
-  if (o.lab_kernels) {
-    for (auto& c : lab_kernel_cases(threads)) cases.push_back(std::move(c));
-  }
-  // The references stay: the copy, and the machine's row reads for a shape that has a case left.
-  const auto reference = [](const bench::Case& c) {
-    return c.impl == bench::Impl::copy || c.impl == bench::Impl::machine;
-  };
-  if (!o.filter.empty()) {
-    std::erase_if(cases, [&](const bench::Case& c) {
-      return !reference(c) && c.name().find(o.filter) == std::string::npos;
-    });
-    std::set<std::string> shapes;
-    for (const auto& c : cases) {
-      if (!reference(c)) shapes.insert(c.shape);
-    }
-    std::erase_if(cases, [&](const bench::Case& c) {
-      return c.impl == bench::Impl::machine && !shapes.contains(c.shape);
-    });
-    if (std::all_of(cases.begin(), cases.end(), reference)) {
-      throw UsageError("--filter '" + o.filter + "' matches no case (names such as " +
-                       "rope_forward/gpt2, add_positions_backward/small, embed_forward/gpt2)");
-    }
-  }
+  const std::vector<std::string> targets =
+      o.all_targets ? simd_targets() : std::vector<std::string>{};
+  std::vector<bench::Case> cases = select_cases(o, threads, llmc, targets);
   auto torch = torch_peer(o, threads, peer_dir, torch_status);
   bench::Harness harness;
   std::vector<bench::Variant> variants;
@@ -226,7 +243,7 @@ nlohmann::json measure_bench(const BenchOptions& o) {
       table.copy_bw[cases[i].threads] = cases[i].bytes / table.seconds[i];
     }
   }
-  std::optional<StandaloneResult> train;
+  std::vector<StandaloneResult> train;
   if (!o.no_train_step) {
     BenchContext ctx;
     ctx.harness = &harness;
@@ -235,12 +252,27 @@ nlohmann::json measure_bench(const BenchOptions& o) {
     ctx.run_peers = !o.no_peer;
     ctx.python = o.python;
     ctx.peer_dir = peer_dir;
+    ctx.targets = targets;
     train = train_step_demo(ctx);
   }
+  posemb::set_simd_target("");  // the process's own choice again, for what follows
 
   nlohmann::json doc;
+  const bench::CpuInfo cpu = bench::cpu_info();
+  doc["cpu"] = {{"description", bench::describe(cpu)},
+                {"brand", cpu.brand},
+                {"vendor", cpu.vendor},
+                {"family", cpu.family},
+                {"model", cpu.model},
+                {"stepping", cpu.stepping},
+                {"l1d_bytes", cpu.l1d},
+                {"l2_bytes", cpu.l2},
+                {"l3_bytes", cpu.l3},
+                {"features", cpu.features},
+                {"cpus", cpu.cpus}};
   doc["simd_target"] = simd_target();
   doc["simd_targets"] = simd_targets();
+  doc["all_targets"] = o.all_targets;
   doc["threads"] = threads;
   doc["repetitions"] = o.repetitions;
   doc["statistic"] = o.min ? "min" : "median";
@@ -254,7 +286,10 @@ nlohmann::json measure_bench(const BenchOptions& o) {
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (cases[i].impl != bench::Impl::copy) doc["cases"].push_back(table.row(i));
   }
-  if (train) doc["train_step"] = train_step_json(*train, threads.back());
+  if (!train.empty()) {
+    doc["train_step"] = nlohmann::json::array();
+    for (const auto& t : train) doc["train_step"].push_back(train_step_json(t, threads.back()));
+  }
   return doc;
 }
 

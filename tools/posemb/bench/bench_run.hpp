@@ -23,6 +23,7 @@ struct BenchOptions {
   bool min = false;          // the table from the fastest repetition instead of the median
   bool lab_kernels = false;  // the lab's parallel kernels too (lab_kernel_cases)
   std::string filter;        // only the kernel cases whose name contains it (and the copy)
+  bool all_targets = false;  // every posemb case (and train_step) on every SIMD target the CPU runs
 };
 
 // Runs every case with the harness's protocol; throws UsageError for bad --reps or --threads,

@@ -25,9 +25,12 @@ void print_header(const nlohmann::json& doc) {
   fmt::print(
       "posemb bench: SIMD target {} (this CPU: {}); threads {}; {} of {} repetitions, each "
       "after an untimed run and a cache flush ({} MiB read)\n",
-      doc["simd_target"].get<std::string>(), fmt::format("{}", fmt::join(targets, ", ")),
-      fmt::format("{}", fmt::join(threads, ",")), min ? "fastest" : "median",
-      doc["repetitions"].get<int>(), doc["flush_bytes"].get<std::size_t>() >> 20);
+      doc["all_targets"].get<bool>() ? std::string("each of them (--all-targets)")
+                                     : doc["simd_target"].get<std::string>(),
+      fmt::format("{}", fmt::join(targets, ", ")), fmt::format("{}", fmt::join(threads, ",")),
+      min ? "fastest" : "median", doc["repetitions"].get<int>(),
+      doc["flush_bytes"].get<std::size_t>() >> 20);
+  fmt::print("CPU: {}\n", doc["cpu"]["description"].get<std::string>());
   fmt::print("load average {:.2f} at the start, {:.2f} at the end\n",
              doc["load_average"]["start"].get<double>(), doc["load_average"]["end"].get<double>());
   if (doc.contains("copy_GBps")) {
@@ -46,14 +49,24 @@ void print_header(const nlohmann::json& doc) {
       doc["pytorch_peer"].get<std::string>());
 }
 
+// "posemb" (or, with --all-targets, "posemb avx2"), "llm.c", ...
+std::string impl_column(const nlohmann::json& doc, const nlohmann::json& c) {
+  std::string impl = c["impl"].get<std::string>();
+  if (doc["all_targets"].get<bool>() && !c["simd"].is_null()) {
+    impl += " " + c["simd"].get<std::string>();
+  }
+  return impl;
+}
+
 void print_cases(const nlohmann::json& doc) {
-  fmt::print("{:<30} {:<10} {:>3} {:>9} {:>7} {:>7} {:>8} {:>9} {:>8} {:>8} {:>7}\n", "case",
-             "impl", "thr", "ms", "GB/s", "of copy", "vs loop", "vs omp", "vs torch", "vs f32",
+  const int w = doc["all_targets"].get<bool>() ? 15 : 10;
+  fmt::print("{:<30} {:<{}} {:>3} {:>9} {:>7} {:>7} {:>8} {:>9} {:>8} {:>8} {:>7}\n", "case",
+             "impl", w, "thr", "ms", "GB/s", "of copy", "vs loop", "vs omp", "vs torch", "vs f32",
              "vs 1t");
   for (const auto& c : doc["cases"]) {
     const double s = c["seconds"];
-    fmt::print("{:<30} {:<10} {:>3} {:>9.3f} {:>7.2f} {:>6.0f}% {:>8} {:>9} {:>8} {:>8} {:>7}\n",
-               c["name"].get<std::string>(), c["impl"].get<std::string>(), c["threads"].get<int>(),
+    fmt::print("{:<30} {:<{}} {:>3} {:>9.3f} {:>7.2f} {:>6.0f}% {:>8} {:>9} {:>8} {:>8} {:>7}\n",
+               c["name"].get<std::string>(), impl_column(doc, c), w, c["threads"].get<int>(),
                s * 1e3, c["GBps"].get<double>(),
                100 * c["fraction_of_copy_bandwidth"].get<double>(),
                ratio(opt(c["peer_serial_seconds"]), s), ratio(opt(c["peer_omp_seconds"]), s),
@@ -88,7 +101,9 @@ void print_train_step(const nlohmann::json& t) {
 void print_bench_table(const nlohmann::json& doc) {
   print_header(doc);
   print_cases(doc);
-  if (doc.contains("train_step")) print_train_step(doc["train_step"]);
+  if (doc.contains("train_step")) {
+    for (const auto& t : doc["train_step"]) print_train_step(t);
+  }
 }
 
 }  // namespace posemb::cli

@@ -1,9 +1,10 @@
-// `posemb bench [--threads 1,2] [--reps N] [--json]`: the embedding kernels against llm.c's
+// `posemb bench [--threads 1,2] [--reps N] [--all-targets] [--json]`: the embedding kernels (on
+// the chosen SIMD target, or each target side by side) against llm.c's
 // encoder loop (serial and OpenMP, -O3 -march=native), PyTorch (same thread count) and the
 // copy bandwidth of the same run, with the harness's protocol (bench/harness/harness.hpp:
 // an untimed run and a cache flush before every timed repetition, cases interleaved, medians);
-// then the demo model's training step against PyTorch. Prints the SIMD target and the load
-// average.
+// then the demo model's training step against PyTorch. Prints the CPU (model, caches), the SIMD
+// target and the load average.
 // The measurements are in bench_run.cpp, the table in bench_table.cpp.
 #include <fmt/core.h>
 
@@ -43,6 +44,9 @@ void register_bench_command(CLI::App& app) {
       "Measure only the cases whose name contains this text (rope, gpt2, "
       "add_positions_backward/gpt2, ...), with their peers, the copy and, with a GPT-2 case, "
       "read_token_rows/gpt2");
+  sub->add_flag("--all-targets", opts->all_targets,
+                "Measure every posemb case and the training step on each SIMD target this CPU "
+                "runs (posemb::simd_targets()), side by side against the same peers");
   sub->add_flag("--min", opts->min,
                 "Report the fastest repetition of each case instead of the median (on a busy "
                 "machine)");
