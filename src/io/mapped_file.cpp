@@ -32,23 +32,6 @@ struct FdGuard {
 
 }  // namespace
 
-void check_path(const std::string& path, std::string_view operation) {
-  const std::size_t nul = path.find('\0');
-  if (nul == std::string::npos) return;
-  throw std::invalid_argument(std::string(operation) + ": the path " + quote_untrusted(path, 4096) +
-                              " holds a NUL byte at offset " + std::to_string(nul) +
-                              "; no file name can hold one");
-}
-
-const char* file_type(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path,
                                                    std::string_view operation) {
   check_path(path, operation);
@@ -61,6 +44,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path,
     throw FileFormatError(path, std::string("not a regular file (") + file_type(st.st_mode) +
                                     "); posemb reads tensors from regular files only");
   }
+  record_read(st, path);
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->size_ = static_cast<std::size_t>(st.st_size);
   if (f->size_ == 0) {
