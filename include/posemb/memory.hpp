@@ -28,15 +28,20 @@ class MemoryLimitExceeded : public std::runtime_error {
  public:
   // "OPERATION: needs N bytes (...), over the memory budget of L bytes (...)".
   MemoryLimitExceeded(std::string_view operation, std::size_t bytes, std::size_t limit);
-  // The same with another limit than the budget: "... over " + limit_text.
+  // The same with another limit than the budget: "... over " + limit_text; address_space: the
+  // limit is the address space left (ulimit -v).
   MemoryLimitExceeded(std::string_view operation, std::size_t bytes, std::size_t limit,
-                      std::string_view limit_text);
+                      std::string_view limit_text, bool address_space = false);
   std::size_t bytes() const noexcept { return bytes_; }
   std::size_t limit() const noexcept { return limit_; }
+  // True when the limit is the address space left under ulimit -v, not the budget (a larger
+  // budget would not help).
+  bool address_space() const noexcept { return address_space_; }
 
  private:
   std::size_t bytes_;
   std::size_t limit_;
+  bool address_space_ = false;
 };
 
 // 3/4 of physical memory (sysconf; 1 GiB when it cannot be read), or half of the address-space

@@ -76,11 +76,13 @@ MemoryLimitExceeded::MemoryLimitExceeded(std::string_view operation, std::size_t
     : MemoryLimitExceeded(operation, bytes, limit, "the memory budget of " + human(limit)) {}
 
 MemoryLimitExceeded::MemoryLimitExceeded(std::string_view operation, std::size_t bytes,
-                                         std::size_t limit, std::string_view limit_text)
+                                         std::size_t limit, std::string_view limit_text,
+                                         bool address_space)
     : std::runtime_error(std::string(operation) + ": needs " + human(bytes) + ", over " +
                          std::string(limit_text)),
       bytes_(bytes),
-      limit_(limit) {}
+      limit_(limit),
+      address_space_(address_space) {}
 
 std::size_t default_memory_limit() noexcept {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
@@ -118,7 +120,8 @@ void check_allocation(std::string_view operation, std::size_t bytes) {
                               "the " + human(left) +
                                   " of address space left under the address-space limit "
                                   "(ulimit -v) of " +
-                                  human(*as) + " (" + human(mapped) + " of it in use)");
+                                  human(*as) + " (" + human(mapped) + " of it in use)",
+                              true);
   }
 }
 
