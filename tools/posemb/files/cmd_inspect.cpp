@@ -2,7 +2,9 @@
 // table holds and how its rows relate.
 #include <fmt/core.h>
 
-#include <filesystem>
+#include <algorithm>
+#include <cmath>
+
 #include <optional>
 #include <string>
 
@@ -25,6 +27,30 @@ struct InspectOptions {
   std::size_t max_plot = 2048;
 };
 
+// The most multiply-adds inspect takes on (a few minutes): the norms and the distance profile
+// (rows x dim x (log2 rows + 1)) and the heatmap's cosine similarities (n^2 x dim, n the plotted
+// positions). 8192 positions of 16384 columns plotted are 1.1e12.
+constexpr double kInspectMaxWork = 2e12;
+
+// Refuses (a usage error naming --max-plot) work past kInspectMaxWork before any is done.
+void check_inspect_work(std::size_t rows, std::size_t dim, const InspectOptions& o) {
+  const double r = static_cast<double>(rows), d = static_cast<double>(dim);
+  double work = r * d * (std::log2(std::max(r, 1.0)) + 2.0);
+  std::size_t n = 0;
+  if (!o.plot.empty() && rows != 0) {
+    const std::size_t step = (rows + o.max_plot - 1) / o.max_plot;
+    n = (rows + step - 1) / step;
+    work += static_cast<double>(n) * static_cast<double>(n) * d;
+  }
+  if (work <= kInspectMaxWork) return;
+  throw UsageError(fmt::format(
+      "inspect: the table's {} rows of {} columns{} need about {:.3g} multiply-adds, more than "
+      "the {:.0e} inspect takes on (minutes of computing){}",
+      rows, dim, n != 0 ? fmt::format(", with a heatmap of {} x {} positions,", n, n) : "", work,
+      kInspectMaxWork,
+      n != 0 ? ": plot fewer positions (flag --max-plot)" : ": the table is too large to inspect"));
+}
+
 // The training length in the unit of the command that trained it: a posemb lab checkpoint's is
 // the task's n (as `posemb train --train-len` and `posemb eval` give it), with the table rows its
 // sequences fill; any other file's is the recorded number of positions.
@@ -40,15 +66,12 @@ std::string training_length_text(const PositionTable& t, const TensorFile& file)
 
 void run_inspect(const InspectOptions& o) {
   // A checkpoint folder: the table from whichever shard holds it (vision_folder.cpp).
+  refuse_output_is_named_input(o.file, o.plot, "inspect --plot");
   std::optional<FolderTable> folder;
   if (is_folder(o.file)) folder = load_folder_table(o.file, o.tensor);
-  refuse_output_over_input(o.file, o.plot, "inspect --plot");
-  if (folder) {
-    refuse_output_over_input(folder->folder.table_path(), o.plot, "inspect --plot");
-    refuse_output_over_input((std::filesystem::path(o.file) / "config.json").string(), o.plot,
-                             "inspect --plot");
-  }
   const TensorFile file = folder ? folder->folder.table_file : read_tensor_file(o.file);
+  // Every file read: the table, or every file of the folder (shards, index, config.json).
+  refuse_output_over_input(o.plot, "inspect --plot");
   PositionTable t =
       folder ? folder->table
              : load_position_table(
@@ -70,6 +93,7 @@ void run_inspect(const InspectOptions& o) {
       stated = true;
     }
   }
+  check_inspect_work(t.usable().rows(), t.values.cols(), o);  // before any output or work
   if (const auto k = unstated_reserved_rows(t, stated)) {
     warn(looks_reserved(t, *k) + "; shown as " + std::to_string(t.values.rows()) +
          " positions. Pass --reserved-rows " + std::to_string(*k) + " if they are reserved");
@@ -117,8 +141,10 @@ void register_inspect_command(CLI::App& app) {
   cmd->add_option("file", o->file,
                   "A .safetensors or .npy file, or a Hugging Face checkpoint folder (whose "
                   "config.json is checked against the table)")
-      ->required();
-  cmd->add_option("--tensor", o->tensor, "The table's tensor name (default: found by name)");
+      ->required()
+      ->check(non_empty());
+  cmd->add_option("--tensor", o->tensor, "The table's tensor name (default: found by name)")
+      ->check(non_empty());
   cmd->add_option("--reserved-rows", o->reserved_rows,
                   "Leading rows that are not positions (RoBERTa, BART: 2)")
       ->check(whole_number());
@@ -129,7 +155,7 @@ void register_inspect_command(CLI::App& app) {
   cmd->add_option("--max-plot", o->max_plot,
                   "Largest heatmap side in cells (every k-th position of a longer table)")
       ->check(CLI::Range(1, 8192));
-  cmd->callback([o] { run_inspect(*o); });
+  cmd->callback(read_files_protected([o] { run_inspect(*o); }));
 }
 
 }  // namespace posemb::cli
