@@ -420,10 +420,10 @@ void write_folder_atomically(const std::string& dir, std::string_view operation,
   if (target.filename().empty()) target = target.parent_path();
   if (target.empty()) throw std::invalid_argument(op + ": no output folder named");
   const std::string name = target.filename().string();
-  if (name == "." || name == "..") {
+  if (name.empty() || name == "." || name == "..") {
     throw std::invalid_argument(what +
-                                " names the current folder or one above it; name the folder "
-                                "to write");
+                                " names the current folder, one above it or the root; name the "
+                                "folder to write");
   }
   const std::string parent = target.has_parent_path() ? target.parent_path().string() : ".";
   Fd dirfd{::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};

@@ -104,8 +104,9 @@ TEST(AtomicFolder, RefusesTargetsThatAreNotFoldersBeforeCreatingAnything) {
   refused(dir.file("full"), "exists and is not empty");
   refused(dir.file("link"), "is a symbolic link");
   refused(".", "names the current folder");
-  refused("..", "names the current folder or one above it");
-  refused("../..", "names the current folder or one above it");
+  refused("..", "names the current folder, one above it");
+  refused("../..", "names the current folder, one above it");
+  refused("/", "or the root");
   refused(dir.file("full/.."), "exists and is not empty");  // the folder dir, spelled another way
   refused(std::string(dir.file("o")) + std::string("\0ut", 3), "NUL byte");
   refused("", "no output folder named");
