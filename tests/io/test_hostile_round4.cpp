@@ -293,6 +293,18 @@ TEST(FolderPaths, ANulByteInAnyPathIsRefusedBeforeAnythingIsWritten) {
               (void)read_checkpoint_folder(m.string() + std::string("\0x", 2));
             }).find("NUL byte"),
             std::string::npos);
+  // A new folder from tensors in memory: its folder, and a weight file's name inside it.
+  const std::vector<CheckpointShard> shards = {{"model.safetensors", f.table_file.tensors}};
+  EXPECT_NE(message_of<std::invalid_argument>([&] {
+              (void)write_new_checkpoint_folder("{}", shards, {}, cut);
+            }).find("NUL byte"),
+            std::string::npos);
+  const std::vector<CheckpointShard> cut_shard = {
+      {std::string("model\0x.safetensors", 19), f.table_file.tensors}};
+  EXPECT_NE(message_of<std::invalid_argument>([&] {
+              (void)write_new_checkpoint_folder("{}", cut_shard, {}, dir.file("new"));
+            }).find("is not a distinct plain file name"),
+            std::string::npos);
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"gpt2"});
 }
 

@@ -308,12 +308,12 @@ def test_config_values_at_the_edges_of_float_are_refused_or_finite(kind, key):
             assert "config" in str(e) or "rope" in str(e), str(e)
             refused += 1
             with pytest.raises(ValueError):
-                RotaryEmbedding(cfg)
+                RotaryEmbedding(cfg, "half", "BTHD")
             continue
         assert np.isfinite(x).all(), (cfg, x)
         assert np.isfinite(inv).all() and (inv > 0).all() and math.isfinite(attention), cfg
         q = torch.full((1, 3, 2, 32), 0.5)
-        rq, rk = RotaryEmbedding(cfg)(q, q)
+        rq, rk = RotaryEmbedding(cfg, "half", "BTHD")(q, q)
         assert torch.isfinite(rq).all() and torch.isfinite(rk).all(), cfg
     assert refused > 0
 
@@ -390,7 +390,7 @@ def test_a_sparse_tensor_is_named_with_its_argument():
     import torch
     from posemb.torch import RotaryEmbedding, TokenPositionEmbedding, position_embedding
 
-    rope = RotaryEmbedding(dict(BASE))
+    rope = RotaryEmbedding(dict(BASE), "half", "BTHD")
     q = torch.randn(1, 3, 2, 32)
     for name, call in (("q", lambda: rope(q.to_sparse(), q)), ("k", lambda: rope(q, q.to_sparse())),
                        ("weight", lambda: position_embedding(torch.randn(8, 4).to_sparse(),

@@ -5,11 +5,14 @@
 
 #include <sys/stat.h>
 
+#include <fmt/core.h>
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "posemb/atomic_file.hpp"
 #include "posemb/errors.hpp"
@@ -91,6 +94,19 @@ inline CLI::Validator whole_number(std::uint64_t max = UINT64_MAX) {
                   : "'" + in + "' is not a whole number in [0, " + std::to_string(max) + "]";
       },
       "UINT");
+}
+
+// Refuses (UsageError) a command's work past its limit before any of it is done, in one line:
+// "COMMAND: WHAT need about N UNIT, more than the LIMIT COMMAND takes on (ABOUT): HINT". Every
+// command whose work grows with its inputs or flags bounds it this way (rope --precision,
+// inspect), as eval bounds an evaluation.
+inline void refuse_work_over(std::string_view command, std::string_view what, double work,
+                             double limit, std::string_view unit, std::string_view about,
+                             std::string_view hint) {
+  if (work <= limit) return;  // NaN is not <= limit: refused
+  throw UsageError(
+      fmt::format("{}: {} need about {:.3g} {}, more than the {:.3g} {} takes on ({}): {}", command,
+                  what, work, unit, limit, command, about, hint));
 }
 
 // A text value that is not empty: a file, an output or a name given as "" on purpose is a usage

@@ -2,9 +2,6 @@
 // table holds and how its rows relate.
 #include <fmt/core.h>
 
-#include <algorithm>
-#include <cmath>
-
 #include <optional>
 #include <string>
 
@@ -26,30 +23,6 @@ struct InspectOptions {
   std::string plot;
   std::size_t max_plot = 2048;
 };
-
-// The most multiply-adds inspect takes on (a few minutes): the norms and the distance profile
-// (rows x dim x (log2 rows + 1)) and the heatmap's cosine similarities (n^2 x dim, n the plotted
-// positions). 8192 positions of 16384 columns plotted are 1.1e12.
-constexpr double kInspectMaxWork = 2e12;
-
-// Refuses (a usage error naming --max-plot) work past kInspectMaxWork before any is done.
-void check_inspect_work(std::size_t rows, std::size_t dim, const InspectOptions& o) {
-  const double r = static_cast<double>(rows), d = static_cast<double>(dim);
-  double work = r * d * (std::log2(std::max(r, 1.0)) + 2.0);
-  std::size_t n = 0;
-  if (!o.plot.empty() && rows != 0) {
-    const std::size_t step = (rows + o.max_plot - 1) / o.max_plot;
-    n = (rows + step - 1) / step;
-    work += static_cast<double>(n) * static_cast<double>(n) * d;
-  }
-  if (work <= kInspectMaxWork) return;
-  throw UsageError(fmt::format(
-      "inspect: the table's {} rows of {} columns{} need about {:.3g} multiply-adds, more than "
-      "the {:.0e} inspect takes on (minutes of computing){}",
-      rows, dim, n != 0 ? fmt::format(", with a heatmap of {} x {} positions,", n, n) : "", work,
-      kInspectMaxWork,
-      n != 0 ? ": plot fewer positions (flag --max-plot)" : ": the table is too large to inspect"));
-}
 
 // The training length in the unit of the command that trained it: a posemb lab checkpoint's is
 // the task's n (as `posemb train --train-len` and `posemb eval` give it), with the table rows its
@@ -93,7 +66,11 @@ void run_inspect(const InspectOptions& o) {
       stated = true;
     }
   }
-  check_inspect_work(t.usable().rows(), t.values.cols(), o);  // before any output or work
+  const std::size_t rows = t.usable().rows(), dim = t.values.cols();  // work bounded up front
+  const std::size_t n = o.plot.empty() ? 0 : heatmap_side(rows, o.max_plot);
+  refuse_work_over("inspect", inspect_work_text(rows, dim, n), inspect_work(rows, dim, n),
+                   kInspectMaxWork, "multiply-adds", "minutes of computing",
+                   n != 0 ? "plot fewer positions (flag --max-plot)" : "the table is too large");
   if (const auto k = unstated_reserved_rows(t, stated)) {
     warn(looks_reserved(t, *k) + "; shown as " + std::to_string(t.values.rows()) +
          " positions. Pass --reserved-rows " + std::to_string(*k) + " if they are reserved");
@@ -124,11 +101,11 @@ void run_inspect(const InspectOptions& o) {
   }
   if (!o.plot.empty()) {
     const std::size_t step = (usable.rows() + o.max_plot - 1) / o.max_plot;
-    const std::size_t n =
+    const std::size_t side =
         write_cosine_heatmap(unit_rows(usable), step, o.plot, t.source_tensor, o.file);
     fmt::print(
         "heatmap:         {} ({} x {} cells, every {} position(s); blue -1, white 0, red +1)\n",
-        quote_untrusted(o.plot), n, n, step == 0 ? 1 : step);
+        quote_untrusted(o.plot), side, side, step == 0 ? 1 : step);
   }
 }
 

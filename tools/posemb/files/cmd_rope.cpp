@@ -74,15 +74,7 @@ void run_rope(const RopeCliOptions& o) {
   RopeReport report{o.config, &c, &rope, o.seq_len, {}, 0, o.threshold};
   if (o.precision) {
     report.precision_positions = o.seq_len != 0 ? o.seq_len : c.extended_length();
-    // The work, bounded before it starts (a 65536-column head over 2^20 positions ran for hours).
-    const std::size_t work = rope_angle_precision_work(rope, report.precision_positions);
-    if (work > kAnglePrecisionMaxWork) {
-      throw UsageError(fmt::format(
-          "rope --precision: {} positions of {} pairs ({}x{}) are {} angle checks, more than the "
-          "{} (2^31, about a minute) --precision takes on: give fewer positions (flag --seq-len)",
-          report.precision_positions, rope.pairs(), c.head_dim, c.rotary_dim, work,
-          kAnglePrecisionMaxWork));
-    }
+    refuse_precision_work(report);  // before it starts
     report.precision = rope_angle_precision(rope, report.precision_positions, o.threshold);
   }
   fmt::print("{}", o.json ? rope_report_json(report) : rope_report_text(report));
