@@ -46,6 +46,9 @@ std::filesystem::path prepare_output_dir(const std::string& dir,
                                " exists and is not a regular file (posemb replaces only regular "
                                "files); nothing was done");
     }
+    // Nor a file the command has read (its --init-from or --checkpoint, its --table): a usage
+    // error before any work, when the command records what it reads (read_files_protected).
+    refuse_output_over_input((path / name).string(), command);
   }
   return path;
 }

@@ -18,7 +18,9 @@ namespace posemb::cli {
 
 // Makes the output directory `dir` of `command` (before its long work) and checks that each of
 // `files` in it is missing or a regular file, which is all posemb's writer replaces (it checks
-// again when writing). Throws std::runtime_error naming the path otherwise.
+// again when writing). Throws std::runtime_error naming the path otherwise, and UsageError when
+// one is a file the command has read under posemb::protect_read_files (any name: a hard or
+// symbolic link, --out the --init-from folder).
 std::filesystem::path prepare_output_dir(const std::string& dir,
                                          const std::vector<std::string>& files,
                                          const char* command);
