@@ -6,7 +6,9 @@ r4-outputs   every command's output against every file it read: the table, each 
              the file byte for byte as it was
 r4-float     every factor, scale and base a config.json can carry, at the edges of float: exit 1
              naming the key, or a report whose every number is finite (no JSON null)
-r4-work      `rope --precision` past its work limit: a usage error at once
+r4-work      every command's work against its limit before it starts (`rope --precision`,
+             train, each run of a sweep and of the demo, make-checkpoint's tensors against the
+             memory budget): a clear error at once, nothing written
 r4-keys      every length key of a folder's config (GPT-2's max_position_embeddings) reported and
              written
 r4-derived   derived config values that would wrap (a patch_size of 2^62) refused, nothing written
@@ -190,7 +192,32 @@ def work_cases():
         Case("r4-work-rope-precision-small", "r4-work",
              ["rope", "{dir}/c.json", "--precision", "--seq-len", "4096"], (0,), ("float16",),
              setup=lambda d: write(os.path.join(d, "c.json"), json.dumps(dict(wide, head_dim=128)))),
+        # Training's work (steps x batch x the model's passes), refused before the output folder
+        # is made: train, each run of a sweep, each of the demo's runs.
+        Case("r4-work-train", "r4-work",
+             ["train", "--steps", "100000000", "--batch", "65536", "--out", "{dir}/o"], (2,),
+             ("train config:", "multiply-adds", "--steps", "--batch"), check=_nothing_made),
+        Case("r4-work-sweep-train", "r4-work",
+             ["sweep", "--steps", "100000000", "--batch", "65536", "--out", "{dir}/o"], (2,),
+             ("grid run 0", "train config:", "--steps"), check=_nothing_made),
+        Case("r4-work-sweep-eval", "r4-work",
+             ["sweep", "--pe", "sinusoidal", "--steps", "2", "--eval-max", "100000", "--samples",
+              "100000", "--out", "{dir}/o"], (2,), ("grid run 0", "eval config:", "--eval-max"),
+             check=_nothing_made),
+        Case("r4-work-demo-train", "r4-work",
+             ["demo", "--steps", "100000000", "--out", "{dir}/o"], (2,),
+             ("demo: its", "multiply-adds", "--steps"), check=_nothing_made),
+        # make-checkpoint's tensors against the memory budget before any value is drawn.
+        Case("r4-work-make-checkpoint-wide", "r4-work",
+             ["make-checkpoint", "roberta", "--dim", "65536", "-o", "{dir}/r.safetensors"], (1,),
+             ("make-checkpoint (roberta.embeddings.word_embeddings.weight)", "memory budget"),
+             timeout=10, check=_nothing_made),
     ]
+
+
+def _nothing_made(d, r):
+    made = [f for f in sorted(os.listdir(d)) if not f.startswith(".std")]
+    return ["files made: %s" % made] if made else []
 
 
 def key_cases():
@@ -243,7 +270,9 @@ def empty_cases():
             ("resize-tensor", ["resize", "{dir}/t.safetensors", "--to", "16", "--method", "copy",
                                "--tensor", "", "-o", "{dir}/o.safetensors"]),
             ("rope-config", ["rope", ""]),
-            ("rope-output", ["rope", "{dir}/t.safetensors", "--set", "linear", "--factor", "2", "-o", ""])):
+            ("rope-output", ["rope", "{dir}/t.safetensors", "--set", "linear", "--factor", "2", "-o", ""]),
+            ("make-checkpoint-output", ["make-checkpoint", "gpt2", "-o", ""]),
+            ("make-checkpoint-folder", ["make-checkpoint", "gpt2", "--folder", "-o", ""])):
         cases.append(Case("r4-empty-%s" % tag, "r4-empty", args, (2,), ("an empty value",),
                           setup=_table,
                           check=lambda d, r: [] if [f for f in sorted(os.listdir(d))
@@ -252,5 +281,44 @@ def empty_cases():
     return cases
 
 
+def _copy(src, name):
+    def make(d):
+        dst = os.path.join(d, name)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        with open(src, "rb") as f:
+            write(dst, f.read())
+    return make
+
+
+def _mkdir(name):
+    return lambda d: os.makedirs(os.path.join(d, name), exist_ok=True)
+
+
+def lab_output_cases(p):
+    """train and eval: an output file that is a file they read (the --init-from checkpoint, the
+    --table, the --checkpoint), refused before any work, every file as it was."""
+    ck, table = "r/checkpoint.safetensors", p["ck_table16.safetensors"]
+    quick = ["--lengths", "1:2", "--samples", "2"]
+    specs = [
+        ("train-init-from-out", ["train", "--init-from", "{dir}/r", "--steps", "2", "--out", "{dir}/r"],
+         _copy(p["ck"], ck)),
+        ("train-table-hardlink", ["train", "--init-from", "{dir}/r", "--table", "{dir}/t.safetensors",
+                                  "--steps", "2", "--out", "{dir}/o"],
+         _then(_copy(p["ck"], ck), _copy(table, "t.safetensors"), _mkdir("o"),
+               _link("hard", "t.safetensors", "o/checkpoint.safetensors"))),
+        ("eval-table-as-results", ["eval", "--checkpoint", "{dir}/r", "--table", "{dir}/D/results.csv"]
+         + quick + ["--out", "{dir}/D"], _then(_copy(p["ck"], ck), _copy(table, "D/results.csv"))),
+        ("eval-checkpoint-hardlink", ["eval", "--checkpoint", "{dir}/r"] + quick + ["--out", "{dir}/D"],
+         _then(_copy(p["ck"], ck), _mkdir("D"), _link("hard", ck, "D/results.json"))),
+    ]
+    cases = []
+    for tag, args, make in specs:
+        setup, check = _same_folder(make)
+        cases.append(Case("r4-lab-%s" % tag, "r4-outputs", args, (2,), ("is the input file",),
+                          setup=setup, check=check))
+    return cases
+
+
 def round4_cases(p):
-    return output_cases() + float_cases() + work_cases() + key_cases() + derived_cases() + empty_cases()
+    return (output_cases() + lab_output_cases(p) + float_cases() + work_cases() + key_cases()
+            + derived_cases() + empty_cases())
