@@ -25,7 +25,6 @@ namespace {
 
 const ModelConfig& validated(const RunConfig& cfg, int ranks) {
   validate_run(cfg);
-  Trainer::check_training_work(cfg, 0, ranks);
   const auto& t = cfg.train;
   check_allocation("train (batch " + std::to_string(t.batch) + " in micro-batches of " +
                        std::to_string(std::min(t.micro_batch, t.batch)) + ", sequences of " +
@@ -34,6 +33,7 @@ const ModelConfig& validated(const RunConfig& cfg, int ranks) {
                        std::to_string(cfg.model.d_model) + ", d_ff " +
                        std::to_string(cfg.model.d_ff) + ")",
                    Trainer::memory_bytes(cfg, ranks));
+  Trainer::check_training_work(cfg, 0, ranks);  // the memory first, as before the work limit
   return cfg.model;
 }
 

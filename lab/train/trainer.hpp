@@ -54,7 +54,8 @@ namespace posemb::lab {
 class Trainer {
  public:
   // Throws ConfigError (from lab::validate_run) for unusable settings, MemoryLimitExceeded
-  // (before allocating) when memory_bytes(cfg) exceeds the memory budget (posemb/memory.hpp).
+  // (before allocating) when memory_bytes(cfg) exceeds the memory budget (posemb/memory.hpp),
+  // then ConfigError when the run's work is past limits::train_work (check_training_work).
   // With several ranks (collective): throws JobFailure on every rank when any rank fails, or
   // when the ranks' states differ (different settings).
   explicit Trainer(const RunConfig& cfg, Communicator& comm = single_process());
