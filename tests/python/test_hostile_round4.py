@@ -78,6 +78,10 @@ SIZE_CALLS = {
     "interpolate_grid": "ext.interpolate_grid(*with_rows(g()), g())",
     "learned_positional_embedding": "ext.learned_positional_embedding(s(), values, s())",
     "resize_grid": "ext.resize_grid(vit_table, (2, 2), 'bicubic', s(), g())",
+    "relative_bias_backward":
+        "ext.relative_bias_backward(dbias, s(), max_distance=s(), query_start=s(), key_start=s())",
+    "relative_bias_forward": "ext.relative_bias_forward(bucket_table, s(), s(), max_distance=s(), "
+                             "query_start=s(), key_start=s())",
     "resize_table": "ext.resize_table(table, s(), 'copy')",
     "resolve_positions":
         "ext.resolve_positions(ext.PositionSource.contiguous(0), s(), s(), s())",
@@ -86,6 +90,8 @@ SIZE_CALLS = {
     "rope_forward": "ext.rope_forward(heads.copy(), 'half', rotary_dim=s(), seq_len=s())",
     "rope_frequencies": "ext.rope_frequencies(config, s())",
     "set_memory_limit": "ext.set_memory_limit(s()) or ext.set_memory_limit(4 << 20)",
+    "t5_relative_bucket": "ext.t5_relative_bucket(rng.randrange(-2**63, 2**63), rng.random() < 0.5, "
+                          "s(), s())",
     "sincos_2d_position_table": "ext.sincos_2d_position_table(s(), s(), s())",
     "sinusoidal_positional_encoding": "ext.sinusoidal_positional_encoding(s(), s(), s())",
     "sinusoidal_positional_encoding_into":
@@ -111,6 +117,8 @@ vit_table = ext.PositionTable(vit[0], 1)
 tokens = np.array([[1, 2, 3, 1]], np.int32)
 scores = np.zeros((1, 2, 3, 5), np.float32)
 heads = np.ones((1, 3, 2, 8), np.float32)
+bucket_table = np.ones((32, 2), np.float32)  # T5's 32 buckets, 2 heads
+dbias = np.ones((2, 3, 4), np.float32)
 # One pair per head: rope_angle_precision's work at 2^23 positions stays a fraction of a second.
 config = json.dumps({"hidden_size": 4, "num_attention_heads": 2, "max_position_embeddings": 64,
                      "rope_theta": 10000})
