@@ -195,7 +195,7 @@ def work_cases():
         # Training's work (steps x batch x the model's passes), refused before the output folder
         # is made: train, each run of a sweep, each of the demo's runs.
         Case("r4-work-train", "r4-work",
-             ["train", "--steps", "100000000", "--batch", "65536", "--out", "{dir}/o"], (2,),
+             ["train", "--steps", "100000000", "--out", "{dir}/o"], (2,),
              ("train config:", "multiply-adds", "--steps", "--batch"), check=_nothing_made),
         Case("r4-work-sweep-train", "r4-work",
              ["sweep", "--steps", "100000000", "--batch", "65536", "--out", "{dir}/o"], (2,),

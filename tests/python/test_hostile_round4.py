@@ -81,7 +81,7 @@ SIZE_CALLS = {
     "relative_bias_backward":
         "ext.relative_bias_backward(dbias, s(), max_distance=s(), query_start=s(), key_start=s())",
     "relative_bias_forward": "ext.relative_bias_forward(bucket_table, s(), s(), max_distance=s(), "
-                             "query_start=s(), key_start=s())",
+                             "query_start=s(), key_start=rng.choice(EDGES))",
     "resize_table": "ext.resize_table(table, s(), 'copy')",
     "resolve_positions":
         "ext.resolve_positions(ext.PositionSource.contiguous(0), s(), s(), s())",

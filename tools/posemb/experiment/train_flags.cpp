@@ -70,11 +70,8 @@ std::unique_ptr<lab::Trainer> make_trainer(TrainOptions& o, lab::Communicator& c
   protect_read_files(o.resume.empty());
   if (!o.init_from.empty()) return init_from(o, comm);
   const lab::RunConfig run = finish_lab_flags(o.lab);
-  try {  // the run's work bounded before anything is built (limits::train_work)
-    if (o.resume.empty()) {
-      lab::Trainer::check_training_work(run, 0, comm.size());
-      return std::make_unique<lab::Trainer>(run, comm);
-    }
+  try {  // the run's memory, then its work (limits::train_work), before anything is built
+    if (o.resume.empty()) return std::make_unique<lab::Trainer>(run, comm);
     auto tr = std::make_unique<lab::Trainer>(lab::Trainer::load(o.resume, comm));
     if (o.steps_flag->count() > 0) tr->set_total_steps(run.train.steps);
     return tr;
