@@ -11,7 +11,7 @@ data="$root/tests/data"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 status=0
-for target in safetensors npy checkpoint_metadata; do
+for target in safetensors npy checkpoint_metadata rope_config; do
   bin="$build/fuzz/fuzz_$target"
   corpus="$build/fuzz-corpus/$target"
   artifacts="$build/fuzz-artifacts/$target/"
@@ -20,6 +20,9 @@ for target in safetensors npy checkpoint_metadata; do
   if [ "$target" = checkpoint_metadata ]; then
     # The __metadata__ of real checkpoints (one per encoding, from `posemb train`).
     seeds=("$data"/checkpoint-metadata/*.json "$data"/fuzz-regressions/"$target"/*)
+  elif [ "$target" = rope_config ]; then
+    # config.json files of every rope_scaling type (and one at the edges of float).
+    seeds=("$data"/rope-configs/*.json "$data"/fuzz-regressions/"$target"/*)
   else
     seeds=("$data"/valid/*."$target" "$data"/malformed/*."$target" "$data"/fuzz-regressions/"$target"/*)
   fi

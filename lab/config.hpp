@@ -80,6 +80,11 @@ inline constexpr Limit<std::size_t> samples{1, 100000};
 // Multiply-adds of one evaluation (lab::evaluation_work): about an hour on one core; 1000 times
 // the demo's.
 inline constexpr Limit<double> eval_work{0.0, 1e13};
+// Multiply-adds of one training run on each rank (lab::Trainer::training_work: steps x batch x 3
+// forward passes over the longest training row, shared among the ranks): 1000 times eval_work,
+// about six weeks of one core at its rate. A run past it is refused before it starts instead of
+// running for months.
+inline constexpr Limit<double> train_work{0.0, 1e16};
 }  // namespace limits
 
 // An unusable setting. what() names the fields and values; fields() lists them qualified

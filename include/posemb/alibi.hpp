@@ -62,7 +62,8 @@ struct AlibiOptions {
 // Adds the bias into the scores of `batch` sequences of `queries` queries, heads =
 // slopes.size(). Throws std::invalid_argument (naming the numbers) for no slopes, a slope that
 // is not finite, an empty batch or query count, scores whose rows are not batch * heads *
-// queries, or a start past 2^62. Nothing is written when it throws.
+// queries, a start past 2^62, or slopes that share memory with scores. Nothing is written when
+// it throws.
 void alibi_forward(MatrixView<float> scores,       // (B*H*Tq, Tk), added into (-inf: masked)
                    std::span<const float> slopes,  // (H)
                    std::size_t batch, std::size_t queries, const AlibiOptions& options = {});
@@ -70,7 +71,7 @@ void alibi_forward(MatrixView<float> scores,       // (B*H*Tq, Tk), added into (
 // The backward of alibi_forward, with the same options: dscores holds dL/d(biased scores) and is
 // written over with dL/dscores (unchanged but for masked keys, set to 0); when dslopes is not
 // empty, dL/dslopes is added into it. Throws like alibi_forward, and when dslopes holds neither
-// 0 nor `heads` values. Nothing is written when it throws.
+// 0 nor `heads` values or shares memory with dscores. Nothing is written when it throws.
 void alibi_backward(MatrixView<float> dscores,  // (B*H*Tq, Tk), written over (in place)
                     std::span<float> dslopes,   // (H) or empty, added into
                     std::size_t heads, std::size_t batch, std::size_t queries,

@@ -31,6 +31,23 @@
 // Signals: while a temporary exists it is recorded in a fixed, lock-free registry (up to 64
 // writes at once). remove_partial_files() unlinks every recorded temporary and is
 // async-signal-safe, so a program's handler can call it before re-raising the signal.
+//
+// Folders: write_folder_atomically writes a whole folder the same way (a checkpoint folder:
+// config.json beside its shards): its files go into a temporary folder beside the target, which
+// takes the target's name in one rename when they are all written.
+//
+//   posemb::write_folder_atomically("gpt2-2k", "resize", false, [&](posemb::FolderSink& out) {
+//     posemb::write_file_atomically(out.path("config.json"), "resize", config_text);
+//     posemb::write_safetensors(out.path("model.safetensors"), tensors, metadata);
+//   });
+//
+// Files read: a program that must never write over what it read (the posemb tool does, for
+// each command that reads files) calls protect_read_files(true) first. From then on every file
+// posemb's readers open (tensor files, configs, the shards, index and other files of a checkpoint
+// folder) is recorded by its identity, and the writers refuse a target that is one of them under
+// any name (a hard or symbolic link, ./x, d/../x) or a folder that holds one, with
+// std::invalid_argument: "... is the input file '...'". Off by default: a library caller may
+// rewrite what it read.
 #pragma once
 
 #include <cstddef>
@@ -66,10 +83,54 @@ void write_file_atomically(const std::string& path, std::string_view operation,
 void write_file_atomically(const std::string& path, std::string_view operation,
                            std::string_view bytes);
 
+// The folder being written by write_folder_atomically: where its files go.
+class FolderSink {
+ public:
+  // The path at which to write the file `relative` of the folder ("config.json",
+  // "tokenizer/vocab.txt"), its parent folders made: give it to write_file_atomically or any
+  // posemb writer. Throws std::invalid_argument for a path that is empty, absolute, or has a
+  // NUL byte, an empty, "." or ".." component.
+  std::string path(std::string_view relative);
+  // Gives the file or folder `relative` ("" for the folder itself) the permission bits mode &
+  // 0777 (07777 without set-user-ID and set-group-ID; a folder keeps its owner's rwx, which the
+  // writer needs). Throws std::system_error naming it on failure.
+  void set_mode(std::string_view relative, unsigned mode);
+
+ private:
+  friend void write_folder_atomically(const std::string&, std::string_view, bool,
+                                      const std::function<void(FolderSink&)>&);
+  FolderSink(std::string root, std::string operation);
+  std::string root_;  // the temporary folder
+  std::string operation_;
+};
+
+// Writes the folder `dir` atomically: `fill` writes its files through the sink into a new
+// temporary folder ".posemb-XXXXXXXXXX" beside dir, which then takes dir's name in one rename.
+// dir may be missing or an empty folder; a folder with files in it is replaced whole only when
+// `replace` (then swapped in one step where the file system can, RENAME_EXCHANGE). A reader
+// sees the old folder or the whole new one. Refused with std::invalid_argument before anything
+// is created: a path with a NUL byte, a target that is not a folder (a file, a symbolic link, a
+// special file), ".", "..", a non-empty folder without `replace`, a folder that holds a file read
+// under protect_read_files. If fill throws or any step fails, the temporary folder is removed,
+// dir is left as it was, and the exception propagates. While it is filled the temporary folder
+// is recorded for remove_partial_files() (up to 8 at once).
+void write_folder_atomically(const std::string& dir, std::string_view operation, bool replace,
+                             const std::function<void(FolderSink&)>& fill);
+
 // Unlinks the temporary file of every write_file_atomically in progress in this process (the
-// writes then fail), and removes the temporary folder of every write_checkpoint_folder in
+// writes then fail), and removes the temporary folder of every write_folder_atomically in
 // progress with what is in it. Async-signal-safe: only atomics and system calls (openat,
 // getdents64, unlinkat, close).
 void remove_partial_files() noexcept;
+
+// Starts (on: with an empty record) or stops (off: forgetting it) recording the files posemb
+// reads, which the writers then refuse to replace (see above). Process-wide.
+void protect_read_files(bool on);
+
+// Throws std::invalid_argument naming `operation` when path is a file recorded as read (under
+// any name), or a folder that holds one: a program's check of its outputs before it works (the
+// writers make the same check when they write). Nothing is refused when protect_read_files is
+// off, or when path does not exist.
+void refuse_overwriting_read_files(const std::string& path, std::string_view operation);
 
 }  // namespace posemb

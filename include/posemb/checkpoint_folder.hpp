@@ -20,23 +20,34 @@
 // anything is written.
 //
 // Config keys kept in step with the table's rows (R) and, for a vision table, its grid (H x W):
-//   GPT-2 (n_positions in config)    n_positions = R, and n_ctx = R when present
+// every key a loader reads for the length, checked and written (a key marked "when present" is
+// left alone when the config does not have it):
+//   GPT-2 (n_positions in config)    n_positions = R, and n_ctx = R and max_position_embeddings
+//                                    = R when present (GPT2Config reads max_position_embeddings
+//                                    as n_positions, after it)
 //   BART, mBART, OPT, PLBart, MVP    max_position_embeddings = R - 2 (their 2 offset rows)
 //   Whisper (max_source_positions)   encoder: max_source_positions = R; decoder:
 //                                    max_target_positions = R
 //   CLIP (text_config/vision_config) text: text_config.max_position_embeddings = R; vision:
-//                                    vision_config.image_size = H * patch_size
+//                                    vision_config.image_size = H * patch_size; the same keys of
+//                                    text_config_dict and vision_config_dict when present
+//                                    (CLIPConfig applies them over the others)
 //   ViT, DeiT, other vision tables   image_size = H * patch_size (square grids), else
 //                                    [H * patch_size, W * patch_size]
 //   anything else (BERT, RoBERTa...) max_position_embeddings = R (RoBERTa's 2 reserved rows
 //                                    are in both)
+// A vision table's new grid must make its rows with the prefix tokens its name gives (a 24x24
+// grid for a ViT table of 577 rows), and each side of image_size must be at most 2^53 (a JSON
+// number read as a double holds it exactly): otherwise std::invalid_argument, nothing written.
 //
 // Writing (write_checkpoint_folder, and write_new_checkpoint_folder for a folder made from
-// tensors in memory): the new folder is made as a temporary sibling of out_dir (".posemb-XXXXXX" in
-// out_dir's parent) and renamed to out_dir when complete; on any failure the temporary is
-// removed and out_dir is left as it was. An existing non-empty out_dir is refused unless
-// `force` (then replaced whole); out_dir may not be the input folder or inside it. The input
-// folder is only read.
+// tensors in memory): the folder is written by posemb::write_folder_atomically
+// (posemb/atomic_file.hpp): made as a temporary sibling of out_dir and renamed to out_dir when
+// complete; on any failure the temporary is removed and out_dir is left as it was. An existing
+// non-empty out_dir is refused unless `force` (then replaced whole); out_dir may not be the input
+// folder, inside it or hold it (compared by identity: any spelling, symbolic links, bind mounts),
+// nor a file the process has read while posemb::protect_read_files is on. The input folder is
+// only read. A path with a NUL byte is refused (std::invalid_argument) before anything is read.
 #pragma once
 
 #include <cstddef>

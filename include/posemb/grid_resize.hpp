@@ -52,7 +52,9 @@ GridMethod parse_grid_method(std::string_view name);
 struct GridShape {
   std::size_t height = 0;
   std::size_t width = 0;
-  std::size_t cells() const noexcept { return height * width; }
+  // height * width; throws std::length_error naming the grid when the product does not fit a
+  // std::size_t (a 2^63 + 1 x 2 grid is not 2 cells).
+  std::size_t cells() const;
   bool operator==(const GridShape&) const = default;
 };
 
@@ -64,7 +66,10 @@ std::string grid_shape_string(GridShape grid);
 
 // The grid (from.cells(), C) resized to (to.cells(), C) by bicubic or bilinear (see above),
 // written over out. Throws std::invalid_argument when grid's or out's rows do not match the
-// shapes, their columns differ, a shape has no cells, or method is sincos (not an interpolation).
+// shapes, their columns differ, a shape has no cells, out shares memory with grid, or method is
+// sincos (not an interpolation); std::length_error when a shape's cells (or the intermediate
+// grid's values) do not fit a 64-bit size; MemoryLimitExceeded when the intermediate grid (from
+// height x to width x C doubles) is over the memory budget.
 void interpolate_grid(MatrixView<const float> grid,  // (from.height * from.width, C)
                       GridShape from,
                       MatrixView<float> out,  // (to.height * to.width, C), written over

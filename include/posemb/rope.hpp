@@ -72,7 +72,7 @@ enum class RopeLayout : std::uint8_t {
 };
 
 struct RopeOptions {
-  double base = 10000.0;              // theta: finite, > 0 (Llama 3: 500000)
+  double base = 10000.0;              // theta: in [1e-300, 1e300] (Llama 3: 500000)
   std::size_t rotary_dim = 0;         // R, the leading columns of each head that rotate; 0: all D
   RopeScaling scaling = NoScaling{};  // past the trained length (posemb/rope_scaling.hpp)
   // The length of the sequences rotated, for the scalings that depend on it (dynamic: NTK from
@@ -85,9 +85,11 @@ struct RopeOptions {
 class Rope {
  public:
   // Throws std::invalid_argument when head_dim is 0, odd or larger than kMaxRopeHeadDim,
-  // rotary_dim is odd or larger than head_dim, the base is not finite and > 0, or layout holds
-  // no listed value (naming it: RopeLayout{} is 0, refused, since the layout has no default);
-  // RopeScalingError (a std::invalid_argument) for a scaling out of range.
+  // rotary_dim is odd or larger than head_dim, the base is outside [1e-300, 1e300] (its
+  // inverse frequencies would not be normal doubles), or layout holds no listed value (naming
+  // it: RopeLayout{} is 0, refused, since the layout has no default); RopeScalingError (a
+  // std::invalid_argument) for a scaling out of range or whose frequencies would be
+  // (rope_frequencies).
   Rope(std::size_t head_dim, RopeLayout layout, const RopeOptions& options = {});
 
   // The same rotation for sequences of seq_len positions (dynamic, longrope: other
@@ -109,7 +111,7 @@ class Rope {
 
   // a * cos(p * theta_i) and a * sin(p * theta_i) for i < pairs() (a: the attention factor,
   // 1 unless the scaling sets it), written over. Throws std::invalid_argument when either span
-  // does not hold pairs() values.
+  // does not hold pairs() values, or when they share memory.
   void angles(std::size_t position, std::span<float> cos, std::span<float> sin) const;
 
  private:

@@ -55,9 +55,19 @@ struct AnglePrecision {
 // four-million one.
 inline constexpr std::size_t kAnglePrecisionDense = std::size_t{1} << 22;
 
+// The work of rope_angle_precision: the positions it checks (all below kAnglePrecisionDense,
+// at most 2 kAnglePrecisionDense) times the rope's pairs, each angle formed in every format.
+std::size_t rope_angle_precision_work(const Rope& rope, std::size_t positions) noexcept;
+
+// The most work rope_angle_precision takes on (about a minute of one core): 2^31 position-pairs,
+// 2^23 positions of a 512-column head (Llama 3.1's 131072 positions of 128 columns are 2^23).
+inline constexpr std::size_t kAnglePrecisionMaxWork = std::size_t{1} << 31;
+
 // The errors of each format of kAngleFormats over positions [0, positions), errors larger than
 // `threshold` radians (finite, >= 0) counted from first_over. Throws std::invalid_argument for
-// positions == 0 or a bad threshold.
+// positions == 0, a bad threshold, or work (rope_angle_precision_work) past
+// kAnglePrecisionMaxWork, before any is done: a config of 2^40 positions and a 65536-column head
+// would run for hours.
 std::vector<AnglePrecision> rope_angle_precision(const Rope& rope, std::size_t positions,
                                                  double threshold = 1e-3);
 

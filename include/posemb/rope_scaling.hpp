@@ -170,7 +170,10 @@ inline constexpr std::size_t kMaxRopeHeadDim = std::size_t{1} << 16;
 
 // Validates (validate_rope_scaling), then computes. seq_len: the length of the sequence run
 // (dynamic, longrope; 0: the trained length). Throws std::invalid_argument when rotary_dim is
-// larger than kMaxRopeHeadDim.
+// larger than kMaxRopeHeadDim, and RopeScalingError (naming rope_theta, or the scaling's factor
+// or factor list) when a result would not be usable: an inverse frequency outside [1e-300,
+// 1e300] radians per position (its wavelength 2 pi / theta then a finite double too), a stretch
+// or a base in effect that is not a finite double. Every value in the result is finite.
 RopeFrequencies rope_frequencies(double base, std::size_t rotary_dim, const RopeScaling& scaling,
                                  std::size_t seq_len = 0);
 

@@ -62,11 +62,11 @@ enum class SinusoidalFrequencies : std::uint8_t {
 struct SinusoidalOptions {
   SinusoidalLayout layout = SinusoidalLayout::interleaved;
   SinusoidalFrequencies frequencies = SinusoidalFrequencies::vaswani;
-  double base = 10000.0;  // finite, > 0
+  double base = 10000.0;  // in [1e-300, 1e300]
 };
 
 // The (seq_len, embed_dim) encoding of positions [start, start + seq_len).
-// Throws std::invalid_argument when options.base is not finite and > 0 or an enum holds no
+// Throws std::invalid_argument when options.base is outside [1e-300, 1e300] or an enum holds no
 // listed value, and std::out_of_range when start + seq_len overflows std::size_t.
 Matrix<float> sinusoidal_positional_encoding(std::size_t seq_len, std::size_t embed_dim,
                                              std::size_t start = 0,

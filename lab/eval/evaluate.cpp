@@ -139,12 +139,7 @@ std::size_t model_rows(const ModelConfig& m) {
 // One instance of length n (0 beyond the table).
 double length_work(const ModelConfig& m, const TaskSpec& task, std::size_t n) {
   if (task.tokens(n) > model_rows(m)) return 0.0;
-  const auto C = static_cast<double>(m.d_model), F = static_cast<double>(m.d_ff);
-  const auto L = static_cast<double>(m.n_layers), V = static_cast<double>(m.vocab_size);
-  const auto len = static_cast<double>(task.tokens(n));
-  // Each token: the projections and MLP of every layer and the head, and attention over the
-  // tokens before it (scores and values).
-  return len * (L * (4 * C * C + 2 * C * F) + C * V) + L * C * len * (len + 1);
+  return Model::forward_work(m, task.tokens(n));
 }
 
 // A windows task: the evaluation text holds a window of every length the model can be run at.

@@ -124,6 +124,7 @@ void check_demo(const DemoPlan& plan) {
   for (const auto& pe : plan.encodings) {
     const RunConfig cfg = plan.run(pe, plan.options.seed);
     check_evaluation(cfg.model, cfg.task, plan.eval);
+    Trainer::check_training_work(cfg);
     check_allocation("demo (" + pe + ")", Trainer::memory_bytes(cfg));
   }
   check_allocation("demo (extended table)",
@@ -131,8 +132,29 @@ void check_demo(const DemoPlan& plan) {
   for (const auto& m : plan.rope_methods) {
     const RunConfig r = plan.rope_extension_run(plan.options.seed, m);
     validate_run(r);
+    Trainer::check_training_work(r);
     check_allocation("demo (" + plan.rotary + " " + m + ")", Trainer::memory_bytes(r));
   }
+  // The runs together (each seed: every encoding, the table's extensions, the RoPE scalings).
+  double work = 0.0;
+  std::size_t runs = 0;
+  for (std::uint64_t k = 0; k < plan.options.seeds; ++k) {
+    const std::uint64_t seed = plan.options.seed + k;
+    for (const auto& pe : plan.encodings) work += Trainer::training_work(plan.run(pe, seed));
+    work +=
+        static_cast<double>(plan.methods.size()) * Trainer::training_work(plan.extension_run(seed));
+    for (const auto& m : plan.rope_methods) {
+      work += Trainer::training_work(plan.rope_extension_run(seed, m));
+    }
+    runs += plan.encodings.size() + plan.methods.size() + plan.rope_methods.size();
+  }
+  if (limits::train_work.contains(work)) return;
+  throw ConfigError(
+      {"demo.steps", "demo.randomized_steps", "demo.extension_steps", "demo.rope_extension_steps"},
+      fmt::format(
+          "demo: its {} training runs need about {:.3g} multiply-adds, more than the {:.3g} "
+          "they may take together (weeks of computing): give fewer steps",
+          runs, work, limits::train_work.max));
 }
 
 }  // namespace posemb::lab

@@ -73,8 +73,10 @@ struct DemoPlan {
 // The plan of o (its task's preset, then the steps and sizes given). Throws ConfigError
 // (task.kind) for an unknown task, (demo.seed, demo.seeds) for no seed or seeds past 2^64 - 1.
 DemoPlan plan_demo(const DemoOptions& o);
-// Checks each run's evaluation (ConfigError naming eval.max_len or eval.samples) and memory
-// (posemb::MemoryLimitExceeded), before anything runs.
+// Checks each run's evaluation (ConfigError naming eval.max_len or eval.samples), training work
+// (each run's, and all of them together, against limits::train_work: ConfigError naming
+// train.steps, or demo.steps and the other steps) and memory (posemb::MemoryLimitExceeded),
+// before anything runs.
 void check_demo(const DemoPlan& plan);
 
 }  // namespace posemb::lab

@@ -15,9 +15,11 @@
 #include <stdexcept>
 
 #include "lab/encodings/registry.hpp"
+#include "lab/eval/evaluate.hpp"
 #include "lab/ranks/agreement.hpp"
 #include "lab/train/checkpoint.hpp"
 #include "lab/train/run.hpp"
+#include "lab/train/trainer.hpp"
 #include "posemb/parallel.hpp"
 
 namespace posemb::lab {
@@ -25,37 +27,9 @@ namespace {
 
 using json = nlohmann::json;
 
-// Multiply-adds of a run's training (forward and backward of every step), roughly.
+// Multiply-adds of a run's training (forward and backward of every step).
 double estimated_cost(const RunConfig& r) {
-  const double T = static_cast<double>(run_train_tokens(r));
-  const double C = static_cast<double>(r.model.d_model), F = static_cast<double>(r.model.d_ff);
-  const double per_token =
-      static_cast<double>(r.model.n_layers) * (4.0 * C * C + 2.0 * C * F + 2.0 * T * C) +
-      C * static_cast<double>(r.model.vocab_size);
-  return 3.0 * static_cast<double>(r.train.steps) * static_cast<double>(r.train.batch) * T *
-         per_token;
-}
-
-void validate(std::span<const GridRun> runs) {
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const auto& g = runs[i];
-    const std::string who = "grid run " + std::to_string(i) + " (" + g.name + "): ";
-    try {
-      validate_run(g.run);
-      g.eval.validate();
-      if (g.probe) g.probe->validate();
-      for (const RopeScalingConfig& s : g.eval_scalings) validate_model(scaled_model(g.run, s));
-    } catch (const ConfigError& e) {
-      throw ConfigError(e.fields(), who + e.what());
-    }
-    for (const std::size_t s : g.eval_at) {
-      if (s > g.run.train.steps) {
-        throw ConfigError({"train.steps"}, who + "an evaluation at step " + std::to_string(s) +
-                                               " is past the run's " +
-                                               std::to_string(g.run.train.steps) + " steps");
-      }
-    }
-  }
+  return Trainer::training_work(r);
 }
 
 json buckets_json(const std::vector<LossBucket>& buckets) {
@@ -246,6 +220,34 @@ GridOutcome run_one(std::size_t index, const GridRun& g, const GridOptions& opt,
 
 }  // namespace
 
+void validate_grid(std::span<const GridRun> runs) {
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& g = runs[i];
+    const std::string who = "grid run " + std::to_string(i) + " (" + g.name + "): ";
+    try {
+      validate_run(g.run);
+      g.eval.validate();
+      // Every run's work, the training's and the evaluation's, before any run starts.
+      Trainer::check_training_work(g.run);
+      check_evaluation(g.run.model, g.run.task, g.eval);
+      if (g.probe) {
+        g.probe->validate();
+        check_evaluation(g.run.model, g.run.task, *g.probe);
+      }
+      for (const RopeScalingConfig& s : g.eval_scalings) validate_model(scaled_model(g.run, s));
+    } catch (const ConfigError& e) {
+      throw ConfigError(e.fields(), who + e.what());
+    }
+    for (const std::size_t s : g.eval_at) {
+      if (s > g.run.train.steps) {
+        throw ConfigError({"train.steps"}, who + "an evaluation at step " + std::to_string(s) +
+                                               " is past the run's " +
+                                               std::to_string(g.run.train.steps) + " steps");
+      }
+    }
+  }
+}
+
 ModelConfig scaled_model(const RunConfig& trained, const RopeScalingConfig& s) {
   ModelConfig m = trained.model;
   m.rope_scaling = rope_scaling_for(trained, s.method, s.factor);
@@ -298,7 +300,7 @@ std::vector<GridOutcome> run_grid(std::span<const GridRun> runs, const GridOptio
   if (options.parallel_runs == 0) {
     throw std::invalid_argument("run_grid: parallel_runs must be at least 1");
   }
-  validate(runs);
+  validate_grid(runs);
   check_same_on_every_rank(comm, "sweep", grid_settings(runs));  // lab/ranks/agreement.hpp
   const auto rank_of = assign_runs(runs, comm.size());
   std::vector<std::size_t> mine;  // in the order assign_runs placed them: the costliest first

@@ -99,6 +99,12 @@ struct GridOptions {
   std::function<void(const GridProgress&)> progress;
 };
 
+// Throws ConfigError naming the run (grid run I (NAME): ...) when one is unusable, or its
+// training or evaluation would pass the lab's work limits (limits::train_work, eval_work), or an
+// evaluation at a step past its steps; run_grid checks it first. For a front end to call before
+// it writes anything.
+void validate_grid(std::span<const GridRun> runs);
+
 // Trains and evaluates every run; returns their outcomes in the list's order, the same on every
 // rank. Throws ConfigError (before anything runs, on every rank) naming the run when one is
 // unusable, std::invalid_argument for parallel_runs 0. A run that fails (a non-finite loss, an

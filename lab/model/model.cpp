@@ -125,6 +125,13 @@ std::vector<TensorInfo> Model::tensor_shapes(const ModelConfig& cfg, const Encod
   return out;
 }
 
+double Model::forward_work(const ModelConfig& cfg, std::size_t tokens) {
+  const auto C = static_cast<double>(cfg.d_model), F = static_cast<double>(cfg.d_ff);
+  const auto L = static_cast<double>(cfg.n_layers), V = static_cast<double>(cfg.vocab_size);
+  const auto len = static_cast<double>(tokens);
+  return len * (L * (4 * C * C + 2 * C * F) + C * V) + L * C * len * (len + 1);
+}
+
 std::size_t Model::bytes(const ModelConfig& cfg, std::size_t positions) {
   return bytes(cfg, find_encoding(cfg.pe), positions);
 }

@@ -82,6 +82,10 @@ class Model {
   // (sinusoidal, rope) its cache of `positions` positions (an upper bound, growth included).
   static std::size_t bytes(const ModelConfig& cfg, std::size_t positions = 0);
   static std::size_t bytes(const ModelConfig& cfg, const EncodingSpec& spec, std::size_t positions);
+  // The multiply-adds of one forward pass over a sequence of `tokens` tokens: each token's
+  // projections and MLP in every layer and the head, and attention over the tokens before it
+  // (scores and values). The unit of the lab's work limits (limits::eval_work, train_work).
+  static double forward_work(const ModelConfig& cfg, std::size_t tokens);
   const ModelConfig& config() const { return cfg_; }
   const EncodingSpec& encoding_spec() const { return *spec_; }
   Encoding& encoding() { return *enc_; }

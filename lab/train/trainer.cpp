@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <numeric>
 #include <optional>
@@ -34,6 +35,7 @@ const ModelConfig& validated(RunConfig& cfg, int ranks) {
                        std::to_string(cfg.model.d_model) + ", d_ff " +
                        std::to_string(cfg.model.d_ff) + ")",
                    Trainer::memory_bytes(cfg, ranks));
+  Trainer::check_training_work(cfg, 0, ranks);  // the memory first, as before the work limit
   return cfg.model;
 }
 
@@ -93,6 +95,28 @@ Trainer::Trainer(const RunConfig& cfg, Communicator& comm) try
   comm.check(std::current_exception(), "train: setting up");  // throws
 }
 
+double Trainer::training_work(const RunConfig& cfg, std::size_t from) {
+  const std::size_t steps = cfg.train.steps > from ? cfg.train.steps - from : 0;
+  return static_cast<double>(steps) * static_cast<double>(cfg.train.batch) * 3.0 *
+         Model::forward_work(cfg.model, run_train_tokens(cfg));
+}
+
+void Trainer::check_training_work(const RunConfig& cfg, std::size_t from, int ranks) {
+  const double work = training_work(cfg, from) / static_cast<double>(std::max(ranks, 1));
+  if (limits::train_work.contains(work)) return;
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%.3g multiply-adds%s, more than the %.3g a run may take", work,
+                ranks > 1 ? " on each rank" : "", limits::train_work.max);
+  throw ConfigError(
+      {"train.steps", "train.batch"},
+      "train config: " + std::to_string(cfg.train.steps - std::min(from, cfg.train.steps)) +
+          " steps of " + std::to_string(cfg.train.batch) + " rows of " +
+          std::to_string(run_train_tokens(cfg)) + " tokens on this model (" +
+          std::to_string(cfg.model.n_layers) + " layers, d_model " +
+          std::to_string(cfg.model.d_model) + ") need about " + buf +
+          " (weeks of computing): train fewer steps or smaller batches");
+}
+
 std::size_t Trainer::memory_bytes(const RunConfig& cfg, int ranks) {
   const auto& m = cfg.model;
   const std::size_t T = run_train_tokens(cfg);
@@ -133,9 +157,10 @@ float Trainer::lr_at(std::size_t s) const {
 }
 
 void Trainer::set_total_steps(std::size_t steps) {
-  TrainConfig t = cfg_.train;
-  t.steps = steps;
-  t.validate();
+  RunConfig c = cfg_;
+  c.train.steps = steps;
+  c.train.validate();
+  check_training_work(c, std::min(step_, steps), comm_->size());
   cfg_.train.steps = steps;
 }
 

@@ -54,7 +54,8 @@ namespace posemb::lab {
 class Trainer {
  public:
   // Throws ConfigError (from lab::validate_run) for unusable settings, MemoryLimitExceeded
-  // (before allocating) when memory_bytes(cfg) exceeds the memory budget (posemb/memory.hpp).
+  // (before allocating) when memory_bytes(cfg) exceeds the memory budget (posemb/memory.hpp),
+  // then ConfigError when the run's work is past limits::train_work (check_training_work).
   // With several ranks (collective): throws JobFailure on every rank when any rank fails, or
   // when the ranks' states differ (different settings).
   explicit Trainer(const RunConfig& cfg, Communicator& comm = single_process());
@@ -62,6 +63,15 @@ class Trainer {
   // moments, each micro-batch's gradients and activations, the batch; on `ranks` > 1 ranks also
   // the gradient exchange's message buffers (at most micro-batches + 2 gradients).
   static std::size_t memory_bytes(const RunConfig& cfg, int ranks = 1);
+  // The multiply-adds of training cfg from step `from` to cfg.train.steps: each step's batch of
+  // rows, 3 forward passes each (the forward and the backward's two products) over the longest
+  // training row (Model::forward_work).
+  static double training_work(const RunConfig& cfg, std::size_t from = 0);
+  // Throws ConfigError (train.steps, train.batch) naming the numbers when training_work(cfg,
+  // from) shared among `ranks` ranks is past limits::train_work: the constructor and
+  // set_total_steps refuse such a run before it starts, and the commands check it before
+  // anything is written.
+  static void check_training_work(const RunConfig& cfg, std::size_t from = 0, int ranks = 1);
   // A trainer restored from a checkpoint written by save(): parameters, AdamW state, step.
   // With several ranks, every rank reads path (collective; JobFailure on every rank when one
   // cannot, or when the ranks read different states).

@@ -91,6 +91,18 @@ def _expected(type_text):
         return (lambda v: v is None or test(v)), what + " or None"
     if type_text in _SIMPLE:
         return _SIMPLE[type_text]
+    fixed = re.fullmatch(r"Tuple\[(.*)\]", type_text)
+    if fixed:
+        inner = [_expected(t) for t in _split_top_level(fixed.group(1))]
+        if any(x is None for x in inner):
+            return None
+        whats = [w for _, w in inner]
+        if len(set(whats)) == 1 and whats[0].startswith(("a ", "an ")):
+            what = f"a tuple of {len(inner)} {whats[0].split(' ', 1)[1]}s"  # "a tuple of 2 ints"
+        else:
+            what = "a tuple of (" + ", ".join(whats) + ")"
+        return (lambda v: isinstance(v, (tuple, list)) and len(v) == len(inner) and
+                all(test(x) for (test, _), x in zip(inner, v))), what
     if type_text.startswith("numpy.ndarray["):
         return _SIMPLE["numpy.ndarray"]
     return None
@@ -127,15 +139,23 @@ def _mismatch(op, params, args, kwargs, setter):
     # C++ integer (a count or an offset, unsigned: -1 or 2**64 would otherwise be "incompatible
     # function arguments").
     for i, ((name, type_text, _), value) in enumerate(given):
-        if name == "self" or (setter and i == 0) or type_text not in ("int", "Optional[int]"):
+        if name == "self" or (setter and i == 0):
             continue
-        if _is_int(value) and not isinstance(value, bool):
-            v = operator.index(value)
-            subject = op if setter else f"{op}: {name}"
-            if v < 0:
-                return _OutOfRange(f"{subject} must be >= 0, got {v}")
-            if v >= 2**64:
-                return _OutOfRange(f"{subject} must be below 2**64, got {v}")
+        subject = op if setter else f"{op}: {name}"
+        if type_text in ("int", "Optional[int]"):
+            if _is_int(value) and not isinstance(value, bool):
+                v = operator.index(value)
+                if v < 0:
+                    return _OutOfRange(f"{subject} must be >= 0, got {v}")
+                if v >= 2**64:
+                    return _OutOfRange(f"{subject} must be below 2**64, got {v}")
+        elif re.fullmatch(r"(Optional\[)?Tuple\[int(, int)*\]\]?", type_text):
+            if isinstance(value, (tuple, list)) and all(_is_int(x) for x in value):
+                for x in value:
+                    v = operator.index(x)
+                    if v < 0 or v >= 2**64:
+                        return _OutOfRange(f"{subject} must hold whole numbers in [0, 2**64), "
+                                           f"got {tuple(value)!r}")
     return None
 
 

@@ -26,12 +26,18 @@ def _integer(op, name, value, what="an int"):
 
 
 def tensors(op, **named):
-    """Each named argument that is not None must be a CPU torch.Tensor."""
+    """Each named argument that is not None must be a dense (strided) CPU torch.Tensor: a sparse
+    one (torch.sparse_coo, sparse_csr, ...) or an mkldnn one has no strides to view, and torch
+    refused it later with "unsupported memory format", naming neither the argument nor why."""
     for name, t in named.items():
         if t is None:
             continue
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.layout != torch.strided:
+            kind = "a sparse" if "sparse" in str(t.layout) else "an " + str(t.layout).split(".")[-1]
+            raise TypeError(f"{op}: {name} is {kind} tensor ({t.layout}); posemb takes dense "
+                            f"tensors: pass {name}.to_dense()")
         if t.device.type != "cpu":
             raise ValueError(f"{op}: tensors must be on the CPU, got {name} on {t.device}")
 

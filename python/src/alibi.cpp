@@ -14,6 +14,7 @@
 #include "bindings.hpp"
 #include "posemb/alibi.hpp"
 #include "posemb/matrix.hpp"
+#include "posemb/memory.hpp"
 
 namespace posemb::python {
 namespace {
@@ -33,6 +34,12 @@ struct Scores {
   std::size_t batch = 0, heads = 0, queries = 0;
 };
 
+// B*H*Tq, formed checked (the shape comes from the caller).
+std::size_t rows_of(const Scores& s, const char* op, const char* name) {
+  const std::string what = std::string(name) + "'s rows B*H*Tq";
+  return checked_mul(checked_mul(s.batch, s.heads, op, what), s.queries, op, what);
+}
+
 Scores scores_of(py::array& a, const char* op, const char* name) {
   expect_dtype<float>(a, op, name);
   expect_writeable(a, op, name);
@@ -48,8 +55,8 @@ Scores scores_of(py::array& a, const char* op, const char* name) {
   const auto keys = static_cast<std::size_t>(a.shape(3));
   const auto item = static_cast<py::ssize_t>(sizeof(float));
   if (a.size() == 0) {  // numpy gives an empty array zero strides: the library checks the shape
-    s.rows = MatrixView<float>(static_cast<float*>(a.mutable_data()), s.batch * s.heads * s.queries,
-                               keys, keys);
+    s.rows =
+        MatrixView<float>(static_cast<float*>(a.mutable_data()), rows_of(s, op, name), keys, keys);
     return s;
   }
   // Each row (Tk) contiguous, and (B, H, Tq) collapsing into one row stride.
@@ -65,8 +72,8 @@ Scores scores_of(py::array& a, const char* op, const char* name) {
   }
   std::size_t stride = keys;
   if (s.queries > 1) stride = static_cast<std::size_t>(row / item);
-  s.rows = MatrixView<float>(static_cast<float*>(a.mutable_data()), s.batch * s.heads * s.queries,
-                             keys, stride);
+  s.rows =
+      MatrixView<float>(static_cast<float*>(a.mutable_data()), rows_of(s, op, name), keys, stride);
   return s;
 }
 

@@ -1,6 +1,9 @@
 #include "arrays.hpp"
 
+#include <cstdint>
 #include <string>
+
+#include "posemb/memory.hpp"
 
 namespace posemb::python {
 namespace {
@@ -54,7 +57,7 @@ RowsLayout rows_layout(const py::array& a, int ndim, std::size_t itemsize, const
     l.cols = static_cast<std::size_t>(a.shape(ndim - 1));
     l.batch = static_cast<std::size_t>(a.shape(0));
     l.seq_len = ndim == 2 ? 1 : static_cast<std::size_t>(a.shape(1));
-    l.rows = l.batch * l.seq_len;
+    l.rows = checked_mul(l.batch, l.seq_len, op, std::string(name) + "'s rows B*T");
     l.stride = l.cols;
     return l;
   }
@@ -86,7 +89,7 @@ RowsLayout rows_layout(const py::array& a, int ndim, std::size_t itemsize, const
   auto stride_of = [&](int dim) { return static_cast<std::size_t>(a.strides(dim) / item); };
   l.batch = static_cast<std::size_t>(a.shape(0));
   l.seq_len = ndim == 2 ? 1 : static_cast<std::size_t>(a.shape(1));
-  l.rows = l.batch * l.seq_len;
+  l.rows = checked_mul(l.batch, l.seq_len, op, std::string(name) + "'s rows B*T");
   if (l.seq_len > 1) {
     l.stride = stride_of(1);
     // (B, T) must collapse into B*T rows of one stride.
@@ -117,7 +120,8 @@ void expect_writeable(const py::array& a, const char* op, const char* name) {
 void expect_batch(const char* op, const char* name, std::size_t got_batch, std::size_t got_seq,
                   std::size_t batch, std::size_t seq_len) {
   // Other mismatches (a different number of rows, an empty batch) are the library's to report.
-  const bool same_rows = got_batch * got_seq == batch * seq_len && batch * seq_len != 0;
+  const std::size_t got = saturating_mul(got_batch, got_seq), rows = saturating_mul(batch, seq_len);
+  const bool same_rows = got == rows && rows != 0 && rows != SIZE_MAX;
   if (same_rows && (got_batch != batch || got_seq != seq_len)) {
     throw py::value_error(std::string(op) + ": " + name + " has batch shape " +
                           shape_text(got_batch, got_seq) + " but the batch is " +

@@ -14,6 +14,7 @@
 #include "arrays.hpp"
 #include "bindings.hpp"
 #include "posemb/matrix.hpp"
+#include "posemb/memory.hpp"
 #include "posemb/relative_bias.hpp"
 
 namespace posemb::python {
@@ -92,7 +93,9 @@ py::array forward(const py::array& table, std::size_t query_length, std::size_t 
     bias = o.rows;
     result = *out;
   } else {
-    Matrix<float> m(heads * query_length, key_length);  // the size checked by the library below
+    // H x Tq checked where it is formed: a wrapped product would allocate a small buffer (the
+    // library then refuses it, but only after the allocation).
+    Matrix<float> m(checked_mul(heads, query_length, op, "the bias rows (H x Tq)"), key_length);
     result = array_owning(std::move(m));
     bias = matrix_out<float>(result, op, "out");  // (H*Tq, Tk)
     result = result.attr("reshape")(py::make_tuple(heads, query_length, key_length));

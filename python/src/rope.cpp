@@ -9,6 +9,7 @@
 
 #include "arrays.hpp"
 #include "bindings.hpp"
+#include "posemb/memory.hpp"
 #include "posemb/rope.hpp"
 #include "posemb/rope_config.hpp"
 #include "posemb/rope_precision.hpp"
@@ -46,12 +47,13 @@ Heads heads_of(py::array& x, const char* op, const char* name) {
   h.heads = static_cast<std::size_t>(x.shape(2));
   h.head_dim = static_cast<std::size_t>(x.shape(3));
   const auto item = static_cast<py::ssize_t>(sizeof(float));
-  const std::size_t cols = h.heads * h.head_dim;
+  const std::size_t cols =
+      checked_mul(h.heads, h.head_dim, op, std::string(name) + "'s columns H*D");
+  const std::size_t rows = checked_mul(h.batch, h.seq_len, op, std::string(name) + "'s rows B*T");
   if (h.batch == 0 || h.seq_len == 0 || cols == 0) {
     // No token (numpy gives an empty array zero strides) or no column: nothing to place; the
     // library checks the shape (heads 0, D 0) and rotates nothing.
-    h.rows =
-        MatrixView<float>(static_cast<float*>(x.mutable_data()), h.batch * h.seq_len, cols, cols);
+    h.rows = MatrixView<float>(static_cast<float*>(x.mutable_data()), rows, cols, cols);
     return h;
   }
   // The (H, D) of a token must be one contiguous row; (B, T) must collapse into one stride.
@@ -74,8 +76,7 @@ Heads heads_of(py::array& x, const char* op, const char* name) {
   } else if (h.batch > 1) {
     stride = static_cast<std::size_t>(x.strides(0) / item);
   }
-  h.rows =
-      MatrixView<float>(static_cast<float*>(x.mutable_data()), h.batch * h.seq_len, cols, stride);
+  h.rows = MatrixView<float>(static_cast<float*>(x.mutable_data()), rows, cols, stride);
   return h;
 }
 

@@ -13,6 +13,7 @@
 #include "bindings.hpp"
 #include "posemb/checkpoint_folder.hpp"
 #include "posemb/grid_resize.hpp"
+#include "posemb/memory.hpp"
 #include "posemb/position_table_file.hpp"
 #include "posemb/resize.hpp"
 #include "posemb/sincos_2d.hpp"
@@ -77,7 +78,9 @@ void bind_vision(py::module_& m) {
          const std::string& method) {
         const auto in = matrix_in<float>(grid, "interpolate_grid", "grid");
         const GridMethod how = parse_grid_method(method);
-        Matrix<float> out(to_grid.first * to_grid.second, in.cols());
+        Matrix<float> out(
+            checked_mul(to_grid.first, to_grid.second, "interpolate_grid", "to_grid's cells"),
+            in.cols());
         without_gil(
             [&] { interpolate_grid(in, grid_of(from_grid), out.view(), grid_of(to_grid), how); });
         return array_owning(std::move(out));

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/overlap.hpp"
 #include "posemb/memory.hpp"
 #include "posemb/parallel.hpp"
 
@@ -108,6 +109,8 @@ std::vector<float> alibi_slopes(std::size_t heads) {
 void alibi_forward(MatrixView<float> scores, std::span<const float> slopes, std::size_t batch,
                    std::size_t queries, const AlibiOptions& options) {
   const Geometry g = validate("alibi_forward", scores, slopes.size(), batch, queries, options);
+  // The slopes are read while the scores are written: a view of the scores would change them.
+  detail::check_no_overlap("alibi_forward", "scores", scores, "slopes", detail::as_row(slopes));
   for (std::size_t h = 0; h < slopes.size(); ++h) {
     if (!std::isfinite(slopes[h])) {
       throw std::invalid_argument("alibi_forward: slope " + std::to_string(h) + " is " +
@@ -131,6 +134,10 @@ void alibi_backward(MatrixView<float> dscores, std::span<float> dslopes, std::si
         "alibi_backward: dslopes holds " + std::to_string(dslopes.size()) +
         " values, expected 0 (slopes not trained) or H = " + std::to_string(heads));
   }
+  // dslopes is added into from the rows of dscores, which are written over (the masked keys):
+  // a view of one into the other would read what was written.
+  detail::check_no_overlap("alibi_backward", "dslopes", detail::as_row(dslopes), "dscores",
+                           dscores);
   if (g.keys == 0) return;
   // Each row's sum of dscores * -|d| over its unmasked keys, in double, then per head in row
   // order: the same sums on any number of threads.

@@ -12,10 +12,30 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
+#include <string>
 
 namespace posemb::detail {
 
 inline constexpr double kDoubleAngleLimit = 16777216.0;  // 2^24
+
+// The inverse frequencies posemb computes with (radians per position), refused outside: every
+// one a normal double whose wavelength 2 pi / theta is finite too. A base of 5e-324 or 1e-300
+// (theta up to 1e303) or a scaling factor of 1e308 (theta below 1e-308) is past them.
+inline constexpr long double kMinInverseFrequency = 1e-300L;
+inline constexpr long double kMaxInverseFrequency = 1e300L;
+
+// A base whose inverse frequencies base^-x, 0 <= x <= 1, are all in the range above.
+inline bool usable_base(double base) noexcept {
+  return base >= 1e-300 && base <= 1e300;  // false for NaN too
+}
+
+// v as "%.17g" (std::to_string writes 1e-300 as 0.000000).
+inline std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
 
 // An inverse frequency, base^(-exponent), formed in long double, and its rounding to double.
 struct InverseFrequency {

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -65,6 +66,12 @@ inline bool overlaps(const Footprint& a, const Footprint& b) noexcept {
 template <class A, class B>
 bool overlaps(MatrixView<A> a, MatrixView<B> b) noexcept {
   return overlaps(footprint(a), footprint(b));
+}
+
+// A span as a 1 x n view (0 x 0 when empty), to compare it with check_no_overlap.
+template <class T>
+MatrixView<T> as_row(std::span<T> s) {
+  return s.empty() ? MatrixView<T>() : MatrixView<T>(s.data(), 1, s.size());
 }
 
 // Throws std::invalid_argument naming the operation and both arguments when a and b share memory

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "angles.hpp"
+#include "core/overlap.hpp"
 #include "posemb/parallel.hpp"
 #include "resolve_positions.hpp"
 #include "rope_kernels.hpp"
@@ -289,9 +290,10 @@ Rope::Rope(std::size_t head_dim, RopeLayout layout, const RopeOptions& options)
                                 " must be even and at most head_dim D = " +
                                 std::to_string(head_dim) + " (0: all D columns)");
   }
-  if (!(std::isfinite(options.base) && options.base > 0.0)) {
-    throw std::invalid_argument("Rope: base must be finite and > 0, got " +
-                                std::to_string(options.base));
+  if (!detail::usable_base(options.base)) {
+    throw std::invalid_argument("Rope: base = " + detail::number_text(options.base) +
+                                " must be in [1e-300, 1e300] (finite and > 0, its inverse "
+                                "frequencies base^-x normal doubles)");
   }
   if (layout != RopeLayout::interleaved && layout != RopeLayout::half) {
     throw std::invalid_argument("Rope: layout " + std::to_string(static_cast<int>(layout)) +
@@ -312,6 +314,7 @@ void Rope::angles(std::size_t position, std::span<float> cos, std::span<float> s
                                 " values each, got " + std::to_string(cos.size()) + " and " +
                                 std::to_string(sin.size()));
   }
+  detail::check_no_overlap("Rope::angles", "cos", detail::as_row(cos), "sin", detail::as_row(sin));
   const detail::SinCosAnglesFn sin_cos = detail::sin_cos_angles();
   const double a = freq_.attention_factor;  // 1 exactly unless the scaling sets it
   double s[kAngleBlock];

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "posemb/half.hpp"
+#include "posemb/memory.hpp"
 #include "posemb/parallel.hpp"
 
 namespace posemb {
@@ -131,6 +132,10 @@ std::string_view angle_format_name(AngleFormat f) {
   return "unknown";
 }
 
+std::size_t rope_angle_precision_work(const Rope& rope, std::size_t positions) noexcept {
+  return saturating_mul(Samples{positions}.count(), rope.pairs());
+}
+
 std::vector<AnglePrecision> rope_angle_precision(const Rope& rope, std::size_t positions,
                                                  double threshold) {
   if (positions == 0) {
@@ -139,6 +144,15 @@ std::vector<AnglePrecision> rope_angle_precision(const Rope& rope, std::size_t p
   if (!(std::isfinite(threshold) && threshold >= 0.0)) {
     throw std::invalid_argument("rope_angle_precision: threshold must be finite and >= 0, got " +
                                 std::to_string(threshold));
+  }
+  if (const std::size_t work = rope_angle_precision_work(rope, positions);
+      work > kAnglePrecisionMaxWork) {
+    throw std::invalid_argument(
+        "rope_angle_precision: " + std::to_string(positions) + " positions (" +
+        std::to_string(Samples{positions}.count()) + " of them checked) of " +
+        std::to_string(rope.pairs()) + " pairs are " + std::to_string(work) +
+        " angle checks, more than the " + std::to_string(kAnglePrecisionMaxWork) +
+        " (2^31, about a minute) it takes on; check fewer positions");
   }
   Job job{&rope, Samples{positions}, threshold, checkpoints(positions), {}, nullptr};
   for (std::size_t f = 0; f < kFormats; ++f) {

@@ -216,6 +216,65 @@ RopeFrequencies longrope(double base, std::size_t rotary_dim, const LongRopeScal
   return f;
 }
 
+// The key a result out of range is blamed on: the base unscaled, else the scaling's factor (or
+// factor list); with its value when it has one.
+std::string blamed_key(const RopeScaling& scaling, const RopeFrequencies& f) {
+  switch (rope_scaling_type(scaling)) {
+    case RopeScalingType::none:
+      return "rope_theta";
+    case RopeScalingType::longrope:
+      return f.long_factors ? "rope_scaling.long_factor" : "rope_scaling.short_factor";
+    default:
+      return "rope_scaling.factor";
+  }
+}
+std::string blamed_value(const RopeScaling& scaling, double base) {
+  return std::visit(
+      [&](const auto& s) -> std::string {
+        if constexpr (requires { s.factor; }) {
+          if (rope_scaling_type(scaling) != RopeScalingType::longrope) return "= " + num(s.factor);
+          return "";
+        } else {
+          return "= " + num(base);
+        }
+      },
+      scaling);
+}
+
+// Every result finite and usable, or refused: each inverse frequency in [kMinInverseFrequency,
+// kMaxInverseFrequency] (so its wavelength 2 pi / theta is a finite double too), its stretch and
+// the base in effect finite doubles. A rope_theta of 5e-324 made frequencies of 1e303, a linear
+// factor of 1e308 frequencies below the smallest normal double and wavelengths of infinity.
+void check_results(const RopeScaling& scaling, double base, const RopeFrequencies& f) {
+  const char* method = rope_scaling_name(rope_scaling_type(scaling)).data();
+  const std::string given = "rope_theta = " + num(base);
+  const std::string value = blamed_value(scaling, base);
+  const auto with_value = [&](const std::string& problem) {
+    return value.empty() ? problem : value + " " + problem;
+  };
+  for (std::size_t i = 0; i < f.inv_freq.size(); ++i) {
+    const long double v = f.inv_freq[i];
+    if (!(v >= detail::kMinInverseFrequency && v <= detail::kMaxInverseFrequency)) {
+      refuse(method, blamed_key(scaling, f),
+             with_value("makes pair " + std::to_string(i) + "'s inverse frequency " +
+                        num(static_cast<double>(v)) + " (with " + given +
+                        "), outside the [1e-300, 1e300] radians per position posemb computes "
+                        "with"));
+    }
+    if (!std::isfinite(static_cast<double>(f.stretch[i]))) {
+      refuse(method, blamed_key(scaling, f),
+             with_value("stretches pair " + std::to_string(i) + "'s wavelength " +
+                        num(static_cast<double>(f.stretch[i])) + " times (with " + given +
+                        "), past the largest double"));
+    }
+  }
+  if (!std::isfinite(f.base) || !(f.base > 0.0)) {
+    refuse(method, blamed_key(scaling, f),
+           with_value("makes the base in effect " + num(f.base) + " (with " + given +
+                      "), not a finite positive double"));
+  }
+}
+
 struct Validate {
   std::size_t rotary_dim;
   double base;
@@ -341,10 +400,14 @@ RopeFrequencies rope_frequencies(double base, std::size_t rotary_dim, const Rope
     f = rebased(base, rotary_dim, n->factor);
   } else if (const auto* d = std::get_if<DynamicNtkScaling>(&scaling)) {
     // _compute_dynamic_ntk_parameters: seq_len = max(seq_len, max_position_embeddings).
-    const long double l0 = static_cast<long double>(d->max_position_embeddings);
-    const long double l = std::max(static_cast<long double>(seq_len), l0);
+    // x = s*L/L0 - (s-1), written 1 + s*(L - L0)/L0: the same number without the cancellation
+    // that made it 0 for a large s at L = L0 (s*1 - (s-1) rounds to 0 once s passes 2^64), and
+    // a base of 0 made every inverse frequency infinite.
+    const std::size_t l0 = d->max_position_embeddings;
+    const std::size_t beyond = seq_len > l0 ? seq_len - l0 : 0;
     const long double s = d->factor;
-    f = rebased(base, rotary_dim, s * l / l0 - (s - 1.0L));
+    f = rebased(base, rotary_dim,
+                1.0L + s * static_cast<long double>(beyond) / static_cast<long double>(l0));
   } else if (const auto* y = std::get_if<YarnScaling>(&scaling)) {
     f = yarn(base, rotary_dim, *y);
   } else if (const auto* l3 = std::get_if<Llama3Scaling>(&scaling)) {
@@ -357,6 +420,7 @@ RopeFrequencies rope_frequencies(double base, std::size_t rotary_dim, const Rope
   for (std::size_t i = 0; i < f.inv_freq.size(); ++i) {
     f.stretch.push_back(plain(base, i, rotary_dim) / f.inv_freq[i]);
   }
+  check_results(scaling, base, f);
   return f;
 }
 

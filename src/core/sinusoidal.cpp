@@ -16,9 +16,10 @@ namespace {
 
 void check_arguments(const char* op, std::size_t seq_len, std::size_t start,
                      const SinusoidalOptions& options) {
-  if (!(std::isfinite(options.base) && options.base > 0.0)) {
-    throw std::invalid_argument(std::string(op) + ": base must be finite and > 0, got " +
-                                std::to_string(options.base));
+  if (!detail::usable_base(options.base)) {
+    throw std::invalid_argument(std::string(op) + ": base = " + detail::number_text(options.base) +
+                                " must be in [1e-300, 1e300] (finite and > 0, its inverse "
+                                "frequencies base^-x normal doubles)");
   }
   if (options.layout != SinusoidalLayout::interleaved &&
       options.layout != SinusoidalLayout::concatenated) {

@@ -19,8 +19,7 @@
 #include <system_error>
 #include <utility>
 
-#include "mapped_file.hpp"
-#include "partial_folder.hpp"
+#include "file_system.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb {
@@ -78,10 +77,22 @@ class Registration {
   int slot_ = -1;
 };
 
-// Temporary folders (write_checkpoint_folder), removed with their contents by
+// Temporary folders (write_folder_atomically), removed with their contents by
 // remove_partial_files(): a separate, smaller table of the same kind.
 constexpr std::size_t kFolderSlots = 8;
 std::array<Slot, kFolderSlots> g_folder_slots;
+
+class FolderRegistration {
+ public:
+  FolderRegistration(int dirfd, const std::string& name)
+      : slot_(claim_slot(g_folder_slots, dirfd, name)) {}
+  ~FolderRegistration() { release_slot(g_folder_slots, slot_); }
+  FolderRegistration(const FolderRegistration&) = delete;
+  FolderRegistration& operator=(const FolderRegistration&) = delete;
+
+ private:
+  int slot_ = -1;
+};
 
 // Removes the folder `name` in dirfd and everything in it, with system calls only (openat,
 // getdents64, unlinkat, close: async-signal-safe); at most kMaxDepth levels of folders.
@@ -118,17 +129,6 @@ void remove_tree(int dirfd, const char* name, int depth) noexcept {
 
 }  // namespace
 
-namespace detail {
-
-PartialFolder::PartialFolder(int parent_fd, const std::string& name)
-    : slot_(claim_slot(g_folder_slots, parent_fd, name)) {}
-
-PartialFolder::~PartialFolder() {
-  release_slot(g_folder_slots, slot_);
-}
-
-}  // namespace detail
-
 namespace {
 
 // ---- the target ----
@@ -150,6 +150,46 @@ std::optional<mode_t> target_mode(int dirfd, const std::string& name, const std:
   }
   throw std::invalid_argument(what + ": it is " + detail::file_type(st.st_mode) +
                               ", not a regular file; posemb replaces only regular files");
+}
+
+// ---- files read (protect_read_files) ----
+
+[[noreturn]] void refuse_input(std::string_view operation, const std::string& output,
+                               const std::string& input, bool folder) {
+  throw std::invalid_argument(std::string(operation) + ": the output " + (folder ? "folder " : "") +
+                              quote_untrusted(output, 4096) + (folder ? " holds" : " is") +
+                              " the input file " + quote_untrusted(input, 4096) +
+                              "; write to another " + (folder ? "folder" : "file") +
+                              " (posemb never replaces what it reads)");
+}
+
+// The first recorded file in the folder open as fd (entries of at most kMaxDepth levels), or
+// nullopt. Takes fd.
+std::optional<std::string> read_file_inside(int fd, int depth) {
+  constexpr int kMaxDepth = 64;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::optional<std::string> found;
+  while (!found) {
+    const struct dirent* e = ::readdir(d);
+    if (e == nullptr) break;
+    const std::string_view n = e->d_name;
+    if (n == "." || n == "..") continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(st.st_mode) && depth < kMaxDepth) {
+      const int sub = ::openat(::dirfd(d), e->d_name,
+                               O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+      if (sub >= 0) found = read_file_inside(sub, depth + 1);
+    } else if (!S_ISDIR(st.st_mode)) {
+      found = detail::read_as(detail::file_id_of(st));
+    }
+  }
+  ::closedir(d);
+  return found;
 }
 
 // kTempPrefix + 10 random characters from [0-9a-z].
@@ -236,6 +276,14 @@ void write_file_atomically(const std::string& path, std::string_view operation,
     throw io_error(errno, what + " (cannot open its directory " + quote_untrusted(dir, 4096) + ")");
   }
   const std::optional<mode_t> keep_mode = target_mode(dirfd.fd, name, what);
+  if (keep_mode && detail::recording_reads()) {
+    struct stat st {};
+    if (::fstatat(dirfd.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      if (const auto input = detail::read_as(detail::file_id_of(st))) {
+        refuse_input(operation, path, *input, false);
+      }
+    }
+  }
 
   for (int attempt = 0;; ++attempt) {
     const std::string tmp = temp_name();
@@ -277,6 +325,199 @@ void write_file_atomically(const std::string& path, std::string_view operation,
                            std::string_view bytes) {
   write_file_atomically(path, operation,
                         [&](FileSink& sink) { sink.write(bytes.data(), bytes.size()); });
+}
+
+// ---- folders ----
+
+namespace {
+
+// rel checked as a path inside a folder: relative, no empty, "." or ".." component, no NUL.
+void check_relative(const std::string& operation, std::string_view rel, bool allow_empty) {
+  const auto bad = [&](const char* why) {
+    throw std::invalid_argument(operation + ": " + quote_untrusted(rel, 4096) + " " + why);
+  };
+  if (rel.empty()) {
+    if (allow_empty) return;
+    bad("is not a file name");
+  }
+  if (rel.find('\0') != std::string_view::npos) bad("holds a NUL byte; no file name can hold one");
+  if (rel.front() == '/') bad("is an absolute path, not a path inside the folder");
+  for (std::size_t at = 0; at <= rel.size();) {
+    const std::size_t slash = std::min(rel.find('/', at), rel.size());
+    const std::string_view part = rel.substr(at, slash - at);
+    if (part.empty() || part == "." || part == "..") {
+      bad("has an empty, '.' or '..' component; a path inside the folder names its folders");
+    }
+    at = slash + 1;
+  }
+}
+
+// True when the folder open as fd has no entry but "." and "..". Takes fd.
+bool folder_is_empty(int fd) {
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return false;
+  }
+  bool empty = true;
+  while (const struct dirent* e = ::readdir(d)) {
+    const std::string_view n = e->d_name;
+    if (n != "." && n != "..") {
+      empty = false;
+      break;
+    }
+  }
+  ::closedir(d);
+  return empty;
+}
+
+}  // namespace
+
+FolderSink::FolderSink(std::string root, std::string operation)
+    : root_(std::move(root)), operation_(std::move(operation)) {}
+
+std::string FolderSink::path(std::string_view relative) {
+  check_relative(operation_, relative, false);
+  std::string p = root_;
+  for (std::size_t at = 0;;) {
+    const std::size_t slash = relative.find('/', at);
+    if (slash == std::string_view::npos) break;
+    p += "/";
+    p += relative.substr(at, slash - at);
+    if (::mkdir(p.c_str(), 0777) != 0) {
+      const int err = errno;
+      struct stat st {};
+      if (err != EEXIST || ::lstat(p.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        throw io_error(err == EEXIST ? ENOTDIR : err,
+                       operation_ + ": cannot make the folder " + quote_untrusted(p, 4096));
+      }
+    }
+    at = slash + 1;
+  }
+  return root_ + "/" + std::string(relative);
+}
+
+void FolderSink::set_mode(std::string_view relative, unsigned mode) {
+  check_relative(operation_, relative, true);
+  const std::string p = relative.empty() ? root_ : root_ + "/" + std::string(relative);
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) {
+    throw io_error(errno, operation_ + ": cannot set the mode of " + quote_untrusted(p, 4096));
+  }
+  auto m = static_cast<mode_t>(mode & 01777);  // no set-user-ID or set-group-ID
+  if (S_ISDIR(st.st_mode)) m |= S_IRWXU;       // the writer must still rename and clean up
+  if (::chmod(p.c_str(), m) != 0) {
+    throw io_error(errno, operation_ + ": cannot set the mode of " + quote_untrusted(p, 4096));
+  }
+}
+
+void write_folder_atomically(const std::string& dir, std::string_view operation, bool replace,
+                             const std::function<void(FolderSink&)>& fill) {
+  detail::check_path(dir, operation);
+  const std::string op(operation);
+  const std::string what = op + ": output folder " + quote_untrusted(dir, 4096);
+  std::filesystem::path target = std::filesystem::path(dir).lexically_normal();
+  if (target.filename().empty()) target = target.parent_path();
+  if (target.empty()) throw std::invalid_argument(op + ": no output folder named");
+  const std::string name = target.filename().string();
+  if (name.empty() || name == "." || name == "..") {
+    throw std::invalid_argument(what +
+                                " names the current folder, one above it or the root; name the "
+                                "folder to write");
+  }
+  const std::string parent = target.has_parent_path() ? target.parent_path().string() : ".";
+  Fd dirfd{::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (dirfd.fd < 0) {
+    throw io_error(errno,
+                   what + " (cannot open its parent folder " + quote_untrusted(parent, 4096) + ")");
+  }
+  bool exists = false;
+  struct stat st {};
+  if (::fstatat(dirfd.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISLNK(st.st_mode)) {
+      throw std::invalid_argument(what +
+                                  " is a symbolic link; posemb replaces only real folders (write "
+                                  "to the folder the link points to)");
+    }
+    if (!S_ISDIR(st.st_mode)) throw std::invalid_argument(what + " exists and is not a directory");
+    exists = true;
+    const int fd = ::openat(dirfd.fd, name.c_str(),
+                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) throw io_error(errno, what + " (cannot open it)");
+    if (!folder_is_empty(fd) && !replace) {
+      throw std::invalid_argument(what + " exists and is not empty; pass --force to replace it");
+    }
+    refuse_overwriting_read_files(target.string(), operation);
+  } else if (errno != ENOENT) {
+    throw io_error(errno, what + " (cannot stat it)");
+  }
+
+  // The temporary folder, recorded before it exists (a signal after the mkdir finds it).
+  std::string tmp;
+  std::optional<FolderRegistration> registered;
+  for (int attempt = 0;; ++attempt) {
+    tmp = temp_name();
+    registered.emplace(dirfd.fd, tmp);
+    if (::mkdirat(dirfd.fd, tmp.c_str(), 0777) == 0) break;  // 0777 & ~umask, as mkdir(1)
+    const int err = errno;
+    registered.reset();
+    if (err != EEXIST || attempt + 1 >= kCreateAttempts) {
+      throw io_error(err, what + " (cannot create a temporary folder in " +
+                              quote_untrusted(parent, 4096) + ")");
+    }
+  }
+  const std::string old = tmp + "-old";
+  bool moved_old = false, swapped = false;
+  try {
+    FolderSink sink(parent + "/" + tmp, op);
+    fill(sink);
+    Fd tmpfd{::openat(dirfd.fd, tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    if (tmpfd.fd >= 0) (void)::fsync(tmpfd.fd);  // its entries durable (best effort)
+    if (exists) {
+      // One step where the file system can: the old folder takes the temporary's recorded name,
+      // so that a signal from here on removes it and the output is never missing.
+      if (::renameat2(dirfd.fd, tmp.c_str(), dirfd.fd, name.c_str(), RENAME_EXCHANGE) == 0) {
+        swapped = true;
+      } else if (errno != EINVAL && errno != ENOSYS) {
+        throw io_error(errno, what + " (cannot replace it)");
+      } else {
+        if (::renameat(dirfd.fd, name.c_str(), dirfd.fd, old.c_str()) != 0) {
+          throw io_error(errno, what + " (cannot move the old folder aside)");
+        }
+        moved_old = true;
+      }
+    }
+    if (!swapped && ::renameat(dirfd.fd, tmp.c_str(), dirfd.fd, name.c_str()) != 0) {
+      throw io_error(errno, what + " (cannot rename the temporary folder onto it)");
+    }
+  } catch (...) {
+    if (!swapped) remove_tree(dirfd.fd, tmp.c_str(), 0);
+    if (moved_old) (void)::renameat(dirfd.fd, old.c_str(), dirfd.fd, name.c_str());
+    throw;
+  }
+  if (swapped) remove_tree(dirfd.fd, tmp.c_str(), 0);  // the old folder, still recorded
+  if (moved_old) remove_tree(dirfd.fd, old.c_str(), 0);
+  (void)::fsync(dirfd.fd);
+}
+
+void protect_read_files(bool on) {
+  detail::set_recording_reads(on);
+}
+
+void refuse_overwriting_read_files(const std::string& path, std::string_view operation) {
+  detail::check_path(path, operation);
+  if (!detail::recording_reads()) return;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;
+  if (!S_ISDIR(st.st_mode)) {
+    if (const auto input = detail::read_as(detail::file_id_of(st))) {
+      refuse_input(operation, path, *input, false);
+    }
+    return;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;
+  if (const auto input = read_file_inside(fd, 0)) refuse_input(operation, path, *input, true);
 }
 
 void remove_partial_files() noexcept {

@@ -17,9 +17,9 @@
 #include <system_error>
 
 #include "config_json.hpp"
+#include "file_system.hpp"
 #include "hf_config.hpp"
 #include "mapped_file.hpp"
-#include "partial_folder.hpp"
 #include "posemb/atomic_file.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/position_table_file.hpp"
@@ -42,31 +42,17 @@ std::string read_text(const std::string& path) {
   return {reinterpret_cast<const char*>(b.data()), b.size()};
 }
 
+constexpr std::string_view kLinks =
+    "posemb reads and copies only real files in a checkpoint folder (copy the folder with "
+    "`cp -rL` first)";
+
 // Every regular file under dir (relative paths, sorted); a symbolic link or special file is
-// refused.
+// refused (detail::list_folder, which records them as read).
 std::vector<std::string> folder_files(const std::string& dir) {
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    throw FileFormatError(dir, "is not a directory");
-  }
   std::vector<std::string> files;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const fs::file_status s = it->symlink_status();
-    const std::string rel = fs::relative(it->path(), dir).generic_string();
-    if (fs::is_symlink(s)) {
-      throw FileFormatError(it->path().string(),
-                            "is a symbolic link; posemb reads and copies only real files in a "
-                            "checkpoint folder (copy the folder with `cp -rL` first)");
-    }
-    if (fs::is_directory(s)) continue;
-    if (!fs::is_regular_file(s)) {
-      throw FileFormatError(it->path().string(), "is not a regular file");
-    }
-    files.push_back(rel);
+  for (const auto& e : detail::list_folder(dir, "read_checkpoint_folder", kLinks)) {
+    if (!e.folder) files.push_back(e.relative);
   }
-  if (ec) throw std::system_error(ec, "read_checkpoint_folder: cannot list '" + dir + "'");
-  std::sort(files.begin(), files.end());
   return files;
 }
 
@@ -220,54 +206,22 @@ std::string updated_index(const std::string& text, const std::string& source, st
       text, {{{"metadata", "total_size"}, std::to_string(*r.new_total_size)}});
 }
 
-// out_dir checked: refused when it is the input or inside it, holds the input (an input is
-// given: in not empty), is not a directory, or is a non-empty directory without force. Returns
-// whether it exists.
-bool check_out_dir(const fs::path& in, const fs::path& out, bool force,
-                   std::string_view operation = kOp) {
-  const std::string op =
-      std::string(operation) + ": output folder " + quote_untrusted(out.string());
-  std::error_code ec;
-  const fs::path ci = fs::weakly_canonical(in, ec), co = fs::weakly_canonical(out, ec);
-  auto inside = [](const fs::path& a, const fs::path& b) {  // a is b or under it
-    auto [m, _] = std::mismatch(b.begin(), b.end(), a.begin(), a.end());
-    return m == b.end();
-  };
-  if (!in.empty() && inside(co, ci)) {
+// out_dir checked against the input folder, by identity (any spelling, symbolic links, bind
+// mounts): refused when it is the input or inside it, or holds the input.
+void check_out_dir(const std::string& in, const std::string& out) {
+  const std::string op = std::string(kOp) + ": output folder " + quote_untrusted(out);
+  if (detail::same_or_inside(out, in, kOp)) {
     throw std::invalid_argument(op + " is the input folder or inside it");
   }
-  if (!in.empty() && inside(ci, co)) throw std::invalid_argument(op + " holds the input folder");
-  const fs::file_status s = fs::symlink_status(out, ec);
-  if (!fs::exists(s)) return false;
-  if (!fs::is_directory(s)) throw std::invalid_argument(op + " exists and is not a directory");
-  if (!fs::is_empty(out, ec) && !force) {
-    throw std::invalid_argument(op + " exists and is not empty; pass --force to replace it");
-  }
-  return true;
-}
-
-// The permission bits of in_dir / rel given to tmp / rel (set-user-ID and set-group-ID cleared;
-// folders keep their owner's rwx).
-void keep_mode(const std::string& in_dir, const fs::path& rel, const fs::path& tmp) {
-  struct stat st {};
-  const fs::path src = rel.empty() ? fs::path(in_dir) : fs::path(in_dir) / rel;
-  const fs::path dst = rel.empty() ? tmp : tmp / rel;
-  if (::stat(src.c_str(), &st) != 0) return;
-  mode_t mode = st.st_mode & 01777;
-  if (S_ISDIR(st.st_mode)) mode |= S_IRWXU;  // posemb must still rename and clean up its folders
-  if (::chmod(dst.c_str(), mode) != 0) {
-    throw std::system_error(errno, std::generic_category(),
-                            std::string(kOp) + ": cannot set the mode of '" + dst.string() + "'");
+  if (detail::same_or_inside(in, out, kOp)) {
+    throw std::invalid_argument(op + " holds the input folder");
   }
 }
 
-void fill_folder(const CheckpointFolder& in, const ResizedFile& resized, const fs::path& tmp,
+void fill_folder(const CheckpointFolder& in, const ResizedFile& resized, FolderSink& out,
                  const std::string& config, const std::string& index, FolderWriteReport& r) {
-  auto target = [&](const std::string& rel) {
-    const fs::path p = tmp / rel;
-    fs::create_directories(p.parent_path());
-    return p.string();
-  };
+  // The input's entries as they are now: the files to copy and every permission bit to keep.
+  const std::vector<detail::FolderEntry> entries = detail::list_folder(in.dir, kOp, kLinks);
   std::vector<std::string> copies = in.other_files;
   for (const auto& s : in.shards) {
     if (s != in.table_shard) copies.push_back(s);
@@ -276,95 +230,28 @@ void fill_folder(const CheckpointFolder& in, const ResizedFile& resized, const f
   for (const auto& rel : copies) {
     const auto m = detail::MappedFile::open((fs::path(in.dir) / rel).string(), kOp);
     const auto b = m->bytes();
-    write_file_atomically(target(rel), kOp,
+    write_file_atomically(out.path(rel), kOp,
                           std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
     r.copied.push_back(rel);
   }
-  write_safetensors(target(in.table_shard), resized.tensors, resized.metadata);
-  write_file_atomically(target(std::string(kConfig)), kOp, config);
-  if (!in.index_file.empty()) write_file_atomically(target(in.index_file), kOp, index);
-  // Every file and folder gets its input's permission bits (a private token.txt stays 0600, the
-  // folder 0700), never wider: new files would get 0666 & ~umask.
-  std::vector<std::string> all = copies;
+  write_safetensors(out.path(in.table_shard), resized.tensors, resized.metadata);
+  write_file_atomically(out.path(std::string(kConfig)), kOp, config);
+  if (!in.index_file.empty()) write_file_atomically(out.path(in.index_file), kOp, index);
+  // Every file and folder written gets its input's permission bits (a private token.txt stays
+  // 0600, the folder 0700), never wider: new files would get 0666 & ~umask. Deepest first, so
+  // that a folder's own bits come after what is written in it.
+  std::set<std::string> written(copies.begin(), copies.end());
   for (const std::string& f : {in.table_shard, std::string(kConfig), in.index_file}) {
-    if (!f.empty()) all.push_back(f);
+    if (!f.empty()) written.insert(f);
   }
-  for (const auto& rel : all) {
-    for (fs::path p = fs::path(rel); !p.empty(); p = p.parent_path()) keep_mode(in.dir, p, tmp);
-  }
-  keep_mode(in.dir, fs::path(), tmp);
-}
-
-// A new, empty folder ".posemb-XXXXXXXX" in parent (open as parent_fd, or -1), made with
-// mkdir(2) so that it gets the usual 0777 & ~umask mode. Each name is recorded in `partial`
-// before the folder exists, as the file writer records its temporary file: a signal at any point
-// after the mkdir finds it recorded (one before finds no folder of that name to remove).
-fs::path make_temporary_folder(const fs::path& parent, int parent_fd,
-                               std::optional<detail::PartialFolder>& partial, std::string_view op) {
-  std::random_device rd;
-  for (int attempt = 0; attempt < 16; ++attempt) {
-    char name[32];
-    std::snprintf(name, sizeof name, ".posemb-%08x", static_cast<unsigned>(rd()));
-    const fs::path p = parent / name;
-    if (parent_fd >= 0) partial.emplace(parent_fd, name);
-    if (::mkdir(p.c_str(), 0777) == 0) return p;
-    const int err = errno;
-    partial.reset();
-    if (err != EEXIST) {
-      throw std::system_error(
-          err, std::generic_category(),
-          std::string(op) + ": cannot create a temporary folder in '" + parent.string() + "'");
+  for (const std::string& f : std::set<std::string>(written)) {
+    for (fs::path p = fs::path(f).parent_path(); !p.empty(); p = p.parent_path()) {
+      written.insert(p.generic_string());
     }
   }
-  throw std::runtime_error(std::string(op) + ": no free temporary folder name in '" +
-                           parent.string() + "'");
-}
-
-// Makes out from a temporary sibling ".posemb-XXXXXXXX" that fill(tmp) fills: renamed to out
-// when complete (swapped with it in one step when `exists`, the old folder then removed), removed
-// on any failure, out then left as it was. While it is filled the temporary is recorded, so that
-// a signal handler's remove_partial_files() removes it.
-template <class Fill>
-void publish_folder(const fs::path& out, bool exists, Fill&& fill, std::string_view op = kOp) {
-  const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  // The temporary folder is recorded while it is filled: a signal handler's
-  // remove_partial_files() removes it (the record needs the parent open).
-  const int parent_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  struct CloseFd {
-    int fd;
-    ~CloseFd() {
-      if (fd >= 0) ::close(fd);
-    }
-  } close_parent{parent_fd};
-  std::optional<detail::PartialFolder> partial;
-  const fs::path tmp = make_temporary_folder(parent, parent_fd, partial, op);
-  const fs::path old = tmp.string() + "-old";
-  bool moved_old = false, swapped = false;
-  try {
-    fill(tmp);
-    if (exists) {
-      // One step where the file system can: the old folder takes the temporary's recorded name,
-      // so that a signal from here on removes it and the output is never missing.
-      if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, out.c_str(), RENAME_EXCHANGE) == 0) {
-        swapped = true;
-      } else if (errno != EINVAL && errno != ENOSYS) {
-        throw std::system_error(errno, std::generic_category(),
-                                std::string(op) + ": cannot replace '" + out.string() + "'");
-      } else {
-        fs::rename(out, old);
-        moved_old = true;
-      }
-    }
-    if (!swapped) fs::rename(tmp, out);
-  } catch (...) {
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    if (moved_old) fs::rename(old, out, ec);
-    throw;
+  for (auto e = entries.rbegin(); e != entries.rend(); ++e) {
+    if (e->relative.empty() || written.count(e->relative) != 0) out.set_mode(e->relative, e->mode);
   }
-  std::error_code ec;
-  if (swapped) fs::remove_all(tmp, ec);  // the old folder, still recorded
-  if (moved_old) fs::remove_all(old, ec);
 }
 
 }  // namespace
@@ -372,12 +259,11 @@ void publish_folder(const fs::path& out, bool exists, Fill&& fill, std::string_v
 FolderWriteReport write_checkpoint_folder(const CheckpointFolder& in, const ResizedFile& resized,
                                           std::size_t new_rows, std::optional<GridShape> new_grid,
                                           const std::string& out_dir, bool force) {
+  detail::check_path(out_dir, kOp);
+  detail::check_path(in.dir, kOp);
   FolderWriteReport r;
   r.table_shard = in.table_shard;
-  fs::path out = fs::path(out_dir).lexically_normal();
-  if (out.filename().empty()) out = out.parent_path();
-  if (out.empty()) throw std::invalid_argument(std::string(kOp) + ": no output folder named");
-  const bool exists = check_out_dir(in.dir, out, force);
+  check_out_dir(in.dir, out_dir);
   // Everything is computed before anything is written.
   const std::string config =
       detail::updated_config(in.config_text, (fs::path(in.dir) / kConfig).string(), in.table_file,
@@ -388,8 +274,9 @@ FolderWriteReport write_checkpoint_folder(const CheckpointFolder& in, const Resi
       in.index_file.empty()
           ? ""
           : updated_index(in.index_text, (fs::path(in.dir) / in.index_file).string(), delta, r);
-  publish_folder(out, exists,
-                 [&](const fs::path& tmp) { fill_folder(in, resized, tmp, config, index, r); });
+  write_folder_atomically(out_dir, kOp, force, [&](FolderSink& out) {
+    fill_folder(in, resized, out, config, index, r);
+  });
   return r;
 }
 
@@ -398,9 +285,7 @@ std::vector<std::string> write_new_checkpoint_folder(const std::string& config_t
                                                      const Metadata& metadata,
                                                      const std::string& out_dir, bool force) {
   constexpr std::string_view op = "write_new_checkpoint_folder";
-  fs::path out = fs::path(out_dir).lexically_normal();
-  if (out.filename().empty()) out = out.parent_path();
-  if (out.empty()) throw std::invalid_argument(std::string(op) + ": no output folder named");
+  detail::check_path(out_dir, op);
   // Everything is checked and computed before anything is written.
   (void)detail::parse_config_json(config_text, std::string(op) + ": config.json");
   if (shards.empty()) throw std::invalid_argument(std::string(op) + ": no weight file");
@@ -409,7 +294,8 @@ std::vector<std::string> write_new_checkpoint_folder(const std::string& config_t
   std::uint64_t total = 0;
   for (const CheckpointShard& s : shards) {
     const bool plain = !s.file.empty() && s.file.find('/') == std::string::npos &&
-                       s.file[0] != '.' && s.file.ends_with(".safetensors");
+                       s.file.find('\0') == std::string::npos && s.file[0] != '.' &&
+                       s.file.ends_with(".safetensors");
     if (!plain || s.file == kConfig || !files.insert(s.file).second) {
       throw std::invalid_argument(std::string(op) + ": weight file name " +
                                   quote_untrusted(s.file) +
@@ -425,23 +311,19 @@ std::vector<std::string> write_new_checkpoint_folder(const std::string& config_t
     total += tensor_bytes(s.tensors);
   }
   index["metadata"]["total_size"] = total;
-  const bool exists = check_out_dir(fs::path(), out, force, op);
   std::vector<std::string> written;
-  publish_folder(
-      out, exists,
-      [&](const fs::path& tmp) {
-        for (const CheckpointShard& s : shards) {
-          write_safetensors((tmp / s.file).string(), s.tensors, metadata);
-          written.push_back(s.file);
-        }
-        write_file_atomically((tmp / kConfig).string(), op, config_text);
-        written.emplace_back(kConfig);
-        if (shards.size() > 1) {
-          write_file_atomically((tmp / kIndex).string(), op, index.dump(2) + "\n");
-          written.emplace_back(kIndex);
-        }
-      },
-      op);
+  write_folder_atomically(out_dir, op, force, [&](FolderSink& out) {
+    for (const CheckpointShard& s : shards) {
+      write_safetensors(out.path(s.file), s.tensors, metadata);
+      written.push_back(s.file);
+    }
+    write_file_atomically(out.path(std::string(kConfig)), op, config_text);
+    written.emplace_back(kConfig);
+    if (shards.size() > 1) {
+      write_file_atomically(out.path(std::string(kIndex)), op, index.dump(2) + "\n");
+      written.emplace_back(kIndex);
+    }
+  });
   return written;
 }
 

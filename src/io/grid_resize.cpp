@@ -7,7 +7,10 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/overlap.hpp"
+#include "grid_math.hpp"
 #include "posemb/errors.hpp"
+#include "posemb/memory.hpp"
 #include "posemb/sincos_2d.hpp"
 #include "posemb/table_provenance.hpp"
 #include "table_checks.hpp"
@@ -73,11 +76,15 @@ std::string rows_text(std::size_t n) {
 
 // The integer square root of n when n is a perfect square.
 std::optional<std::size_t> exact_sqrt(std::size_t n) {
-  auto r = static_cast<std::size_t>(std::sqrt(static_cast<double>(n)));
-  while (r * r > n) --r;
-  while ((r + 1) * (r + 1) <= n) ++r;
+  const std::size_t r = detail::floor_sqrt(n);
   if (r * r != n) return std::nullopt;
   return r;
+}
+
+// g's cells, checked where they are formed, naming the operation and the grid.
+std::size_t cells_of(std::string_view op, std::string_view name, GridShape g) {
+  return checked_mul(g.height, g.width, op,
+                     std::string(name) + " " + grid_shape_string(g) + "'s cells");
 }
 
 std::string prefix_text(std::size_t p) {
@@ -85,6 +92,10 @@ std::string prefix_text(std::size_t p) {
 }
 
 }  // namespace
+
+std::size_t GridShape::cells() const {
+  return checked_mul(height, width, "grid " + grid_shape_string(*this), "its cells");
+}
 
 std::string_view grid_method_name(GridMethod method) noexcept {
   switch (method) {
@@ -142,7 +153,8 @@ void interpolate_grid(MatrixView<const float> grid, GridShape from, MatrixView<f
   if (method == GridMethod::sincos) {
     throw std::invalid_argument(op + "sincos is not an interpolation; use resize_grid");
   }
-  if (from.cells() == 0 || to.cells() == 0) {
+  if (cells_of("interpolate_grid", "from", from) == 0 ||
+      cells_of("interpolate_grid", "to", to) == 0) {
     throw std::invalid_argument(op + "grids " + grid_shape_string(from) + " -> " +
                                 grid_shape_string(to) + ": a grid needs at least one cell");
   }
@@ -153,11 +165,20 @@ void interpolate_grid(MatrixView<const float> grid, GridShape from, MatrixView<f
                                 ") do not hold " + grid_shape_string(from) + " -> " +
                                 grid_shape_string(to) + " grids of the same width");
   }
+  // out is written while grid is read (twice: both axes): a view of one into the other would
+  // read interpolated values as the source.
+  detail::check_no_overlap("interpolate_grid", "out", out, "grid", grid);
   const std::size_t C = grid.cols();
+  // Along the width first: (from.height, to.width, C) in double, and the taps of both axes.
+  const std::size_t mid_count =
+      checked_mul(checked_mul(from.height, to.width, "interpolate_grid", "the intermediate grid"),
+                  C, "interpolate_grid", "the intermediate grid's values");
+  check_allocation("interpolate_grid",
+                   saturating_add(saturating_mul(mid_count, sizeof(double)),
+                                  saturating_mul(to.height + to.width, sizeof(Taps))));
   const std::vector<Taps> tw = axis_taps(from.width, to.width, method);
   const std::vector<Taps> th = axis_taps(from.height, to.height, method);
-  // Along the width first: (from.height, to.width, C) in double.
-  std::vector<double> mid(from.height * to.width * C, 0.0);
+  std::vector<double> mid(mid_count, 0.0);
   for (std::size_t h = 0; h < from.height; ++h) {
     for (std::size_t w = 0; w < to.width; ++w) {
       double* dst = mid.data() + (h * to.width + w) * C;
@@ -250,11 +271,11 @@ VisionLayout vision_layout(const PositionTable& table, const TableClass& kind,
   }
   const std::size_t cells = rows - v.prefix_tokens;
   if (options.from_grid) {
-    if (options.from_grid->cells() != cells) {
-      throw std::invalid_argument(what + " has " + rows_text(rows) + ": " +
-                                  prefix_text(v.prefix_tokens) + " (" + by + ") and a " +
-                                  grid_shape_string(*options.from_grid) + " grid make " +
-                                  std::to_string(v.prefix_tokens + options.from_grid->cells()));
+    if (cells_of("vision_layout", "from_grid", *options.from_grid) != cells) {
+      throw std::invalid_argument(
+          what + " has " + rows_text(rows) + ": " + prefix_text(v.prefix_tokens) + " (" + by +
+          ") and a " + grid_shape_string(*options.from_grid) + " grid make " +
+          std::to_string(saturating_add(v.prefix_tokens, options.from_grid->cells())));
     }
     v.grid = *options.from_grid;
   } else if (const auto side = exact_sqrt(cells)) {
@@ -282,11 +303,12 @@ GridShape square_grid_for_rows(std::size_t rows, const VisionLayout& layout) {
   if (rows > p) {
     if (const auto s = exact_sqrt(rows - p)) return {*s, *s};
   }
-  std::size_t below = 0;
-  while ((below + 1) * (below + 1) + p < rows) ++below;
+  // The largest side whose square grid, with the prefix, makes fewer rows than asked.
+  std::size_t below = rows > p ? detail::floor_sqrt(rows - p) : 0;
+  if (below != 0 && below * below + p >= rows) --below;
   const auto option = [&](std::size_t side) {
-    return std::to_string(p + side * side) + " rows (" + std::to_string(side) + "x" +
-           std::to_string(side) + ")";
+    return std::to_string(saturating_add(p, saturating_mul(side, side))) + " rows (" +
+           std::to_string(side) + "x" + std::to_string(side) + ")";
   };
   const std::string near = (below == 0 ? "" : option(below) + " or ") + option(below + 1);
   throw std::invalid_argument(std::to_string(rows) + " rows do not make a square grid after " +
@@ -300,7 +322,8 @@ PositionTable resize_grid(const PositionTable& table, const VisionLayout& layout
   const std::string op = "resize_grid: ";
   const std::size_t p = layout.prefix_tokens;
   const std::size_t C = table.values.cols();
-  if (p + layout.grid.cells() != table.values.rows() || layout.grid.cells() == 0) {
+  if (cells_of("resize_grid", "the layout's grid", layout.grid) == 0 || p > table.values.rows() ||
+      layout.grid.cells() != table.values.rows() - p) {
     throw std::invalid_argument(op + prefix_text(p) + " and a " + grid_shape_string(layout.grid) +
                                 " grid do not make the table's " + rows_text(table.values.rows()));
   }
@@ -308,8 +331,9 @@ PositionTable resize_grid(const PositionTable& table, const VisionLayout& layout
       p > kMaxGridTableRows || to.cells() > kMaxGridTableRows - p) {
     throw std::invalid_argument(
         op + "target grid " + grid_shape_string(to) + " with " + prefix_text(p) + " makes " +
-        std::to_string(p + to.cells()) + " rows; a table may have at most " +
-        std::to_string(kMaxGridTableRows) + " (prefix tokens included, as --to counts them)");
+        std::to_string(saturating_add(p, saturating_mul(to.height, to.width))) +
+        " rows; a table may have at most " + std::to_string(kMaxGridTableRows) +
+        " (prefix tokens included, as --to counts them)");
   }
   if (method == GridMethod::sincos && C % 4 != 0) {
     throw std::invalid_argument(

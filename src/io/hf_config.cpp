@@ -4,7 +4,9 @@
 #include <string_view>
 
 #include "config_json.hpp"
+#include "grid_math.hpp"
 #include "posemb/errors.hpp"
+#include "posemb/memory.hpp"
 
 namespace posemb {
 namespace {
@@ -44,21 +46,56 @@ bool contains(std::string_view s, std::string_view part) {
   return s.find(part) != std::string_view::npos;
 }
 
+// The value at path, or nullptr.
+const Json* at_path(const Json& c, const std::vector<std::string>& path) {
+  const Json* cur = &c;
+  for (const auto& p : path) {
+    if (!cur->is_object()) return nullptr;
+    const auto it = cur->find(p);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+  }
+  return cur;
+}
+
+// Every key a loader reads for the length is a rule: the family's own key, and the other names
+// that transformers reads for it too (GPT2Config's attribute_map makes max_position_embeddings
+// set n_positions, and it is applied last; CLIPConfig applies text_config_dict and
+// vision_config_dict over text_config and vision_config). Optional keys are checked and written
+// when present.
 Family family_of(const Json& c, const TableClass& kind, std::string_view name) {
   const std::string mt = model_type(c);
   if (kind.kind == TableKind::vision) {
-    if (has_object(c, "vision_config")) {
+    if (has_object(c, "vision_config") || has_object(c, "vision_config_dict")) {
+      const bool dict = has_object(c, "vision_config_dict");
+      const bool plain = has_object(c, "vision_config");
+      std::vector<LengthRule> rules;
+      if (plain) rules.push_back({{"vision_config", "image_size"}, true});
+      if (dict) rules.push_back({{"vision_config_dict", "image_size"}, true, 0, plain});
+      // The patch size the loader ends with: the _dict's when it has one.
+      const bool dict_patch = dict && at_path(c, {"vision_config_dict", "patch_size"}) != nullptr;
       return {"CLIP vision",
-              {{{"vision_config", "image_size"}, true}},
-              {"vision_config", "patch_size"}};
+              rules,
+              {dict_patch ? "vision_config_dict" : "vision_config", "patch_size"}};
     }
     return {mt.empty() ? kind.family : mt, {{{"image_size"}, true}}, {"patch_size"}};
   }
-  if (has_object(c, "text_config") && contains(name, "text_model.")) {
-    return {"CLIP text", {{{"text_config", "max_position_embeddings"}}}, {}};
+  if ((has_object(c, "text_config") || has_object(c, "text_config_dict")) &&
+      contains(name, "text_model.")) {
+    const bool plain = has_object(c, "text_config");
+    std::vector<LengthRule> rules;
+    if (plain) rules.push_back({{"text_config", "max_position_embeddings"}});
+    if (has_object(c, "text_config_dict")) {
+      rules.push_back({{"text_config_dict", "max_position_embeddings"}, false, 0, plain});
+    }
+    return {"CLIP text", rules, {}};
   }
   if (c.contains("n_positions")) {
-    return {"GPT-2", {{{"n_positions"}}, {{"n_ctx"}, false, 0, true}}, {}};
+    return {"GPT-2",
+            {{{"n_positions"}},
+             {{"n_ctx"}, false, 0, true},
+             {{"max_position_embeddings"}, false, 0, true}},
+            {}};
   }
   if (c.contains("max_source_positions") || c.contains("max_target_positions")) {
     const bool dec = contains(name, "decoder");
@@ -78,18 +115,6 @@ std::string key_text(const std::vector<std::string>& path) {
   return s;
 }
 
-// The value at path, or nullptr.
-const Json* at_path(const Json& c, const std::vector<std::string>& path) {
-  const Json* cur = &c;
-  for (const auto& p : path) {
-    if (!cur->is_object()) return nullptr;
-    const auto it = cur->find(p);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
-
 // (height, width) of an int-or-pair value of positive integers.
 std::optional<std::pair<std::size_t, std::size_t>> pair_of(const Json* v) {
   auto one = [](const Json& x) -> std::optional<std::size_t> {
@@ -105,10 +130,43 @@ std::optional<std::pair<std::size_t, std::size_t>> pair_of(const Json* v) {
   return std::nullopt;
 }
 
-Json image_value(GridShape g, std::pair<std::size_t, std::size_t> patch, bool was_int) {
-  const std::size_t h = g.height * patch.first, w = g.width * patch.second;
-  if (was_int && h == w) return Json(h);
-  return Json::array({h, w});
+// image_size for grid g of patches of patch pixels: [height * patch, width * patch], or one
+// number for a square image when the config wrote one. Throws std::invalid_argument naming
+// source when a side passes 2^53 (JSON readers take numbers as doubles: transformers would read
+// another value) or 2^64 (the product would wrap around: a patch_size of 2^62 made image_size 0).
+Json image_value(const std::string& source, GridShape g, std::pair<std::size_t, std::size_t> patch,
+                 bool was_int) {
+  constexpr std::size_t kMaxExact = std::size_t{1} << 53;
+  std::size_t side[2] = {0, 0};
+  const std::size_t cells[2] = {g.height, g.width}, pixels[2] = {patch.first, patch.second};
+  for (int i = 0; i < 2; ++i) {
+    if (__builtin_mul_overflow(cells[i], pixels[i], &side[i]) || side[i] > kMaxExact) {
+      throw std::invalid_argument(source + ": cannot set image_size: the grid's " +
+                                  (i == 0 ? "height " : "width ") + std::to_string(cells[i]) +
+                                  " x patch_size " + std::to_string(pixels[i]) +
+                                  " pixels is past 2^53, more than a JSON number holds exactly");
+    }
+  }
+  if (was_int && side[0] == side[1]) return Json(side[0]);
+  return Json::array({side[0], side[1]});
+}
+
+// The new grid must be the table's: its prefix tokens (by the tensor's name, as the model's
+// loader counts them) and the grid's cells make the table's rows. A 24x24 grid written for a
+// 3x3 table would give image_size 384 to a folder whose table has 10 rows.
+void check_grid_rows(const std::string& source, const TableClass& kind, GridShape grid,
+                     std::size_t rows) {
+  std::size_t cells = 0;
+  const bool wraps = __builtin_mul_overflow(grid.height, grid.width, &cells);
+  if (!wraps && rows >= kind.prefix_tokens && cells == rows - kind.prefix_tokens) return;
+  throw std::invalid_argument(
+      source + ": cannot set image_size for a " + std::to_string(grid.height) + "x" +
+      std::to_string(grid.width) + " grid: with the " + std::to_string(kind.prefix_tokens) +
+      " prefix token(s) of a " + kind.family + " table it makes " +
+      (wraps ? std::string("more rows than a 64-bit size holds")
+             : std::to_string(saturating_add(cells, kind.prefix_tokens)) + " rows") +
+      ", but the table written has " + std::to_string(rows) +
+      " (give the grid the table was resized to)");
 }
 
 }  // namespace
@@ -142,17 +200,27 @@ ConfigCheck check_checkpoint_config(const std::string& config_text, const std::s
     } else {
       const auto img = pair_of(v);
       const bool fits = img && img->first % patch->first == 0 && img->second % patch->second == 0;
-      const GridShape g =
-          fits ? GridShape{img->first / patch->first, img->second / patch->second} : GridShape{};
-      if (fits && prefix_tokens + g.cells() == rows) {
+      std::size_t cells = 0;
+      const bool agrees =
+          fits && rows >= prefix_tokens &&
+          !__builtin_mul_overflow(img->first / patch->first, img->second / patch->second, &cells) &&
+          cells == rows - prefix_tokens;
+      if (agrees) {
         l.expected = l.value;
       } else {
-        // The square grid the rows make, if any.
-        std::size_t s = 0;
-        while ((s + 1) * (s + 1) + prefix_tokens <= rows) ++s;
-        l.expected = s * s + prefix_tokens == rows && s != 0
-                         ? image_value({s, s}, *patch, !v || !v->is_array()).dump()
-                         : "(no square grid fits " + std::to_string(rows) + " rows)";
+        // The square grid the rows make, if any, and the image it needs (if a JSON number holds
+        // it exactly).
+        const std::size_t s = rows > prefix_tokens ? detail::floor_sqrt(rows - prefix_tokens) : 0;
+        l.expected = "(no square grid fits " + std::to_string(rows) + " rows)";
+        if (s != 0 && s * s == rows - prefix_tokens) {
+          try {
+            l.expected = image_value(source, {s, s}, *patch, !v || !v->is_array()).dump();
+          } catch (const std::invalid_argument&) {
+            l.expected = "(a " + std::to_string(s) + "x" + std::to_string(s) +
+                         " grid of patch_size " + key_text(f.patch_path) +
+                         " makes an image_size past 2^53)";
+          }
+        }
       }
     }
     out.lengths.push_back(std::move(l));
@@ -174,7 +242,8 @@ std::string updated_config(const std::string& config_text, const std::string& so
                            std::size_t new_rows, std::optional<GridShape> new_grid,
                            std::vector<ConfigLength>& changes) {
   const Json c = parse_config(config_text, source);
-  const Family f = family_of(c, classify_table(file, tensor_name), tensor_name);
+  const TableClass kind = classify_table(file, tensor_name);
+  const Family f = family_of(c, kind, tensor_name);
   std::vector<ConfigValueEdit> edits;
   for (const LengthRule& r : f.rules) {
     const Json* old = at_path(c, r.path);
@@ -187,7 +256,8 @@ std::string updated_config(const std::string& config_text, const std::string& so
                                     (!patch ? "no usable " + key_text(f.patch_path)
                                             : std::string("the new grid is not known")));
       }
-      value = image_value(*new_grid, *patch, old == nullptr || !old->is_array());
+      check_grid_rows(source, kind, *new_grid, new_rows);
+      value = image_value(source, *new_grid, *patch, old == nullptr || !old->is_array());
     } else {
       value = Json(new_rows >= r.offset ? new_rows - r.offset : 0);
     }

@@ -39,23 +39,6 @@ struct FdGuard {
 
 }  // namespace
 
-void check_path(const std::string& path, std::string_view operation) {
-  const std::size_t nul = path.find('\0');
-  if (nul == std::string::npos) return;
-  throw std::invalid_argument(std::string(operation) + ": the path " + quote_untrusted(path, 4096) +
-                              " holds a NUL byte at offset " + std::to_string(nul) +
-                              "; no file name can hold one");
-}
-
-const char* file_type(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 namespace {
 
 // The file at path opened without blocking (a FIFO or a device cannot make the open hang) and
@@ -76,6 +59,7 @@ OpenRegular open_regular(const std::string& path, std::string_view operation,
     throw FileFormatError(path, std::string("not a regular file (") + file_type(st.st_mode) +
                                     "); " + std::string(refusal));
   }
+  record_read(st, path);
   const auto size = static_cast<std::size_t>(st.st_size);
   if (size == 0) {
     // /proc and /sys files say 0 bytes and yet hold text: their size is not known up front.

@@ -1,7 +1,8 @@
 // src/io/mapped_file.hpp (internal): the one way posemb reads a file: a regular file, opened
 // once without blocking, mapped read-only. The public posemb::read_file_bytes
 // (posemb/read_file.hpp, implemented in mapped_file.cpp) takes the same steps and copies the
-// bytes. Writing goes through the public posemb/atomic_file.hpp.
+// bytes. Writing goes through the public posemb/atomic_file.hpp; the path is checked
+// (file_system.hpp: check_path) and, while protect_read_files is on, the file recorded as read.
 #pragma once
 
 #include <sys/types.h>
@@ -12,16 +13,9 @@
 #include <string>
 #include <string_view>
 
+#include "file_system.hpp"
+
 namespace posemb::detail {
-
-// Throws std::invalid_argument naming `operation` when path holds a NUL byte: the system calls
-// would read the path only up to it ("a.safetensors\0.txt" would be "a.safetensors"). Every
-// path posemb opens, for reading (MappedFile::open) or writing (write_file_atomically), is
-// checked here first.
-void check_path(const std::string& path, std::string_view operation);
-
-// What a file of this st_mode is, for messages: "a directory", "a FIFO", ...
-const char* file_type(mode_t mode);
 
 // A whole file mapped read-only (mmap, MAP_PRIVATE); pages are read from disk only when
 // touched. Shared, so that tensors viewing the mapping keep it alive. Files of at most

@@ -354,6 +354,7 @@ Tensor read_npy(const std::string& path) {
 }
 
 void write_npy(const std::string& path, const Tensor& tensor) {
+  detail::check_path(path, "write_npy");
   const std::optional<std::string_view> descr = descr_of_dtype(tensor.dtype());
   if (!descr) {
     throw std::invalid_argument("write_npy: " + quote_untrusted(path) + ": dtype " +
@@ -431,6 +432,7 @@ void check_stays_finite(const Tensor& t, const std::string& what) {
 }  // namespace
 
 void write_npy(const std::string& path, const Tensor& tensor, DType dtype) {
+  detail::check_path(path, "write_npy");
   if (dtype_is_float(tensor.dtype()) && dtype_is_float(dtype) && dtype != tensor.dtype()) {
     const std::string what = "write_npy: " + quote_untrusted(path) + ": tensor " +
                              quote_untrusted(tensor.name()) + " as " +

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "element_convert.hpp"
+#include "file_system.hpp"
 #include "posemb/npy.hpp"
 #include "posemb/safetensors.hpp"
 #include "readers.hpp"
@@ -123,6 +124,7 @@ std::string find_position_tensor(const TensorFile& file, const std::string& path
 
 PositionTable load_position_table(const std::string& path,
                                   const std::optional<std::string>& tensor_name) {
+  detail::check_path(path, "load_position_table");
   return load_position_table(read_tensor_file(path), path, tensor_name);
 }
 
@@ -226,6 +228,7 @@ Tensor position_table_tensor(const PositionTable& table, DType dtype) {
 
 void save_position_table(const std::string& path, const PositionTable& table,
                          std::optional<DType> dtype) {
+  detail::check_path(path, "save_position_table");
   const DType out = dtype.value_or(table.dtype);
   const std::string op = "save_position_table: " + quote_untrusted(path) + ": ";
   if (table.reserved_rows > table.values.rows()) {

@@ -2,6 +2,7 @@
 // (posemb/resize.hpp: plan_file_resize, write_file_resize, resize_file).
 #include <string>
 
+#include "file_system.hpp"
 #include "posemb/memory.hpp"
 #include "posemb/resize.hpp"
 #include "posemb/safetensors.hpp"
@@ -64,6 +65,7 @@ void write_file_resize(const FileResize& resize) {
 
 FileResize resize_file(const TensorFile& file, const std::string& path,
                        const FileResizeRequest& request) {
+  detail::check_path(request.output, "resize_file");
   FileResize r = plan_file_resize(file, path, request);
   write_file_resize(r);
   return r;

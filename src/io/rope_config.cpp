@@ -176,6 +176,27 @@ class Keys {
   std::set<std::string, std::less<>> read_;
 };
 
+// The scaling's factor (1 without one).
+double factor_of(const RopeScaling& scaling) {
+  return std::visit(
+      [](const auto& s) -> double {
+        if constexpr (requires { s.factor; }) {
+          return s.factor;
+        } else {
+          return 1.0;
+        }
+      },
+      scaling);
+}
+
+// True when factor * L0 passes 2^63 - 1 positions.
+bool scaled_length_passes_positions(const RopeConfig& c) {
+  constexpr long double kMaxPositions = 9223372036854775807.0L;  // 2^63 - 1
+  return static_cast<long double>(factor_of(c.scaling)) *
+             static_cast<long double>(c.trained_length()) >
+         kMaxPositions;
+}
+
 double read_base(Keys& top, Keys* block, std::vector<std::string>& warnings) {
   const auto theta = top.opt_number("rope_theta");
   const auto neox = top.opt_number("rotary_emb_base");  // GPT-NeoX's name
@@ -192,7 +213,11 @@ double read_base(Keys& top, Keys* block, std::vector<std::string>& warnings) {
         "Mistral, Qwen2, Phi-3, Gemma and GPT-NeoX");
     return 10000.0;
   }
-  if (!(*b > 0.0)) top.fail("rope_theta", "= " + num(*b) + " must be > 0");
+  if (!(*b >= 1e-300 && *b <= 1e300)) {
+    top.fail("rope_theta", "= " + num(*b) +
+                               " must be in [1e-300, 1e300] (finite and > 0, its inverse "
+                               "frequencies theta^-x normal doubles)");
+  }
   return *b;
 }
 
@@ -405,6 +430,17 @@ RopeConfig parse_rope_config(std::string_view json_text, std::string_view source
   }
   try {
     validate_rope_scaling(c.scaling, c.rotary_dim, c.base);
+    // Every frequency the config gives at its trained and extended lengths is usable (finite,
+    // within [1e-300, 1e300]): computed once here, so that a config is refused when it is read.
+    (void)rope_frequencies(c.base, c.rotary_dim, c.scaling, 0);
+    if (scaled_length_passes_positions(c)) {
+      throw FileFormatError(
+          source, "rope_scaling.factor = " + num(factor_of(c.scaling)) + " stretches the trained " +
+                      std::to_string(c.trained_length()) +
+                      " positions past 2^63 - 1, the most a position can be (a factor that "
+                      "large targets no sequence; give the length the model is to run to)");
+    }
+    (void)rope_frequencies(c.base, c.rotary_dim, c.scaling, c.extended_length());
   } catch (const RopeScalingError& e) {
     throw FileFormatError(source, e.what());
   }
@@ -413,6 +449,7 @@ RopeConfig parse_rope_config(std::string_view json_text, std::string_view source
 }
 
 RopeConfig read_rope_config(const std::string& path) {
+  detail::check_path(path, "read_rope_config");
   return parse_rope_config(detail::read_config_text(path), path);
 }
 
@@ -435,17 +472,8 @@ std::size_t RopeConfig::trained_length() const {
 }
 
 std::size_t RopeConfig::scaled_length() const {
-  const double factor = std::visit(
-      [](const auto& s) -> double {
-        if constexpr (requires { s.factor; }) {
-          return s.factor;
-        } else {
-          return 1.0;
-        }
-      },
-      scaling);
-  const long double length =
-      std::floor(static_cast<long double>(factor) * static_cast<long double>(trained_length()));
+  const long double length = std::floor(static_cast<long double>(factor_of(scaling)) *
+                                        static_cast<long double>(trained_length()));
   // At or past 2^64 the length does not fit a std::size_t (converting it would be undefined):
   // saturated.
   constexpr long double kLimit = 18446744073709551616.0L;  // 2^64, exact in long double

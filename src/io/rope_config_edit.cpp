@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config_json.hpp"
+#include "file_system.hpp"
 #include "posemb/errors.hpp"
 #include "posemb/rope_config.hpp"
 
@@ -77,6 +78,7 @@ void validate_rope_scaling_edit(const RopeScalingEdit& e) {
 }
 
 EditedRopeConfig set_rope_scaling(const std::string& path, const RopeScalingEdit& edit) {
+  detail::check_path(path, "set_rope_scaling");
   validate_rope_scaling_edit(edit);
   const std::string text = detail::read_config_text(path);
   const RopeConfig before = parse_rope_config(text, path);  // the input must be valid too

@@ -103,6 +103,7 @@ TensorFile read_safetensors(const std::string& path) {
 
 void write_safetensors(const std::string& path, const std::vector<Tensor>& tensors,
                        const Metadata& metadata, std::optional<DType> dtype) {
+  detail::check_path(path, "write_safetensors");
   const std::string op = "write_safetensors: " + quote_untrusted(path) + ": ";
   if (dtype && !dtype_is_float(*dtype)) {
     throw std::invalid_argument(op + "cannot convert to dtype " + std::string(dtype_name(*dtype)) +

@@ -22,6 +22,7 @@ from cases_folders import folder_cases  # noqa: E402
 from cases_io4 import io4_cases  # noqa: E402
 from cases_lab import lab_cases  # noqa: E402
 from cases_round3 import round3_cases  # noqa: E402
+from cases_round4 import round4_cases  # noqa: E402
 from inputs import make_inputs  # noqa: E402
 from runner import Runner, temporaries, tree_hashes  # noqa: E402
 
@@ -36,6 +37,10 @@ CLASS_NAMES = {
     "r3-state": "state checked before the work", "r3-threads": "threads in the memory pre-check",
     "folders": "checkpoint folders (issue 22)",
     "io4": "configs kept byte for byte, numpy's shape limit, idle flags, exact messages",
+    "r4-outputs": "outputs against every file read (shards, index, config, links, spellings)",
+    "r4-float": "config values at the edges of float", "r4-work": "work bounded before it starts",
+    "r4-keys": "every length key of a folder's config", "r4-derived": "derived config values",
+    "r4-empty": "empty values given on purpose",
 }
 
 
@@ -60,7 +65,7 @@ def main():
                  "--batch", "4", "--micro-batch", "2", "--steps", "2", "--warmup", "1", "--quiet"]
     t_inputs = time.monotonic() - t0
     cases = [c for c in file_cases(p) + lab_cases(p) + round3_cases(p) + folder_cases(p) + io4_cases(p)
-             if a.only in c.name]
+             + round4_cases(p) if a.only in c.name]
     names = collections.Counter(c.name for c in cases)
     dup = [n for n, k in names.items() if k > 1]
     if dup:

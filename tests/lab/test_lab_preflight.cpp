@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "lab/config.hpp"
+#include "lab/experiment/demo_plan.hpp"
 #include "lab/experiment/grid.hpp"
 #include "lab/ranks/agreement.hpp"
 #include "lab/train/preflight.hpp"
+#include "lab/train/trainer.hpp"
 #include "lab_runs.hpp"
 #include "thread_group.hpp"
 
@@ -82,6 +84,99 @@ std::vector<GridRun> grid(double lr, std::size_t runs) {
     g[i].run.train.steps = 2;
   }
   return g;
+}
+
+// Training's work (issue 46: work without a bound): steps x batch x 3 forward passes over the
+// longest training row, refused past limits::train_work by the constructor, set_total_steps and
+// the grid's check, before anything is allocated or trained.
+TEST(Preflight, TrainingPastItsWorkLimitIsRefusedBeforeItStarts) {
+  // d_model 256 at 64 rows a step: about 1e9 multiply-adds a step, the limit within the steps'
+  // reach (1e8), a trainer small enough to build.
+  RunConfig r = testing::tiny_run_config("learned", 4, 4, 32);
+  r.model.d_model = 256;
+  r.train.batch = r.train.micro_batch = 64;
+  r.train.steps = 10;
+  const double one = Trainer::training_work(r) / 10.0;  // one step
+  EXPECT_DOUBLE_EQ(one, static_cast<double>(r.train.batch) * 3.0 *
+                            Model::forward_work(r.model, run_train_tokens(r)));
+  EXPECT_DOUBLE_EQ(Trainer::training_work(r, 4), 6.0 * one);  // resumed at step 4
+  EXPECT_EQ(Trainer::training_work(r, 10), 0.0);
+  EXPECT_EQ(Trainer::training_work(r, 11), 0.0);
+  EXPECT_GT(Model::forward_work(r.model, 9), Model::forward_work(r.model, 8));
+  EXPECT_NO_THROW(Trainer::check_training_work(r));
+  // The most steps within the limit, and one more.
+  r.train.steps = static_cast<std::size_t>(limits::train_work.max / one);
+  while (Trainer::training_work(r) > limits::train_work.max) --r.train.steps;
+  EXPECT_NO_THROW(Trainer::check_training_work(r));
+  r.train.steps += 1;
+  while (Trainer::training_work(r) <= limits::train_work.max) ++r.train.steps;
+  ASSERT_LE(r.train.steps, limits::steps.max) << "the limit is out of the steps' reach here";
+  try {
+    Trainer::check_training_work(r);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.fields(), (std::vector<std::string>{"train.steps", "train.batch"}));
+    EXPECT_NE(std::string(e.what()).find(std::to_string(r.train.steps) + " steps of " +
+                                         std::to_string(r.train.batch) + " rows"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("more than the 1e+16 a run may take"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(Trainer{r}, ConfigError);                   // before the model is allocated
+  EXPECT_NO_THROW(Trainer::check_training_work(r, 0, 2));  // shared among two ranks
+  // Resumed: the steps left count (none left: nothing to refuse).
+  EXPECT_NO_THROW(Trainer::check_training_work(r, r.train.steps - 1));
+  r.train.steps = 10;
+  Trainer tr(r);
+  EXPECT_THROW(tr.set_total_steps(limits::steps.max), ConfigError);
+  EXPECT_EQ(tr.config().train.steps, 10u);  // left as it was
+  EXPECT_NO_THROW(tr.set_total_steps(20));
+}
+
+TEST(Preflight, AGridRunPastATrainingOrEvaluationLimitIsRefusedByName) {
+  auto g = grid(0.003, 3);
+  EXPECT_NO_THROW(validate_grid(g));
+  g[1].run.train.steps = limits::steps.max;
+  g[1].run.train.batch = limits::batch.max;
+  try {
+    validate_grid(g);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("grid run 1 (run 1): train config:"), std::string::npos)
+        << e.what();
+  }
+  // An encoding computed at any length (a learned table's evaluation stops at its rows).
+  g = grid(0.003, 3);
+  g[2].run = testing::tiny_run_config("sinusoidal", 4, 4, 32);
+  g[2].run.train.steps = 2;
+  EXPECT_NO_THROW(validate_grid(g));
+  g[2].eval.max_len = limits::eval_len.max;
+  g[2].eval.samples = limits::samples.max;
+  try {
+    validate_grid(g);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("grid run 2 (run 2): eval config:"), std::string::npos)
+        << e.what();
+  }
+}
+
+// The demo's runs one by one within the limit, together past it (18 runs of 100 million steps).
+TEST(Preflight, TheDemosRunsTogetherAreBoundedBeforeAnyRuns) {
+  DemoOptions o;
+  EXPECT_NO_THROW(check_demo(plan_demo(o)));  // the demo's preset
+  o.quick = true;
+  EXPECT_NO_THROW(check_demo(plan_demo(o)));
+  o.steps = o.randomized_steps = limits::steps.max;
+  try {
+    check_demo(plan_demo(o));
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.fields().front(), "demo.steps");
+    EXPECT_NE(std::string(e.what()).find("training runs need about"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Preflight, RanksGivenAnotherGridAllFailBeforeTraining) {

@@ -5,12 +5,16 @@
 
 #include <sys/stat.h>
 
+#include <fmt/core.h>
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
+#include "posemb/atomic_file.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb::cli {
@@ -27,16 +31,16 @@ class UsageError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// Refuses (UsageError) an output that is the input file itself, under any name (the same device
-// and inode: a symbolic or hard link, ./x, ../dir/x): `inspect T --plot T` replaced the table
-// with a PNG, and `convert T T` or `resize T -o T` replaced what they read. A missing output is
-// fine.
-inline void refuse_output_over_input(const std::string& input, const std::string& output,
-                                     const std::string& command) {
+// Refuses (UsageError) an output that is the input file named on the command line, under any
+// name (the same device and inode: a symbolic or hard link, ./x, ../dir/x), before the input is
+// read: `convert T T` is refused as such even when T is not a tensor file. A folder input is
+// left to refuse_output_over_input below and to the folder writer.
+inline void refuse_output_is_named_input(const std::string& input, const std::string& output,
+                                         const std::string& command) {
   struct stat in {
   }, out{};
   if (output.empty() || ::stat(input.c_str(), &in) != 0 || ::stat(output.c_str(), &out) != 0 ||
-      S_ISDIR(in.st_mode)) {  // a folder: the folder writer has its own check
+      S_ISDIR(in.st_mode)) {
     return;
   }
   if (in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
@@ -44,6 +48,31 @@ inline void refuse_output_over_input(const std::string& input, const std::string
                      quote_untrusted(input) +
                      "; write to another file (posemb never replaces what it reads)");
   }
+}
+
+// Refuses (UsageError) an output that is a file the command has read, under any name (the same
+// device and inode: a symbolic or hard link, ./x, ../dir/x), whichever file it was: the table,
+// a shard or the index of a checkpoint folder, its config.json, any file of the folder. `inspect
+// DIR --plot DIR/model.safetensors.index.json` replaced the index with a PNG. Call it after the
+// command has read its inputs and before it works; the commands that read files switch the
+// record on first (read_files_protected). A missing output is fine.
+inline void refuse_output_over_input(const std::string& output, const std::string& command) {
+  if (output.empty()) return;
+  try {
+    refuse_overwriting_read_files(output, command);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
+// The callback of a command that reads files and writes others: every file it reads is
+// recorded, and no writer replaces one of them (posemb::protect_read_files).
+template <class F>
+auto read_files_protected(F run) {
+  return [run] {
+    protect_read_files(true);
+    run();
+  };
 }
 
 // A whole number in decimal digits, at most max: CLI11 takes "-1" for an unsigned option as
@@ -65,6 +94,30 @@ inline CLI::Validator whole_number(std::uint64_t max = UINT64_MAX) {
                   : "'" + in + "' is not a whole number in [0, " + std::to_string(max) + "]";
       },
       "UINT");
+}
+
+// Refuses (UsageError) a command's work past its limit before any of it is done, in one line:
+// "COMMAND: WHAT need about N UNIT, more than the LIMIT COMMAND takes on (ABOUT): HINT". Every
+// command whose work grows with its inputs or flags bounds it this way (rope --precision,
+// inspect), as eval bounds an evaluation.
+inline void refuse_work_over(std::string_view command, std::string_view what, double work,
+                             double limit, std::string_view unit, std::string_view about,
+                             std::string_view hint) {
+  if (work <= limit) return;  // NaN is not <= limit: refused
+  throw UsageError(
+      fmt::format("{}: {} need about {:.3g} {}, more than the {:.3g} {} takes on ({}): {}", command,
+                  what, work, unit, limit, command, about, hint));
+}
+
+// A text value that is not empty: a file, an output or a name given as "" on purpose is a usage
+// error (`convert --name ""` named the tensor position_embeddings, the name used when none is
+// given; `-o ""` failed only when writing).
+inline CLI::Validator non_empty() {
+  return CLI::Validator(
+      [](std::string& in) -> std::string {
+        return in.empty() ? "an empty value (give a name, or leave the flag out)" : "";
+      },
+      "TEXT");
 }
 
 // A positive finite number (CLI::PositiveNumber lets NaN and infinity through).

@@ -55,7 +55,9 @@ int run(int argc, char** argv) {
   } catch (const ReportedByRankZero&) {
     return kExitFailure;  // an MPI job's failure, reported once, by rank 0
   } catch (const posemb::MemoryLimitExceeded& e) {
-    return report_runtime_error(std::string(e.what()) + " (set the budget with --max-memory)");
+    return report_runtime_error(std::string(e.what()) +
+                                (e.address_space() ? " (raise ulimit -v, or ask for less)"
+                                                   : " (set the budget with --max-memory)"));
   } catch (const std::bad_alloc&) {
     return report_runtime_error(
         "out of memory (std::bad_alloc): the system refused an allocation within the memory "

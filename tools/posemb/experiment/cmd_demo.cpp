@@ -41,7 +41,11 @@ void run_demo(DemoFlags& f) {
     throw usage_error(e, {{"eval.max_len", "--eval-max"},
                           {"eval.samples", "--samples"},
                           {"demo.seed", "--seed"},
-                          {"demo.seeds", "--seeds"}});
+                          {"demo.seeds", "--seeds"},
+                          {"demo.steps", "--steps"},
+                          {"demo.randomized_steps", "--randomized-steps"},
+                          {"demo.extension_steps", "--extension-steps"},
+                          {"demo.rope_extension_steps", "--rope-extension-steps"}});
   }
   std::vector<std::string> outputs = lab::demo_file_names(plan);
   for (auto& chart : demo_chart_names(plan)) outputs.push_back(std::move(chart));

@@ -144,7 +144,7 @@ void register_eval_command(CLI::App& app) {
   cmd->add_flag("--quiet", o->quiet,
                 "No progress on stderr (shown on a terminal, and on a pipe or file every 5 s "
                 "once an evaluation takes longer)");
-  cmd->callback([o] { run_eval(*o); });
+  cmd->callback(read_files_protected([o] { run_eval(*o); }));
 }
 
 }  // namespace posemb::cli

@@ -144,6 +144,9 @@ OutputFolder prepare_output_dir(const std::string& dir, const std::vector<std::s
                                " exists and is not a regular file (posemb replaces only regular "
                                "files); nothing was done");
     }
+    // Nor a file the command has read (its --init-from or --checkpoint, its --table): a usage
+    // error before any work, when the command records what it reads (read_files_protected).
+    refuse_output_over_input((path / name).string(), command);
   }
   OutputFolder out{path, {}};
   if (rules.other_run != OutputRules::OtherRun::allow) {

@@ -60,7 +60,9 @@ std::vector<std::string> run_files_in(const std::filesystem::path& dir);
 // Makes the output directory `dir` of `command` (before its long work) and checks that each of
 // `files` in it is missing or a regular file, which is all posemb's writer replaces (it checks
 // again when writing), and what `rules` ask of another run in it. Throws std::runtime_error
-// naming the path otherwise (OutputHoldsRun for a run refused).
+// naming the path otherwise (OutputHoldsRun for a run refused), and UsageError when one is a file
+// the command has read under posemb::protect_read_files (any name: a hard or symbolic link, --out
+// the --init-from folder).
 OutputFolder prepare_output_dir(const std::string& dir, const std::vector<std::string>& files,
                                 const char* command, const OutputRules& rules = {});
 

@@ -90,12 +90,19 @@ OutputFolder prepare_train_output(const TrainOptions& o, lab::Communicator& comm
 
 std::unique_ptr<lab::Trainer> make_trainer(TrainOptions& o, lab::Communicator& comm) {
   check_combinations(o);
+  // What the run reads is recorded, and its output may not replace it (prepare_output_dir);
+  // a resumed run goes on writing the checkpoint it read.
+  protect_read_files(o.resume.empty());
   if (!o.init_from.empty()) return init_from(o, comm);
   const lab::RunConfig run = finish_lab_flags(o.lab);
-  if (o.resume.empty()) return std::make_unique<lab::Trainer>(run, comm);
-  auto tr = std::make_unique<lab::Trainer>(lab::Trainer::load(o.resume, comm));
-  if (o.steps_flag->count() > 0) tr->set_total_steps(run.train.steps);
-  return tr;
+  try {  // the run's memory, then its work (limits::train_work), before anything is built
+    if (o.resume.empty()) return std::make_unique<lab::Trainer>(run, comm);
+    auto tr = std::make_unique<lab::Trainer>(lab::Trainer::load(o.resume, comm));
+    if (o.steps_flag->count() > 0) tr->set_total_steps(run.train.steps);
+    return tr;
+  } catch (const lab::ConfigError& e) {
+    throw usage_error(e);
+  }
 }
 
 }  // namespace posemb::cli

@@ -50,10 +50,11 @@ void warn_reserved_rows(const TensorFile& file, const ConvertOptions& o,
 }
 
 void run_convert(const ConvertOptions& o) {
-  refuse_output_over_input(o.in, o.out, "convert");
+  refuse_output_is_named_input(o.in, o.out, "convert");
   std::optional<DType> dtype;
   if (!o.dtype.empty()) dtype = parse_float_dtype(o.dtype);
   TensorFile file = read_tensor_file(o.in);  // the format by content; nothing decoded yet
+  refuse_output_over_input(o.out, "convert");
   const bool npy_in = file.format == TensorFileFormat::npy;
   // Each flag names one tensor of one kind of conversion; elsewhere it would be silently idle.
   if (!o.tensor.empty() && (npy_in || !ends_with_npy(o.out))) {
@@ -109,16 +110,20 @@ void run_convert(const ConvertOptions& o) {
 void register_convert_command(CLI::App& app) {
   auto o = std::make_shared<ConvertOptions>();
   CLI::App* cmd = app.add_subcommand("convert", "Convert between .npy and .safetensors");
-  cmd->add_option("input", o->in, "A .npy or .safetensors file")->required();
-  cmd->add_option("output", o->out, "Output: .npy, or anything else for safetensors")->required();
+  cmd->add_option("input", o->in, "A .npy or .safetensors file")->required()->check(non_empty());
+  cmd->add_option("output", o->out, "Output: .npy, or anything else for safetensors")
+      ->required()
+      ->check(non_empty());
   cmd->add_option("--tensor", o->tensor,
                   "safetensors -> .npy only: the tensor to write (default: the position table, "
-                  "found by name)");
+                  "found by name)")
+      ->check(non_empty());
   cmd->add_option("--name", o->name,
-                  ".npy -> safetensors only: the tensor's name (default: position_embeddings)");
+                  ".npy -> safetensors only: the tensor's name (default: position_embeddings)")
+      ->check(non_empty());
   cmd->add_option("--dtype", o->dtype, "Output dtype: f32, f64, f16, bf16 (default: input's)")
       ->check(CLI::IsMember({"f32", "f64", "f16", "bf16"}));
-  cmd->callback([o] { run_convert(*o); });
+  cmd->callback(read_files_protected([o] { run_convert(*o); }));
 }
 
 }  // namespace posemb::cli

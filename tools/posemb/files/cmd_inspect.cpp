@@ -2,7 +2,6 @@
 // table holds and how its rows relate.
 #include <fmt/core.h>
 
-#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -40,15 +39,12 @@ std::string training_length_text(const PositionTable& t, const TensorFile& file)
 
 void run_inspect(const InspectOptions& o) {
   // A checkpoint folder: the table from whichever shard holds it (vision_folder.cpp).
+  refuse_output_is_named_input(o.file, o.plot, "inspect --plot");
   std::optional<FolderTable> folder;
   if (is_folder(o.file)) folder = load_folder_table(o.file, o.tensor);
-  refuse_output_over_input(o.file, o.plot, "inspect --plot");
-  if (folder) {
-    refuse_output_over_input(folder->folder.table_path(), o.plot, "inspect --plot");
-    refuse_output_over_input((std::filesystem::path(o.file) / "config.json").string(), o.plot,
-                             "inspect --plot");
-  }
   const TensorFile file = folder ? folder->folder.table_file : read_tensor_file(o.file);
+  // Every file read: the table, or every file of the folder (shards, index, config.json).
+  refuse_output_over_input(o.plot, "inspect --plot");
   PositionTable t =
       folder ? folder->table
              : load_position_table(
@@ -70,6 +66,11 @@ void run_inspect(const InspectOptions& o) {
       stated = true;
     }
   }
+  const std::size_t rows = t.usable().rows(), dim = t.values.cols();  // work bounded up front
+  const std::size_t n = o.plot.empty() ? 0 : heatmap_side(rows, o.max_plot);
+  refuse_work_over("inspect", inspect_work_text(rows, dim, n), inspect_work(rows, dim, n),
+                   kInspectMaxWork, "multiply-adds", "minutes of computing",
+                   n != 0 ? "plot fewer positions (flag --max-plot)" : "the table is too large");
   if (const auto k = unstated_reserved_rows(t, stated)) {
     warn(looks_reserved(t, *k) + "; shown as " + std::to_string(t.values.rows()) +
          " positions. Pass --reserved-rows " + std::to_string(*k) + " if they are reserved");
@@ -100,11 +101,11 @@ void run_inspect(const InspectOptions& o) {
   }
   if (!o.plot.empty()) {
     const std::size_t step = (usable.rows() + o.max_plot - 1) / o.max_plot;
-    const std::size_t n =
+    const std::size_t side =
         write_cosine_heatmap(unit_rows(usable), step, o.plot, t.source_tensor, o.file);
     fmt::print(
         "heatmap:         {} ({} x {} cells, every {} position(s); blue -1, white 0, red +1)\n",
-        quote_untrusted(o.plot), n, n, step == 0 ? 1 : step);
+        quote_untrusted(o.plot), side, side, step == 0 ? 1 : step);
   }
 }
 
@@ -117,8 +118,10 @@ void register_inspect_command(CLI::App& app) {
   cmd->add_option("file", o->file,
                   "A .safetensors or .npy file, or a Hugging Face checkpoint folder (whose "
                   "config.json is checked against the table)")
-      ->required();
-  cmd->add_option("--tensor", o->tensor, "The table's tensor name (default: found by name)");
+      ->required()
+      ->check(non_empty());
+  cmd->add_option("--tensor", o->tensor, "The table's tensor name (default: found by name)")
+      ->check(non_empty());
   cmd->add_option("--reserved-rows", o->reserved_rows,
                   "Leading rows that are not positions (RoBERTa, BART: 2)")
       ->check(whole_number());
@@ -129,7 +132,7 @@ void register_inspect_command(CLI::App& app) {
   cmd->add_option("--max-plot", o->max_plot,
                   "Largest heatmap side in cells (every k-th position of a longer table)")
       ->check(CLI::Range(1, 8192));
-  cmd->callback([o] { run_inspect(*o); });
+  cmd->callback(read_files_protected([o] { run_inspect(*o); }));
 }
 
 }  // namespace posemb::cli

@@ -108,7 +108,8 @@ void register_make_checkpoint_command(CLI::App& app) {
   cmd->add_option("-o,--output", o->out,
                   "A .safetensors file, a .npy file (the position table alone), or with --folder "
                   "a Hugging Face checkpoint folder")
-      ->required();
+      ->required()
+      ->check(non_empty());
   cmd->add_flag("--folder", o->folder,
                 "Write a checkpoint folder: config.json beside model.safetensors (or shards)");
   cmd->add_option("--shards", o->shards,
@@ -122,7 +123,7 @@ void register_make_checkpoint_command(CLI::App& app) {
   cmd->add_option("--dtype", o->dtype, "dtype of the float tensors: f32, f16, bf16 (default f32)")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   cmd->add_flag("--force", o->force, "Replace an existing non-empty output folder");
-  cmd->callback([o] { run_make_checkpoint(*o); });
+  cmd->callback(read_files_protected([o] { run_make_checkpoint(*o); }));
 }
 
 }  // namespace posemb::cli

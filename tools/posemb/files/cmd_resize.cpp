@@ -51,7 +51,7 @@ FileResizeRequest request_of(const ResizeCliOptions& o) {
 }
 
 void run_resize(const ResizeCliOptions& o) {
-  refuse_output_over_input(o.file, o.out, "resize");
+  refuse_output_is_named_input(o.file, o.out, "resize");
   // A folder, a vision table or a --grid request: resized in 2-D / written as a folder.
   if (resize_grid_or_folder({o.file, o.out, o.method, o.tensor, o.dtype, o.to, o.reserved_rows,
                              o.prefix_tokens, o.grid, o.from_grid, o.force, o.table_only,
@@ -63,6 +63,7 @@ void run_resize(const ResizeCliOptions& o) {
   if (o.force) throw UsageError("resize: --force is for an output folder (resize DIR -o OUTDIR)");
   const FileResizeRequest request = request_of(o);
   const TensorFile file = read_tensor_file(o.file);  // opened once; nothing decoded yet
+  refuse_output_over_input(o.out, "resize");
   const bool lab_checkpoint = lab::is_lab_checkpoint(file.metadata);
   FileResize r;
   try {
@@ -86,7 +87,8 @@ void register_resize_command(CLI::App& app) {
   cmd->add_option("file", o->file,
                   "A .safetensors or .npy file, or a Hugging Face checkpoint folder (config.json "
                   "and model.safetensors or its shards)")
-      ->required();
+      ->required()
+      ->check(non_empty());
   cmd->add_option("--to", o->to,
                   "Number of positions of the result (reserved rows extra); of a vision table: "
                   "its rows, prefix tokens included (N - prefix must be a square)")
@@ -103,10 +105,12 @@ void register_resize_command(CLI::App& app) {
   cmd->add_option("-o,--output", o->out,
                   "Output file: .safetensors (the whole input with the new table), or .npy (the "
                   "table)")
-      ->required();
+      ->required()
+      ->check(non_empty());
   cmd->add_flag("--table-only", o->table_only,
                 "Write the table alone (with posemb's metadata), not the whole checkpoint");
-  cmd->add_option("--tensor", o->tensor, "The table's tensor name (default: found by name)");
+  cmd->add_option("--tensor", o->tensor, "The table's tensor name (default: found by name)")
+      ->check(non_empty());
   cmd->add_option("--reserved-rows", o->reserved_rows,
                   "Leading rows that are not positions (RoBERTa, BART: 2; a ViT class token: 1)")
       ->check(whole_number());
@@ -121,15 +125,17 @@ void register_resize_command(CLI::App& app) {
   cmd->add_option("--seed", o->resize.seed, "random: seed of new rows")->check(whole_number());
   cmd->add_option("--grid", o->grid,
                   "The new grid of a vision table, HxW (e.g. 24x24): the prefix tokens kept, the "
-                  "grid resized in 2-D; with them at most 2^24 rows, as --to");
+                  "grid resized in 2-D; with them at most 2^24 rows, as --to")
+      ->check(non_empty());
   cmd->add_option("--from-grid", o->from_grid,
-                  "The stored grid of a vision table when it is not square, HxW");
+                  "The stored grid of a vision table when it is not square, HxW")
+      ->check(non_empty());
   cmd->add_option("--prefix-tokens", o->prefix_tokens,
                   "Tokens before a vision table's grid (ViT, CLIP: 1; DeiT distilled: 2; default: "
                   "from the tensor's name)")
       ->check(whole_number());
   cmd->add_flag("--force", o->force, "Replace an existing non-empty output folder");
-  cmd->callback([o] { run_resize(*o); });
+  cmd->callback(read_files_protected([o] { run_resize(*o); }));
 }
 
 }  // namespace posemb::cli

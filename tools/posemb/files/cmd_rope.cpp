@@ -32,7 +32,7 @@ struct RopeCliOptions {
 
 void run_set(const RopeCliOptions& o) {
   if (o.out.empty()) throw UsageError("rope: --set writes a new config: give -o OUT.json");
-  refuse_output_over_input(o.config, o.out, "rope --set");
+  refuse_output_is_named_input(o.config, o.out, "rope --set");
   if (o.json || o.precision || o.seq_len != 0) {
     throw UsageError(
         "rope: --json, --precision and --seq-len describe a config; run them on "
@@ -51,6 +51,7 @@ void run_set(const RopeCliOptions& o) {
   } catch (const std::invalid_argument& e) {  // the flags' values; a bad file stays a failure
     throw UsageError(std::string("rope --set: ") + e.what());
   }
+  refuse_output_over_input(o.out, "rope --set");  // after set_rope_scaling read the config
   for (const std::string& w : r.config.warnings) warn(w);
   write_file_atomically(o.out, "posemb rope", r.text);
   const double factor = edit.type == RopeScalingType::none ? 1.0 : edit.factor;
@@ -73,6 +74,7 @@ void run_rope(const RopeCliOptions& o) {
   RopeReport report{o.config, &c, &rope, o.seq_len, {}, 0, o.threshold};
   if (o.precision) {
     report.precision_positions = o.seq_len != 0 ? o.seq_len : c.extended_length();
+    refuse_precision_work(report);  // before it starts
     report.precision = rope_angle_precision(rope, report.precision_positions, o.threshold);
   }
   fmt::print("{}", o.json ? rope_report_json(report) : rope_report_text(report));
@@ -111,7 +113,9 @@ void register_rope_command(CLI::App& app) {
       "A model's rotary embedding from its config.json (scaling, per-pair frequencies, "
       "--precision of half-precision angles); --set TYPE writes the config with a new "
       "rope_scaling block");
-  cmd->add_option("config", o->config, "A Hugging Face config.json")->required();
+  cmd->add_option("config", o->config, "A Hugging Face config.json")
+      ->required()
+      ->check(non_empty());
   cmd->add_option("--seq-len", o->seq_len,
                   "The sequence length the frequencies are for (dynamic, longrope; default: the "
                   "trained length); with --precision, the positions checked (default: the "
@@ -133,9 +137,9 @@ void register_rope_command(CLI::App& app) {
                   "dynamic, yarn, llama3 (into rope_parameters too when the config has it; "
                   "refused when the two disagree); only the block's text changes")
       ->check(CLI::IsMember(types));
-  cmd->add_option("-o,--output", o->out, "--set: the config to write");
+  cmd->add_option("-o,--output", o->out, "--set: the config to write")->check(non_empty());
   add_edit_options(cmd, *o);
-  cmd->callback([o] { run_rope(*o); });
+  cmd->callback(read_files_protected([o] { run_rope(*o); }));
 }
 
 }  // namespace posemb::cli

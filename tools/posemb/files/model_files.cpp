@@ -10,6 +10,7 @@
 
 #include "posemb/initializers.hpp"
 #include "posemb/matrix.hpp"
+#include "posemb/memory.hpp"
 #include "posemb/random.hpp"
 #include "posemb/table_provenance.hpp"
 
@@ -26,6 +27,7 @@ class Builder {
 
   // N(0, 0.02) values in `shape`, the row zero_row (of the shape read as (rows, last)) all zeros.
   void normal(std::string name, Shape shape, std::optional<std::size_t> zero_row = {}) {
+    check(name, rows_of(shape) * shape.back() * sizeof(float));
     Matrix<float> m(rows_of(shape), shape.back());
     initialize_table(m, {InitKind::normal, 0.02, splitmix64(splitmix64(seed_) ^ files_.size())});
     if (zero_row) std::memset(m.row(*zero_row).data(), 0, m.cols() * sizeof(float));
@@ -33,11 +35,13 @@ class Builder {
   }
   // Every value `value` (LayerNorm: weight 1, bias 0).
   void constant(std::string name, Shape shape, float value) {
+    check(name, rows_of(shape) * shape.back() * sizeof(float));
     std::vector<float> v(rows_of(shape) * shape.back(), value);
     add(std::move(name), DType::F32, std::move(shape), v.data(), v.size());
   }
   // A (1, n) int64 buffer 0, 1, ..., n - 1 (position_ids).
   void counting(std::string name, std::size_t n) {
+    check(name, n * sizeof(std::int64_t));
     std::vector<std::int64_t> v(n);
     for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::int64_t>(i);
     add(std::move(name), DType::I64, {1, n}, v.data(), n);
@@ -50,13 +54,23 @@ class Builder {
     for (std::size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
     return rows;
   }
+  // The memory budget (posemb/memory.hpp) before a tensor of `bytes` is drawn: the tensors held
+  // so far, the new one's buffer and its copy in the Tensor, and a dtype conversion's copy
+  // (--dtype). The largest table comes first, so that a --dim too wide for the budget is refused
+  // before any value is drawn.
+  void check(const std::string& name, std::size_t bytes) const {
+    check_allocation("make-checkpoint (" + name + ")",
+                     saturating_add(held_, saturating_mul(3, bytes)));
+  }
   template <class T>
   void add(std::string name, DType dtype, Shape shape, const T* data, std::size_t count) {
     const auto* bytes = reinterpret_cast<const std::byte*>(data);
+    held_ += count * sizeof(T);
     files_.push_back(
         Tensor::from_bytes(std::move(name), dtype, std::move(shape), {bytes, count * sizeof(T)}));
   }
   std::uint64_t seed_;
+  std::size_t held_ = 0;  // the bytes of files_
   std::vector<Tensor> files_;
 };
 

@@ -32,7 +32,9 @@ struct ModelFiles {
 // columns when given (BERT's, GPT-2's hidden size; both CLIP towers'), drawn with `seed`: normal
 // (0, 0.02) tables as transformers initializes them (a padding row zero: RoBERTa's position row
 // 1 and token row 1, BERT's token row 0), LayerNorm weights 1 and biases 0, position_ids
-// 0, 1, 2, ... Throws std::invalid_argument for an unknown model or a dim of 0 or over 65536.
+// 0, 1, 2, ... Throws std::invalid_argument for an unknown model or a dim of 0 or over 65536,
+// and MemoryLimitExceeded, before drawing the values, when the tensors (with a copy for a dtype
+// conversion) would not fit the memory budget (RoBERTa's 50265 x 65536 floats are 13 GB).
 ModelFiles model_files(std::string_view model, std::optional<std::size_t> dim, std::uint64_t seed);
 
 // The tensors split into `count` weight files named as transformers names shards

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "cli.hpp"
 #include "posemb/errors.hpp"
 
 namespace posemb::cli {
@@ -110,6 +111,15 @@ std::string rope_report_json(const RopeReport& r) {
     }
   }
   return j.dump(2) + "\n";
+}
+
+void refuse_precision_work(const RopeReport& r) {
+  refuse_work_over("rope --precision",
+                   fmt::format("{} positions of {} pairs ({}x{})", r.precision_positions,
+                               r.rope->pairs(), r.config->head_dim, r.config->rotary_dim),
+                   static_cast<double>(rope_angle_precision_work(*r.rope, r.precision_positions)),
+                   static_cast<double>(kAnglePrecisionMaxWork), "angle checks",
+                   "2^31, about a minute", "give fewer positions (flag --seq-len)");
 }
 
 std::string rope_set_report(const std::string& out, const std::vector<std::string>& keys,

@@ -31,6 +31,11 @@ std::string rope_report_text(const RopeReport& r);
 // warnings, and precision when asked for.
 std::string rope_report_json(const RopeReport& r);
 
+// Refuses (UsageError naming --seq-len) --precision's angle checks at r.precision_positions
+// past kAnglePrecisionMaxWork (2^31, about a minute), before any is made: a 65536-column head
+// over 2^20 positions ran for hours.
+void refuse_precision_work(const RopeReport& r);
+
 // The line `posemb rope --set` prints after writing `out` (already quoted for the terminal): the
 // keys it wrote (rope_scaling, rope_parameters or both), the type, and the lengths as `posemb
 // rope` then reports them (RopeConfig::extended_length): the factor's length, unless

@@ -2,8 +2,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
-
 #include <stdexcept>
 #include <vector>
 
@@ -70,6 +71,25 @@ std::size_t write_cosine_heatmap(MatrixView<const float> unit, std::size_t step,
   o.index_step = step;
   write_file_atomically(path, "inspect --plot", viz::heatmap_png(sim, o));
   return sim.rows();
+}
+
+std::size_t heatmap_side(std::size_t rows, std::size_t max_plot) {
+  if (rows == 0 || max_plot == 0) return 0;
+  const std::size_t step = rows / max_plot + (rows % max_plot != 0 ? 1 : 0);
+  return rows / step + (rows % step != 0 ? 1 : 0);
+}
+
+double inspect_work(std::size_t rows, std::size_t dim, std::size_t heatmap_side) {
+  const double r = static_cast<double>(rows), d = static_cast<double>(dim);
+  const double n = static_cast<double>(heatmap_side);
+  return r * d * (std::log2(std::max(r, 1.0)) + 2.0) + n * n * d;
+}
+
+std::string inspect_work_text(std::size_t rows, std::size_t dim, std::size_t heatmap_side) {
+  return fmt::format("the table's {} rows of {} columns{}", rows, dim,
+                     heatmap_side != 0 ? fmt::format(", with a heatmap of {} x {} positions,",
+                                                     heatmap_side, heatmap_side)
+                                       : "");
 }
 
 bool ends_with_npy(const std::string& path) {

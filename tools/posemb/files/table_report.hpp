@@ -19,6 +19,20 @@ std::size_t write_cosine_heatmap(MatrixView<const float> unit, std::size_t step,
                                  const std::string& path, const std::string& tensor,
                                  const std::string& file);
 
+// The side of inspect's heatmap of `rows` positions drawn at most max_plot to a side: every
+// ceil(rows / max_plot)-th position (0 for no rows).
+std::size_t heatmap_side(std::size_t rows, std::size_t max_plot);
+
+// The most multiply-adds `posemb inspect` takes on (a few minutes): 8192 positions of 16384
+// columns plotted are 1.1e12.
+inline constexpr double kInspectMaxWork = 2e12;
+// inspect's multiply-adds on a table of rows x dim: the norms and the distance profile (rows x
+// dim x (log2 rows + 2)) and, with a heatmap of side n (0: none), its cosine similarities
+// (n^2 x dim); and the words for it ("the table's 8192 rows of 30000 columns, with a heatmap of
+// 8192 x 8192 positions,").
+double inspect_work(std::size_t rows, std::size_t dim, std::size_t heatmap_side);
+std::string inspect_work_text(std::size_t rows, std::size_t dim, std::size_t heatmap_side);
+
 // True when an output path ends in ".npy" (the file commands write .npy there, safetensors
 // elsewhere).
 bool ends_with_npy(const std::string& path);
