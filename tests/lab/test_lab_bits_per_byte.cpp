@@ -54,6 +54,7 @@ ModelConfig tiny(const std::string& pe, std::size_t rows = 0) {
   c.d_ff = 24;
   c.pe = pe;
   c.max_seq_len = find_encoding(pe).has_table ? (rows != 0 ? rows : 64) : 0;
+  c.relative_bias = find_encoding(pe).relative_bias_for(24);  // t5-bias: trained on 24 bytes
   c.init_std = 0.3;
   return c;
 }

@@ -30,13 +30,7 @@ void sweep(const SweepOptions& o, lab::Communicator& comm) {
   set_threads(o.lab.threads);
   const auto grid = make_grid(o);
   const bool root = comm.rank() == 0;
-  std::vector<lab::GridRun> runs;
-  for (const auto& p : grid) runs.push_back(p.run);
-  try {  // every run's settings and work, before the output folder is made
-    lab::validate_grid(runs);
-  } catch (const lab::ConfigError& e) {
-    throw usage_error(e, {{"eval.max_len", "--eval-max"}, {"eval.samples", "--samples"}});
-  }
+  const std::vector<lab::GridRun> runs = checked_runs(grid);
   const OutputRules rules = other_run_rules(o.force, ", or give another --out");
   OutputFolder folder;
   comm.all_or_none("sweep: preparing the output folder", [&] {

@@ -27,4 +27,15 @@ std::vector<lab::SweepPoint> make_grid(const SweepOptions& o) {
   }
 }
 
+std::vector<lab::GridRun> checked_runs(const std::vector<lab::SweepPoint>& grid) {
+  std::vector<lab::GridRun> runs;
+  for (const auto& p : grid) runs.push_back(p.run);
+  try {  // every run's settings and work, before the output folder is made
+    lab::validate_grid(runs);
+  } catch (const lab::ConfigError& e) {
+    throw usage_error(e, {{"eval.max_len", "--eval-max"}, {"eval.samples", "--samples"}});
+  }
+  return runs;
+}
+
 }  // namespace posemb::cli

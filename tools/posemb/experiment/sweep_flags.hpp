@@ -24,4 +24,8 @@ struct SweepOptions : lab::SweepAxes {
 // lab::make_grid of the flags; throws UsageError naming the flags of a run that is not valid.
 std::vector<lab::SweepPoint> make_grid(const SweepOptions& o);
 
+// The grid's runs, each checked (settings and work: lab::validate_grid) before the output folder
+// is made; throws UsageError naming the flags of the first that is not valid.
+std::vector<lab::GridRun> checked_runs(const std::vector<lab::SweepPoint>& grid);
+
 }  // namespace posemb::cli
