@@ -65,6 +65,19 @@ inline void refuse_output_over_input(const std::string& output, const std::strin
   }
 }
 
+// refuse_output_over_input for an output that must be one file (convert, resize to a table,
+// inspect --plot, rope --set): a path naming a folder (or a link to one) is left to the writer,
+// which refuses it as not a regular file, instead of searching the folder for files read (a link
+// to /tmp would be refused for holding an input that lives somewhere under /tmp).
+inline void refuse_file_output_over_input(const std::string& output, const std::string& command) {
+  struct stat st {};
+  if (output.find('\0') == std::string::npos && ::stat(output.c_str(), &st) == 0 &&
+      S_ISDIR(st.st_mode)) {
+    return;
+  }
+  refuse_output_over_input(output, command);
+}
+
 // The callback of a command that reads files and writes others: every file it reads is
 // recorded, and no writer replaces one of them (posemb::protect_read_files).
 template <class F>

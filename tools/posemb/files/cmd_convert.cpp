@@ -54,7 +54,7 @@ void run_convert(const ConvertOptions& o) {
   std::optional<DType> dtype;
   if (!o.dtype.empty()) dtype = parse_float_dtype(o.dtype);
   TensorFile file = read_tensor_file(o.in);  // the format by content; nothing decoded yet
-  refuse_output_over_input(o.out, "convert");
+  refuse_file_output_over_input(o.out, "convert");
   const bool npy_in = file.format == TensorFileFormat::npy;
   // Each flag names one tensor of one kind of conversion; elsewhere it would be silently idle.
   if (!o.tensor.empty() && (npy_in || !ends_with_npy(o.out))) {

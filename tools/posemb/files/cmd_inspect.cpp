@@ -44,7 +44,7 @@ void run_inspect(const InspectOptions& o) {
   if (is_folder(o.file)) folder = load_folder_table(o.file, o.tensor);
   const TensorFile file = folder ? folder->folder.table_file : read_tensor_file(o.file);
   // Every file read: the table, or every file of the folder (shards, index, config.json).
-  refuse_output_over_input(o.plot, "inspect --plot");
+  refuse_file_output_over_input(o.plot, "inspect --plot");
   PositionTable t =
       folder ? folder->table
              : load_position_table(

@@ -63,7 +63,7 @@ void run_resize(const ResizeCliOptions& o) {
   if (o.force) throw UsageError("resize: --force is for an output folder (resize DIR -o OUTDIR)");
   const FileResizeRequest request = request_of(o);
   const TensorFile file = read_tensor_file(o.file);  // opened once; nothing decoded yet
-  refuse_output_over_input(o.out, "resize");
+  refuse_file_output_over_input(o.out, "resize");
   const bool lab_checkpoint = lab::is_lab_checkpoint(file.metadata);
   FileResize r;
   try {

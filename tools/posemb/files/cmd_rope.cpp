@@ -51,7 +51,7 @@ void run_set(const RopeCliOptions& o) {
   } catch (const std::invalid_argument& e) {  // the flags' values; a bad file stays a failure
     throw UsageError(std::string("rope --set: ") + e.what());
   }
-  refuse_output_over_input(o.out, "rope --set");  // after set_rope_scaling read the config
+  refuse_file_output_over_input(o.out, "rope --set");  // after set_rope_scaling read the config
   for (const std::string& w : r.config.warnings) warn(w);
   write_file_atomically(o.out, "posemb rope", r.text);
   const double factor = edit.type == RopeScalingType::none ? 1.0 : edit.factor;

@@ -231,7 +231,7 @@ bool resize_grid_or_folder(const GridResizeRequest& q) {
     t = ft->table;
   } else {
     file = read_tensor_file(q.path);
-    refuse_output_over_input(q.out, "resize");
+    refuse_file_output_over_input(q.out, "resize");
     t = load_position_table(file, q.path,
                             q.tensor.empty() ? std::nullopt : std::optional<std::string>(q.tensor));
   }
