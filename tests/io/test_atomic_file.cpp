@@ -17,6 +17,9 @@
 namespace posemb {
 namespace {
 
+using test::message_of;
+using test::temporaries;
+
 using test::TempDir;
 namespace fs = std::filesystem;
 
@@ -24,25 +27,6 @@ mode_t mode_of(const std::string& path) {
   struct stat st {};
   EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
   return st.st_mode & 07777;
-}
-
-// The names in dir that are posemb temporaries.
-std::vector<std::string> temporaries(const TempDir& dir) {
-  std::vector<std::string> v;
-  for (const auto& e : dir.entries()) {
-    if (e.rfind(".posemb-", 0) == 0) v.push_back(e);
-  }
-  return v;
-}
-
-template <class E>
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no exception of the expected type)";
 }
 
 TEST(AtomicWrite, FailureInTheMiddleLeavesTheOldFileAndNoTemporary) {

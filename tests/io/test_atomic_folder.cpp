@@ -19,28 +19,13 @@
 namespace posemb {
 namespace {
 
+using test::message_of;
+using test::temporaries;
+
 namespace fs = std::filesystem;
 using test::read_all;
 using test::TempDir;
 using test::write_all;
-
-std::vector<std::string> temporaries(const TempDir& dir) {
-  std::vector<std::string> v;
-  for (const auto& e : dir.entries()) {
-    if (e.rfind(".posemb-", 0) == 0) v.push_back(e);
-  }
-  return v;
-}
-
-template <class E>
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no exception of the expected type)";
-}
 
 void two_files(FolderSink& out, const std::string& a, const std::string& b) {
   write_file_atomically(out.path("a.txt"), "test", a);

@@ -29,6 +29,8 @@
 namespace posemb {
 namespace {
 
+using test::message_of;
+
 namespace fs = std::filesystem;
 using test::read_all;
 using test::TempDir;
@@ -48,16 +50,6 @@ const std::vector<std::size_t> kEdges = {0,
                                          (std::size_t{1} << 63) + 1,
                                          kMax - 1,
                                          kMax};
-
-template <class E>
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no exception of the expected type)";
-}
 
 bool product_fits(std::size_t a, std::size_t b) {
   return a == 0 || b <= kMax / a;

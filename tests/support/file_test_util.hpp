@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -24,6 +25,26 @@ inline std::string read_all(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// What f throws as an E (its what()), or a text saying it threw none.
+template <class E>
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(no exception of the expected type)";
+}
+
+// The names in dir that are posemb's temporaries (.posemb-*).
+inline std::vector<std::string> temporaries(const TempDir& dir) {
+  std::vector<std::string> v;
+  for (const auto& e : dir.entries()) {
+    if (e.rfind(".posemb-", 0) == 0) v.push_back(e);
+  }
+  return v;
 }
 
 inline void write_all(const std::string& path, const std::string& bytes) {
