@@ -1,5 +1,5 @@
 // Planning the embedding kernels: tasks, buckets of repeated gradient rows, the parallel loop.
-// The tasks themselves are in embedding_simd.cpp.
+// The tasks themselves are in embedding_forward_simd.cpp and embedding_backward_simd.cpp.
 #include "embedding_kernels.hpp"
 
 #include <algorithm>

@@ -4,7 +4,8 @@
 // Two levels. embed_rows_forward / embed_rows_backward (embedding_kernels.cpp) plan the work:
 // they cut it into tasks, build the buckets of repeated gradient rows and run the tasks on
 // posemb::parallel_for. The tasks themselves are SIMD code compiled for every target
-// (embedding_simd.cpp), chosen at run time (src/core/simd.hpp).
+// (embedding_forward_simd.cpp, embedding_backward_simd.cpp), chosen at run time
+// (src/core/simd.hpp).
 #pragma once
 
 #include <cstddef>
@@ -89,7 +90,7 @@ void embed_rows_backward(MatrixView<float> dwte,        // (V, C), added into, o
                          MatrixView<const TokenId> tokens,  // (B, T), or empty without dwte
                          std::size_t batch, std::size_t seq_len, BatchPositions positions);
 
-// ---- The tasks (embedding_simd.cpp) ------------------------------------------------------
+// ---- The tasks (embedding_forward_simd.cpp, embedding_backward_simd.cpp) ------------------
 
 // The forward cut into tasks of a block of positions t by a block of batch rows b.
 struct ForwardJob {
