@@ -260,12 +260,10 @@ HWY_INLINE void add_row(float* HWY_RESTRICT out, const E* HWY_RESTRICT a, const 
 #if HWY_TARGET == HWY_EMU128 && HWY_ARCH_X86_64
     for (; c + 8 <= n; c += 8) {
       __m128 a0, a1, b0, b1;
-      if (HWY_LIKELY(widen_pair_sse2(a + c, a0, a1) && widen_pair_sse2(b + c, b0, b1))) {
-        _mm_storeu_ps(out + c, _mm_add_ps(a0, b0));
-        _mm_storeu_ps(out + c + 4, _mm_add_ps(a1, b1));
-      } else {  // a float16 subnormal: the exact conversion
-        for (std::size_t k = c; k < c + 8; ++k) out[k] = widen(a[k]) + widen(b[k]);
-      }
+      widen_pair_sse2(a + c, a0, a1);
+      widen_pair_sse2(b + c, b0, b1);
+      _mm_storeu_ps(out + c, _mm_add_ps(a0, b0));
+      _mm_storeu_ps(out + c + 4, _mm_add_ps(a1, b1));
     }
 #else
     for (; c + 2 * N <= n; c += 2 * N) {
@@ -385,6 +383,32 @@ void forward_tasks_typed(const ForwardJob& j, std::size_t begin, std::size_t end
   if (j.stream) hwy::FlushStream();
 }
 
+template <class E>
+void widen_table_typed(const TableRef& t, std::size_t cols, float* out) {
+  const DF d;
+  const std::size_t N = hn::Lanes(d);
+  for (std::size_t r = 0; r < t.rows; ++r) {
+    const E* HWY_RESTRICT a = static_cast<const E*>(t.data) + r * t.stride;
+    float* HWY_RESTRICT o = out + r * cols;
+    std::size_t c = 0;
+    if constexpr (kPairs) {
+      for (; c + 2 * N <= cols; c += 2 * N) {
+        hn::Vec<DF> v0, v1;
+        widen_pair(d, a + c, v0, v1);
+        hn::StoreU(v0, d, o + c);
+        hn::StoreU(v1, d, o + c + N);
+      }
+    }
+    for (; c + N <= cols; c += N) hn::StoreU(load_widened(d, a + c), d, o + c);
+    for (; c < cols; ++c) o[c] = widen(a[c]);
+  }
+}
+
+void WidenTable(const TableRef& t, std::size_t cols, float* out) {
+  if (t.type == TableType::bf16) return widen_table_typed<bfloat16>(t, cols, out);
+  widen_table_typed<float16>(t, cols, out);
+}
+
 void ForwardTasks(const ForwardJob& job, std::size_t begin, std::size_t end) {
   switch (job.wte.empty() ? job.wpe.type : job.wte.type) {
     case TableType::f32:
@@ -403,6 +427,11 @@ HWY_AFTER_NAMESPACE();
 namespace posemb::detail {
 
 HWY_EXPORT(ForwardTasks);
+HWY_EXPORT(WidenTable);
+
+WidenTableFn widen_table() {
+  return &POSEMB_DISPATCH(WidenTable);
+}
 
 ForwardTaskFn forward_tasks() {
   return &POSEMB_DISPATCH(ForwardTasks);

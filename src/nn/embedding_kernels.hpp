@@ -107,6 +107,11 @@ struct ForwardJob {
 using ForwardTaskFn = void (*)(const ForwardJob& job, std::size_t task_begin, std::size_t task_end);
 ForwardTaskFn forward_tasks();  // the chosen target's version
 
+// out (t.rows, cols) = the 16-bit table t's first `cols` columns widened to float, exactly (NaN
+// payloads kept), written over.
+using WidenTableFn = void (*)(const TableRef& t, std::size_t cols, float* out);
+WidenTableFn widen_table();  // the chosen target's version
+
 // A gradient row used more than once: dst += src rows order[first .. first + count), in order.
 struct Bucket {
   float* dst;
