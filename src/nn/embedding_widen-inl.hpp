@@ -105,12 +105,15 @@ HWY_INLINE hn::Vec<DF> load_widened_quick(DF d, const E* p) {
 
 // On SSE4 a whole vector of 8 16-bit elements widens into two float vectors by interleaving it
 // with the low halves (Highway's ZipLower/ZipUpper, in order on 128-bit vectors): bfloat16 is its
-// bits in the upper half; float16's exponent and mantissa are moved into place with 16-bit
-// operations, 8 lanes at a time: exponent + 112 (+ 112 more for infinity and NaN, whose payload
-// is kept), zero kept; a subnormal (below 2^-14) is made 2^-14 (1 + m / 1024), from which one
-// exact subtraction of 2^-14 leaves m 2^-24. Subnormals are not rare: 0.24% of the elements of a
-// N(0, 0.02) table in float16, a vector in 50; a branch to the 32-bit conversion for them made
-// the small shape's float16 forward 2-3x slower on SSE4 and the baseline than on AVX2.
+// bits in the upper half. float16, 8 lanes at a time with 16-bit operations, then one float
+// subtraction and an OR per float vector:
+//   up = (|h| >> 3) + (112 << 7): exponent + 112 and the mantissa's upper 7 bits (the lower half:
+//   its last 3 bits, h << 13); exponent 0 (zero, subnormal m): exponent 113 instead, i.e.
+//   2^-14 (1 + m / 1024), minus 2^-14 leaves m 2^-24 exactly (zero: +0); every other lane minus
+//   +0, unchanged (infinity and NaN are still the finite exponent 143 here); then the sign, and
+//   for infinity and NaN the all-ones exponent, ORed in (a NaN's payload kept, not quieted).
+// Subnormals are not rare: 0.24% of the elements of a N(0, 0.02) table in float16, a vector in
+// 50; they once took a branch to the 32-bit conversion.
 using DU16 = hn::Repartition<std::uint16_t, DF>;
 #if HWY_TARGET == HWY_SSE4 || (HWY_TARGET == HWY_EMU128 && HWY_ARCH_X86_64)
 inline constexpr bool kPairs = true;
@@ -128,29 +131,22 @@ HWY_INLINE void widen_pair_sse2(const E* HWY_RESTRICT p, __m128& v0, __m128& v1)
     v0 = _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h));
     v1 = _mm_castsi128_ps(_mm_unpackhi_epi16(_mm_setzero_si128(), h));
   } else {
+    const __m128i z = _mm_setzero_si128();
     const __m128i em = _mm_and_si128(h, _mm_set1_epi16(0x7fff));
-    const __m128i sign = _mm_and_si128(h, _mm_set1_epi16(static_cast<short>(0x8000)));
-    const __m128i zero = _mm_cmpeq_epi16(em, _mm_setzero_si128());
-    const __m128i sub = _mm_andnot_si128(zero, _mm_cmplt_epi16(em, _mm_set1_epi16(0x0400)));
-    const __m128i inf_nan = _mm_cmpgt_epi16(em, _mm_set1_epi16(0x7bff));
+    const __m128i sign = _mm_xor_si128(h, em);
+    const __m128i e0 = _mm_cmplt_epi16(em, _mm_set1_epi16(0x0400));  // exponent 0
     __m128i up = _mm_add_epi16(_mm_srli_epi16(em, 3), _mm_set1_epi16(0x3800));
-    up = _mm_add_epi16(up, _mm_and_si128(inf_nan, _mm_set1_epi16(0x3800)));
-    up = _mm_add_epi16(up, _mm_and_si128(sub, _mm_set1_epi16(0x0080)));
-    up = _mm_or_si128(_mm_andnot_si128(zero, up), sign);
+    up = _mm_add_epi16(up, _mm_and_si128(e0, _mm_set1_epi16(0x0080)));
     const __m128i lo = _mm_slli_epi16(h, 13);
-    v0 = _mm_castsi128_ps(_mm_unpacklo_epi16(lo, up));
-    v1 = _mm_castsi128_ps(_mm_unpackhi_epi16(lo, up));
-    // Subnormal lanes hold 2^-14 (1 + m / 1024) with their sign: minus the signed 2^-14 leaves
-    // m 2^-24 exactly. The other lanes keep their bits (a NaN is not quieted).
-    const __m128i magic = _mm_and_si128(sub, _mm_or_si128(_mm_set1_epi16(0x3880), sign));
-    const __m128i m0 = _mm_unpacklo_epi16(_mm_setzero_si128(), magic);
-    const __m128i m1 = _mm_unpackhi_epi16(_mm_setzero_si128(), magic);
-    const __m128 keep0 = _mm_castsi128_ps(_mm_cmpeq_epi32(m0, _mm_setzero_si128()));
-    const __m128 keep1 = _mm_castsi128_ps(_mm_cmpeq_epi32(m1, _mm_setzero_si128()));
-    v0 = _mm_or_ps(_mm_and_ps(keep0, v0),
-                   _mm_andnot_ps(keep0, _mm_sub_ps(v0, _mm_castsi128_ps(m0))));
-    v1 = _mm_or_ps(_mm_and_ps(keep1, v1),
-                   _mm_andnot_ps(keep1, _mm_sub_ps(v1, _mm_castsi128_ps(m1))));
+    const __m128i magic = _mm_and_si128(e0, _mm_set1_epi16(0x3880));  // 2^-14's upper half
+    const __m128 u0 = _mm_sub_ps(_mm_castsi128_ps(_mm_unpacklo_epi16(lo, up)),
+                                 _mm_castsi128_ps(_mm_unpacklo_epi16(z, magic)));
+    const __m128 u1 = _mm_sub_ps(_mm_castsi128_ps(_mm_unpackhi_epi16(lo, up)),
+                                 _mm_castsi128_ps(_mm_unpackhi_epi16(z, magic)));
+    const __m128i inf_nan = _mm_cmpgt_epi16(em, _mm_set1_epi16(0x7bff));
+    const __m128i top = _mm_or_si128(sign, _mm_and_si128(inf_nan, _mm_set1_epi16(0x7f80)));
+    v0 = _mm_or_ps(u0, _mm_castsi128_ps(_mm_unpacklo_epi16(z, top)));
+    v1 = _mm_or_ps(u1, _mm_castsi128_ps(_mm_unpackhi_epi16(z, top)));
   }
 }
 #endif
@@ -181,29 +177,21 @@ HWY_INLINE void widen_pair(DF d, const E* HWY_RESTRICT p, hn::Vec<DF>& v0, hn::V
     } else {
       const auto em = hn::And(h, hn::Set(du16, 0x7fff));  // exponent and mantissa
       const auto sem = hn::BitCast(di16, em);
-      const auto zero = hn::Eq(em, hn::Zero(du16));
-      const auto small = hn::RebindMask(du16, hn::Gt(hn::Set(di16, 0x0400), sem));
-      const auto sub = hn::AndNot(zero, small);  // subnormal lanes
-      const auto sign = hn::And(h, hn::Set(du16, 0x8000));
-      const auto inf_nan = hn::RebindMask(du16, hn::Gt(sem, hn::Set(di16, 0x7bff)));
-      // The float's upper half: sign, exponent and the mantissa's upper 7 bits; the lower half:
-      // the mantissa's last 3 bits. A subnormal becomes 2^-14 (1 + m / 1024), exponent 113.
+      const auto z = hn::Zero(du16);
+      const auto sign = hn::Xor(h, em);
+      const auto e0 = hn::RebindMask(du16, hn::Gt(hn::Set(di16, 0x0400), sem));  // exponent 0
       auto up = hn::Add(hn::ShiftRight<3>(em), hn::Set(du16, 0x3800));
-      up = hn::Add(up, hn::IfThenElseZero(inf_nan, hn::Set(du16, 0x3800)));
-      up = hn::Add(up, hn::IfThenElseZero(sub, hn::Set(du16, 0x0080)));
-      up = hn::Or(hn::IfThenZeroElse(zero, up), sign);
+      up = hn::Add(up, hn::IfThenElseZero(e0, hn::Set(du16, 0x0080)));
       const auto lo = hn::ShiftLeft<13>(h);
-      v0 = hn::BitCast(d, hn::ZipLower(du32, lo, up));
-      v1 = hn::BitCast(d, hn::ZipUpper(du32, lo, up));
-      // Subnormal lanes minus the signed 2^-14: m 2^-24 exactly. The other lanes keep their bits
-      // (a NaN is not quieted).
-      const auto magic = hn::IfThenElseZero(sub, hn::Or(hn::Set(du16, 0x3880), sign));
-      const auto m0 = hn::ZipLower(du32, hn::Zero(du16), magic);
-      const auto m1 = hn::ZipUpper(du32, hn::Zero(du16), magic);
-      const auto is0 = hn::RebindMask(d, hn::Ne(m0, hn::Zero(du32)));
-      const auto is1 = hn::RebindMask(d, hn::Ne(m1, hn::Zero(du32)));
-      v0 = hn::IfThenElse(is0, hn::Sub(v0, hn::BitCast(d, m0)), v0);
-      v1 = hn::IfThenElse(is1, hn::Sub(v1, hn::BitCast(d, m1)), v1);
+      const auto magic = hn::IfThenElseZero(e0, hn::Set(du16, 0x3880));  // 2^-14's upper half
+      const auto u0 = hn::Sub(hn::BitCast(d, hn::ZipLower(du32, lo, up)),
+                              hn::BitCast(d, hn::ZipLower(du32, z, magic)));
+      const auto u1 = hn::Sub(hn::BitCast(d, hn::ZipUpper(du32, lo, up)),
+                              hn::BitCast(d, hn::ZipUpper(du32, z, magic)));
+      const auto inf_nan = hn::RebindMask(du16, hn::Gt(sem, hn::Set(di16, 0x7bff)));
+      const auto top = hn::Or(sign, hn::IfThenElseZero(inf_nan, hn::Set(du16, 0x7f80)));
+      v0 = hn::Or(u0, hn::BitCast(d, hn::ZipLower(du32, z, top)));
+      v1 = hn::Or(u1, hn::BitCast(d, hn::ZipUpper(du32, z, top)));
     }
   } else {
     v0 = load_widened_quick(d, p);
