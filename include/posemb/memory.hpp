@@ -44,8 +44,8 @@ class MemoryLimitExceeded : public std::runtime_error {
   bool address_space_ = false;
 };
 
-// 3/4 of physical memory (sysconf; 1 GiB when it cannot be read), or half of the address-space
-// limit (RLIMIT_AS, at least 1 MiB) when that is lower.
+// 3/4 of physical memory (sysconf; 1 GiB when it cannot be read; at least 1 MiB), or half of the
+// address-space limit (RLIMIT_AS, at least 1 MiB) when that is lower.
 std::size_t default_memory_limit() noexcept;
 // The current budget in bytes.
 std::size_t memory_limit() noexcept;

@@ -89,8 +89,9 @@ std::size_t default_memory_limit() noexcept {
   const long page = ::sysconf(_SC_PAGESIZE);
   std::size_t budget = std::size_t{1} << 30;
   if (pages > 0 && page > 0) {
-    budget =
-        saturating_mul(static_cast<std::size_t>(pages), static_cast<std::size_t>(page)) / 4 * 3;
+    budget = std::max(
+        saturating_mul(static_cast<std::size_t>(pages), static_cast<std::size_t>(page)) / 4 * 3,
+        kMinDefaultBudget);
   }
   if (const auto as = address_space_limit()) {
     budget = std::min(budget, std::max<std::size_t>(*as / 2, kMinDefaultBudget));
@@ -108,6 +109,13 @@ void set_memory_limit(std::size_t bytes) noexcept {
 }
 
 void check_allocation(std::string_view operation, std::size_t bytes) {
+  // Without a budget set, a small allocation passes the default (never below kMinDefaultBudget)
+  // and skips the address-space check: no system call (sysconf's sysinfo and getrlimit took a
+  // third of a small embed_forward's time, its copy of the token ids, after a cache flush).
+  if (bytes < kAddressCheckBytes && bytes <= kMinDefaultBudget &&
+      g_limit.load(std::memory_order_relaxed) == 0) {
+    return;
+  }
   const std::size_t limit = memory_limit();
   if (bytes > limit) throw MemoryLimitExceeded(operation, bytes, limit);
   if (bytes < kAddressCheckBytes) return;

@@ -1,5 +1,5 @@
 // Planning the embedding kernels: tasks, buckets of repeated gradient rows, the parallel loop.
-// The tasks themselves are in embedding_simd.cpp.
+// The tasks themselves are in embedding_forward_simd.cpp and embedding_backward_simd.cpp.
 #include "embedding_kernels.hpp"
 
 #include <algorithm>
@@ -120,6 +120,27 @@ void embed_rows_forward(MatrixView<float> out, MatrixView<const TokenId> tokens,
   assert(out.rows() == n_rows && (positions.pos != nullptr || positions.contiguous || wpe.empty()));
   assert(wte.empty() || wpe.empty() || wte.type == wpe.type);
   if (wte.empty() && wpe.empty()) return;
+  // Small 16-bit tables whose rows the batch uses more than once on average are widened once,
+  // and the float forward runs on the copies (the same bits: the widening is exact). Widening
+  // each use again cost more than the rest of the forward where the widening takes integer code
+  // (float16 without F16C: SSE4 and the baseline): the small shape's float16 forward took 2.5x
+  // as long as the float one there.
+  const TableRef& any = wte.empty() ? wpe : wte;
+  const std::size_t table_rows = (wte.empty() ? 0 : wte.rows) + (wpe.empty() ? 0 : wpe.rows);
+  if (any.type != TableType::f32 && table_rows <= n_rows && table_rows * C * 2 < kLargeTableBytes) {
+    thread_local std::vector<float> widened;
+    if (widened.size() < table_rows * C) widened.resize(table_rows * C);
+    const WidenTableFn widen = widen_table();
+    TableRef w32 = wte, p32 = wpe;
+    float* next = widened.data();
+    for (TableRef* t : {&w32, &p32}) {
+      if (t->empty()) continue;
+      widen(*t, C, next);
+      *t = {next, t->rows, C, TableType::f32};
+      next += t->rows * C;
+    }
+    return embed_rows_forward(out, tokens, batch, seq_len, w32, p32, positions);
+  }
   // Tasks: a block of positions t by a block of batch rows b, about kTaskBytes of output. Inside
   // a task the batch rows are the inner loop, so that a position row is reused while in L1. The
   // position-only add takes one batch row a task, in the serial loop's order (add_positions_tasks).

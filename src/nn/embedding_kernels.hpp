@@ -4,7 +4,8 @@
 // Two levels. embed_rows_forward / embed_rows_backward (embedding_kernels.cpp) plan the work:
 // they cut it into tasks, build the buckets of repeated gradient rows and run the tasks on
 // posemb::parallel_for. The tasks themselves are SIMD code compiled for every target
-// (embedding_simd.cpp), chosen at run time (src/core/simd.hpp).
+// (embedding_forward_simd.cpp, embedding_backward_simd.cpp), chosen at run time
+// (src/core/simd.hpp).
 #pragma once
 
 #include <cstddef>
@@ -89,7 +90,7 @@ void embed_rows_backward(MatrixView<float> dwte,        // (V, C), added into, o
                          MatrixView<const TokenId> tokens,  // (B, T), or empty without dwte
                          std::size_t batch, std::size_t seq_len, BatchPositions positions);
 
-// ---- The tasks (embedding_simd.cpp) ------------------------------------------------------
+// ---- The tasks (embedding_forward_simd.cpp, embedding_backward_simd.cpp) ------------------
 
 // The forward cut into tasks of a block of positions t by a block of batch rows b.
 struct ForwardJob {
@@ -105,6 +106,11 @@ struct ForwardJob {
 };
 using ForwardTaskFn = void (*)(const ForwardJob& job, std::size_t task_begin, std::size_t task_end);
 ForwardTaskFn forward_tasks();  // the chosen target's version
+
+// out (t.rows, cols) = the 16-bit table t's first `cols` columns widened to float, exactly (NaN
+// payloads kept), written over.
+using WidenTableFn = void (*)(const TableRef& t, std::size_t cols, float* out);
+WidenTableFn widen_table();  // the chosen target's version
 
 // A gradient row used more than once: dst += src rows order[first .. first + count), in order.
 struct Bucket {

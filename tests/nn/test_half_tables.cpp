@@ -6,8 +6,11 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/simd.hpp"
 #include "embed_reference.hpp"
@@ -127,6 +130,43 @@ TEST(HalfTables, ForwardFromBfloat16EqualsTheFloatForwardOnTheWidenedTables) {
 
 TEST(HalfTables, ForwardFromFloat16EqualsTheFloatForwardOnTheWidenedTables) {
   check_forward_equals_widened_float<float16>("float16");
+}
+
+// Every float16 bit pattern (subnormals, both zeros, infinities, every NaN payload) as token and
+// as position element, through the three ways the forward widens a small table (each use in the
+// row loop; once for the call, when the batch uses its rows more than once) and the gathered
+// groups (a table of 1 MiB and more), on every target: bit for bit the scalar reference on the
+// widened tables. 128-bit targets widen 8 elements at a time with 16-bit integer operations and
+// an exact subtraction for subnormals; a wrong lane shows here.
+TEST(HalfTables, EveryFloat16BitPatternWidensExactlyOnEveryTarget) {
+  const std::size_t C = 128, T = 16;
+  for (const auto& [copies, uses] : {std::pair<std::size_t, std::size_t>{1, 1}, {1, 2}, {9, 1}}) {
+    const std::size_t V = copies * (65536 / C);  // 128 KiB, 1.1 MiB
+    Matrix<float16> wte(V, C), wpe(T, C);
+    for (std::size_t i = 0; i < wte.size(); ++i) {
+      wte.data()[i] = std::bit_cast<float16>(static_cast<std::uint16_t>(i));
+    }
+    for (std::size_t i = 0; i < wpe.size(); ++i) {  // small values, zeros and subnormals first
+      wpe.data()[i] = std::bit_cast<float16>(static_cast<std::uint16_t>(i * 7 + (i / C) * 0x8000));
+    }
+    const std::size_t B = uses * V / T;
+    Matrix<TokenId> tokens(B, T);
+    for (std::size_t i = 0; i < tokens.size(); ++i) tokens.data()[i] = static_cast<TokenId>(i % V);
+    const Matrix<float> wte32 = widen<float16>(wte), wpe32 = widen<float16>(wpe);
+    std::vector<std::int64_t> pos(B * T);
+    for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<std::int64_t>(i % T);
+    Matrix<float> ref(B * T, C);
+    reference::embed_forward(ref.view(), tokens, pos.data(), wte32, wpe32);
+    for (const std::string& target : simd_targets()) {
+      SCOPED_TRACE(target + ", table rows " + std::to_string(V) + ", batch rows " +
+                   std::to_string(B));
+      detail::set_simd_target(target);
+      Matrix<float> out(B * T, C);
+      embed_forward(out.view(), tokens, PositionSource::contiguous(), wte, wpe);
+      EXPECT_EQ(bytes_of(out), bytes_of(ref));
+    }
+    detail::set_simd_target("");
+  }
 }
 
 // Large enough for several threads, streaming stores and grouped reads, on a strided output with
