@@ -21,6 +21,7 @@ namespace posemb {
 namespace {
 
 using testing::bytes_of;
+using testing::expect_invalid;
 using testing::random_matrix;
 
 // --- slopes ---------------------------------------------------------------------------------
@@ -283,16 +284,6 @@ TEST(Alibi, SlopeGradientMatchesFiniteDifferences) {
 }
 
 // --- bad input ------------------------------------------------------------------------------
-
-template <class F>
-void expect_invalid(const std::string& needle, F&& call) {
-  try {
-    call();
-    ADD_FAILURE() << needle << ": passed";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
 
 TEST(Alibi, RejectsBadArgumentsAndWritesNothing) {
   Matrix<float> s = random_matrix(2 * 3 * 4, 5, 1);

@@ -30,6 +30,7 @@ namespace posemb {
 namespace {
 
 using testing::bytes_of;
+using testing::expect_invalid;
 using testing::random_matrix;
 
 struct Case {
@@ -321,16 +322,6 @@ TEST(RelativeBias, GradientMatchesFiniteDifferences) {
 }
 
 // --- bad input ------------------------------------------------------------------------------
-
-template <class F>
-void expect_invalid(const std::string& needle, F&& call) {
-  try {
-    call();
-    ADD_FAILURE() << needle << ": passed";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
 
 TEST(RelativeBias, RejectsBadArgumentsAndWritesNothing) {
   const Matrix<float> table = random_matrix(32, 3, 1);

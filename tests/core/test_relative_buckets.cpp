@@ -15,9 +15,12 @@
 #include <vector>
 
 #include "posemb/relative_bias.hpp"
+#include "test_support.hpp"
 
 namespace posemb {
 namespace {
+
+using testing::expect_invalid;
 
 constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
@@ -218,16 +221,6 @@ TEST(RelativeBuckets, BulkEqualsOneByOneAndWorksInPlace) {
 }
 
 // --- bad input ------------------------------------------------------------------------------
-
-template <class F>
-void expect_invalid(const std::string& needle, F&& call) {
-  try {
-    call();
-    ADD_FAILURE() << needle << ": passed";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
 
 TEST(RelativeBucket, RefusesWhatT5sFormulaCannotCompute) {
   for (std::size_t nb : {0, 1}) {

@@ -40,6 +40,17 @@ inline Matrix<TokenId> random_tokens(std::size_t B, std::size_t T, std::size_t V
   return m;
 }
 
+// Calls call, which must throw std::invalid_argument whose message holds needle.
+template <class F>
+void expect_invalid(const std::string& needle, F&& call) {
+  try {
+    call();
+    ADD_FAILURE() << needle << ": passed";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
 // Every byte of a view, row after row.
 template <class T>
 std::vector<unsigned char> bytes_of(MatrixView<const T> v) {
