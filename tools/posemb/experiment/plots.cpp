@@ -25,12 +25,14 @@ std::string length_generalization_svg(const std::string& title, const lab::TaskS
   c.log_x = bits;  // L, 2L, 4L, ...: evenly spaced
   c.x_label = bits ? "evaluation window length (tokens; a text's bytes; log scale)"
                    : "sequence length n (symbols in the instance)";
-  c.y_label = bits ? "bits per token (teacher-forced, non-overlapping windows)"
+  c.y_label = bits ? "bits per token (a text's bits per byte; teacher-forced, non-overlapping "
+                     "windows)"
                    : "exact match (greedy decoding)";
   c.markers.push_back(
       {static_cast<double>(train_len),
        (bits ? "training length " : "training length n = ") + std::to_string(train_len), ""});
   std::size_t longest = 0, seeds = 0;
+  double lowest = INFINITY;  // bits: the lowest value of any band
   for (const auto& e : encodings) {
     seeds = std::max(seeds, e.runs.size());
     for (const auto* r : e.runs) {
@@ -48,6 +50,7 @@ std::string length_generalization_svg(const std::string& title, const lab::TaskS
       s.lo.push_back(ls.beyond_table ? NAN : v.min);
       s.hi.push_back(ls.beyond_table ? NAN : v.max);
       if (bits && !ls.beyond_table && std::isfinite(v.max)) c.y_max = std::max(c.y_max, v.max);
+      if (bits && !ls.beyond_table && std::isfinite(v.min)) lowest = std::min(lowest, v.min);
     }
     if (const auto rows = e.runs.front()->max_seq_len) {
       // A table of R rows holds the lengths whose rows fit R tokens (the task's length rule).
@@ -62,7 +65,11 @@ std::string length_generalization_svg(const std::string& title, const lab::TaskS
     }
     c.series.push_back(std::move(s));
   }
-  if (bits) c.y_max = std::ceil(c.y_max);
+  if (bits) {
+    // The axis from the whole bit below the lowest value: the encodings' differences are tenths.
+    c.y_max = std::ceil(c.y_max);
+    if (std::isfinite(lowest)) c.y_min = std::min(std::floor(lowest), c.y_max - 1.0);
+  }
   c.note = (seeds > 1 ? "line: mean of " + std::to_string(seeds) +
                             " seeds\nshaded: lowest to highest seed\n"
                       : std::string()) +
