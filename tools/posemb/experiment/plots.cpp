@@ -25,9 +25,8 @@ std::string length_generalization_svg(const std::string& title, const lab::TaskS
   c.log_x = bits;  // L, 2L, 4L, ...: evenly spaced
   c.x_label = bits ? "evaluation window length (tokens; a text's bytes; log scale)"
                    : "sequence length n (symbols in the instance)";
-  c.y_label = bits ? "bits per token (a text's bits per byte; teacher-forced, non-overlapping "
-                     "windows)"
-                   : "exact match (greedy decoding)";
+  c.y_label =
+      bits ? "bits per token (a text's byte), teacher-forced" : "exact match (greedy decoding)";
   c.markers.push_back(
       {static_cast<double>(train_len),
        (bits ? "training length " : "training length n = ") + std::to_string(train_len), ""});
