@@ -225,6 +225,10 @@ struct EvalConfig {
   // window of context; a window shorter than the stride slides by its own length, as the
   // non-overlapping windows do).
   std::size_t stride = 0;
+  // A task scored on the windows of a text: only the first text_bytes bytes of its evaluation
+  // text are read, the same bytes at every length (0: the whole text). Bounds the work of long
+  // windows (`posemb demo --task text`).
+  std::size_t text_bytes = 0;
   std::size_t samples = 100;
   std::uint64_t seed = 1234;
   // For an encoding trained on randomized positions (learned-randomized): positions at

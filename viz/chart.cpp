@@ -88,12 +88,16 @@ std::pair<double, double> x_range(const LineChart& c) {
                                   std::to_string(s.hi.size()) + " high values");
     }
     for (double x : s.x) {
+      if (c.log_x && !(x > 0)) {
+        throw std::invalid_argument("line_chart_svg: series '" + s.name + "' has x " +
+                                    format_tick(x) + " on a log x axis (x must be above 0)");
+      }
       lo = std::min(lo, x);
       hi = std::max(hi, x);
     }
   }
   if (!(lo <= hi)) throw std::invalid_argument("line_chart_svg: no points to plot");
-  if (hi == lo) hi = lo + 1;
+  if (hi == lo) hi = c.log_x ? 2 * lo : lo + 1;
   return {lo, hi};
 }
 
@@ -159,7 +163,19 @@ struct Frame {
     W = legend_x + std::max(160.0, legend) + 12;
     H = std::max(bottom + B, T + legend_h);
   }
-  double X(const Area& a, double x) const { return a.L + a.w * (x - lo) / (hi - lo); }
+  double X(const Area& a, double x) const {
+    if (c.log_x) return a.L + a.w * std::log(x / lo) / std::log(hi / lo);
+    return a.L + a.w * (x - lo) / (hi - lo);
+  }
+  // The x axis' ticks: round values, or on a log axis the powers of two in the range.
+  std::vector<double> x_ticks() const {
+    if (!c.log_x) return nice_ticks(lo, hi, panels() ? 6 : 14);
+    std::vector<double> t;
+    for (double x = std::exp2(std::ceil(std::log2(lo) - 1e-9)); x <= hi * (1 + 1e-9); x *= 2) {
+      t.push_back(x);
+    }
+    return t;
+  }
   double Y(const Area& a, double y) const {
     return a.T + a.h * (1.0 - (y - c.y_min) / (c.y_max - c.y_min));
   }
@@ -196,7 +212,7 @@ void draw_axes(std::ostringstream& o, const Frame& f, const Area& a) {
     o << "<text x=\"" << num(a.L - 8) << "\" y=\"" << num(f.Y(a, y) + 4)
       << "\" text-anchor=\"end\">" << format_tick(y) << "</text>\n";
   }
-  for (double x : nice_ticks(f.lo, f.hi, f.panels() ? 6 : 14)) {
+  for (double x : f.x_ticks()) {
     o << "<line x1=\"" << num(f.X(a, x)) << "\" y1=\"" << num(a.T + a.h) << "\" x2=\""
       << num(f.X(a, x)) << "\" y2=\"" << num(a.T + a.h + 5) << "\" stroke=\"black\"/>\n";
     o << "<text x=\"" << num(f.X(a, x)) << "\" y=\"" << num(a.T + a.h + 19)

@@ -47,10 +47,12 @@ struct LineChart {
   std::vector<Marker> markers;  // outside the x range: left out
   std::string note;             // small text under the legend, lines split at '\n' ("" for none)
   bool panels = false;          // small multiples: one panel per series (one series: one plot)
+  // x on a logarithmic scale, ticked at the powers of two in its range (every x must be > 0).
+  bool log_x = false;
 };
 
 // The SVG document. Throws std::invalid_argument when no series has a point, when x and y (or a
-// band's lo and hi) differ in length, or y_min >= y_max.
+// band's lo and hi) differ in length, y_min >= y_max, or (log_x) an x is not above 0.
 std::string line_chart_svg(const LineChart& chart);
 
 }  // namespace posemb::viz

@@ -53,13 +53,15 @@ void evaluate_windows(LengthResult& res, Model& model, const TaskConfig& task,
                       const EvalConfig& cfg, PositionMode mode, std::size_t len) {
   const EvalWindows& w = *find_task(task.kind).windows;
   const std::size_t range = model.config().max_seq_len, bucket = train_tokens(task);
-  score_windows(res, model, task, w, w.plan(task, len, len), bucket, mode, range, cfg.seed);
+  score_windows(res, model, task, w, w.plan(task, len, len, cfg.text_bytes), bucket, mode, range,
+                cfg.seed);
   const std::size_t stride = sliding_stride(cfg, len);
   if (stride == len) {  // the same windows: the same figure
     res.sliding = {stride, res.loss, res.counted, res.dropped};
     return;
   }
-  score_windows(res, model, task, w, w.plan(task, len, stride), bucket, mode, range, cfg.seed);
+  score_windows(res, model, task, w, w.plan(task, len, stride, cfg.text_bytes), bucket, mode, range,
+                cfg.seed);
 }
 
 LengthResult evaluate_length(Model& model, const TaskConfig& task, const EvalConfig& cfg,
@@ -117,10 +119,12 @@ double rows_scored(const TaskConfig& task, const TaskSpec& spec, const EvalConfi
                    std::size_t n) {
   if (spec.windows == nullptr) return static_cast<double>(cfg.samples);
   const std::size_t len = spec.tokens(n), stride = sliding_stride(cfg, len);
-  const double windows = static_cast<double>(spec.windows->plan(task, len, len).windows);
+  const double windows =
+      static_cast<double>(spec.windows->plan(task, len, len, cfg.text_bytes).windows);
   return stride == len
              ? windows
-             : windows + static_cast<double>(spec.windows->plan(task, len, stride).windows);
+             : windows + static_cast<double>(
+                             spec.windows->plan(task, len, stride, cfg.text_bytes).windows);
 }
 
 // "1..32", "64, 128, 256, 512": the lengths of cfg for messages.
@@ -154,7 +158,7 @@ void check_windows(const ModelConfig& m, const TaskConfig& task, const EvalConfi
   const std::size_t n = longest_within(spec, cfg, model_rows(m));
   if (spec.windows == nullptr || n == 0) return;
   const std::size_t len = spec.tokens(n);
-  const WindowPlan plan = spec.windows->plan(task, len, len);
+  const WindowPlan plan = spec.windows->plan(task, len, len, cfg.text_bytes);
   if (plan.windows != 0) return;
   // No whole window: every predictable target of the text is dropped.
   throw ConfigError({"eval.max_len"},

@@ -14,6 +14,13 @@
 // twice its training length with each RoPE scaling method (factor 2: none, linear, ntk, dynamic,
 // yarn), measured before any update and fine-tuned with that scaling, probed every 100 steps.
 // Results are a function of the options (the seeds, the steps), never of the threads.
+//
+// A task scored teacher-forced on the windows of a text (the text task) has the text demo
+// instead (`language`): every encoding (in_demo, and a trained bias on the scores when the preset
+// says so) evaluated in bits per byte at L, 2L, 4L, 8L on the same bytes of the evaluation text;
+// each learned table extended to 2L by copy, interpolate and random rows, and each rotary run at
+// 2L and 4L with none, linear, ntk and yarn, each evaluated before any update and after a short
+// fine-tuning (lab/experiment/lm_demo.hpp).
 #pragma once
 
 #include <cstddef>
@@ -59,15 +66,20 @@ struct DemoPlan {
   std::string rotary;
   std::vector<std::string> rope_methods;
   double rope_factor = 2.0;
+  // The text demo: language is true, RoPE is scaled by each of rope_factors (2 and 4: to 2L and
+  // 4L); the symbol demo: rope_factors is {rope_factor}.
+  bool language = false;
+  std::vector<double> rope_factors;
+  DemoPreset preset;  // the task's preset the plan was made from (its model and training)
   std::size_t rope_extension_steps = 0, rope_probe_every = 0;
 
   // The from-scratch run of encoding pe with seed.
   RunConfig run(const std::string& pe, std::uint64_t seed) const;
   // A learned run's extension: its table extended to 2L, fine-tuned at n <= 2L.
   RunConfig extension_run(std::uint64_t seed) const;
-  // A rotary run with a RoPE scaling method (factor rope_factor over the run's trained positions,
-  // lab::rope_scaling_for), fine-tuned at n <= 2L.
-  RunConfig rope_extension_run(std::uint64_t seed, const std::string& method) const;
+  // A rotary run with a RoPE scaling method (factor over the run's trained positions,
+  // lab::rope_scaling_for), fine-tuned at n <= factor L.
+  RunConfig rope_extension_run(std::uint64_t seed, const std::string& method, double factor) const;
 };
 
 // The plan of o (its task's preset, then the steps and sizes given). Throws ConfigError

@@ -12,7 +12,9 @@
 
 #include "lab/encodings/registry.hpp"
 #include "lab/experiment/demo_run.hpp"
+#include "lab/experiment/demo_stage.hpp"
 #include "lab/experiment/grid.hpp"
+#include "lab/experiment/lm_demo.hpp"
 #include "lab/model/model.hpp"
 #include "lab/report/results.hpp"
 #include "lab/tasks/registry.hpp"
@@ -21,99 +23,6 @@
 
 namespace posemb::lab {
 namespace {
-
-using ProgressFn = std::function<void(const DemoProgress&)>;
-
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string one;
-  in >> one;
-  return one.empty() ? "unknown" : one;
-}
-
-// The estimated multiply-adds of a run: its training steps (forward and backward, about three
-// forwards of a batch whose lengths are spread over 1..train_len), its probes and its evaluation.
-// Split into what is done while it trains (.first) and its final evaluation (.second).
-std::pair<double, double> run_work(const GridRun& g) {
-  const RunConfig& r = g.run;
-  EvalConfig one;
-  one.min_len = 1;
-  one.max_len = r.task.train_len;
-  one.samples = 1;
-  const double step = 3.0 * static_cast<double>(r.train.batch) *
-                      evaluation_work(r.model, r.task, one) / static_cast<double>(r.task.train_len);
-  const double probes =
-      static_cast<double>(g.eval_at.size()) *
-      (g.eval_at.empty() ? 0.0 : evaluation_work(r.model, r.task, g.probe.value_or(g.eval)));
-  return {step * static_cast<double>(r.train.steps) + probes,
-          evaluation_work(r.model, r.task, g.eval)};
-}
-
-// Trains and evaluates runs through the grid runner, plan.options.parallel_runs at a time on
-// one thread each, reporting the stage's progress over all their steps and the demo's over its
-// estimated work (`total` comes with the stage's name and number, the work of the stages before
-// as work_done and every stage's as work_total); the first failed run's error is thrown.
-std::vector<GridOutcome> run_stage(const std::vector<GridRun>& runs, const DemoPlan& plan,
-                                   DemoProgress total, const ProgressFn& progress) {
-  for (const auto& r : runs) total.total += r.run.train.steps;
-  std::mutex mu;
-  std::vector<double> work(runs.size(), 0.0);  // each run's work done
-  std::vector<std::size_t> done(runs.size(), 0);
-  GridOptions opt;
-  opt.parallel_runs = plan.options.parallel_runs;
-  if (progress) {
-    opt.progress = [&](const GridProgress& g) {
-      const std::lock_guard<std::mutex> lock(mu);
-      total.done += g.step - done[g.index];
-      done[g.index] = g.step;
-      total.loss = g.loss;
-      const auto [training, evaluation] = run_work(runs[g.index]);
-      const double now = g.finished ? training + evaluation
-                                    : training * static_cast<double>(g.step) /
-                                          static_cast<double>(std::max<std::size_t>(g.steps, 1));
-      total.work_done += now - work[g.index];
-      work[g.index] = now;
-      progress(total);
-    };
-  }
-  auto out = run_grid(runs, opt);
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    if (!out[i].error.empty()) throw std::runtime_error(runs[i].name + ": " + out[i].error);
-  }
-  return out;
-}
-
-std::string checkpoint_name(const std::string& pe, std::uint64_t seed, const std::string& tail) {
-  return pe + "-seed" + std::to_string(seed) + tail + ".safetensors";
-}
-
-// The steps a fine-tuning run is probed at: 0, every, 2 every, ... and its last step.
-std::vector<std::size_t> probe_steps(std::size_t steps, std::size_t every) {
-  std::vector<std::size_t> at;
-  for (std::size_t step = 0; step < steps; step += every) at.push_back(step);
-  at.push_back(steps);
-  return at;
-}
-
-// 1. Every encoding and seed, from scratch; the extended and the rotary encoding's runs keep a
-//    checkpoint.
-std::vector<GridRun> encoding_runs(const DemoPlan& plan, const std::filesystem::path& ckdir) {
-  std::vector<GridRun> grid;
-  for (const auto& pe : plan.encodings) {
-    for (std::size_t k = 0; k < plan.options.seeds; ++k) {
-      GridRun s;
-      s.run = plan.run(pe, plan.options.seed + k);
-      s.name = pe + " seed " + std::to_string(s.run.train.seed);
-      s.eval = plan.eval;
-      if (pe == plan.extended || pe == plan.rotary) {
-        s.checkpoint = (ckdir / checkpoint_name(pe, s.run.train.seed, "")).string();
-        s.keep_table = pe == plan.extended && k == 0;
-      }
-      grid.push_back(std::move(s));
-    }
-  }
-  return grid;
-}
 
 // A learned run's extension by method m at seed, all but its table (extension_runs makes it):
 // fine-tuned at n <= 2L, exact match at L + 1..2L probed along the way.
@@ -138,7 +47,7 @@ GridRun extension_settings(const DemoPlan& plan, std::uint64_t seed, ResizeMetho
 GridRun rope_extension_settings(const DemoPlan& plan, std::uint64_t seed, const std::string& m) {
   GridRun s;
   s.name = plan.rotary + " " + m + " seed " + std::to_string(seed);
-  s.run = plan.rope_extension_run(seed, m);
+  s.run = plan.rope_extension_run(seed, m, plan.rope_factor);
   s.eval = plan.eval;
   s.eval.max_len = 2 * plan.train_len;
   s.eval_at = probe_steps(plan.rope_extension_steps, plan.rope_probe_every);
@@ -187,17 +96,6 @@ std::vector<GridRun> rope_extension_runs(const DemoPlan& plan, const std::vector
   return ext;
 }
 
-ExtensionRun extension_result(std::string method, const GridRun& run, GridOutcome& out) {
-  ExtensionRun er;
-  er.method = std::move(method);
-  er.seed = run.run.train.seed;
-  er.first_loss = out.first_loss;
-  er.train_seconds = out.results.train_seconds;
-  er.curve = std::move(out.at_steps);
-  er.after = std::move(out.results.results);
-  return er;
-}
-
 // The report's settings text, from the plan.
 void describe(DemoReport& rep, const DemoPlan& plan, const RunConfig& first,
               const RunConfig& extension) {
@@ -228,7 +126,8 @@ void describe(DemoReport& rep, const DemoPlan& plan, const RunConfig& first,
       task.tokens(L), L, task.tokens(L2), plan.extension_steps, L2, first.train.lr,
       extension.train.warmup, L + 1, L2);
   if (plan.rotary.empty()) return;
-  const RunConfig rope = plan.rope_extension_run(plan.options.seed, plan.rope_methods.back());
+  const RunConfig rope =
+      plan.rope_extension_run(plan.options.seed, plan.rope_methods.back(), plan.rope_factor);
   std::string methods;
   for (const auto& m : plan.rope_methods) methods += (methods.empty() ? "" : ", ") + m;
   rep.rope_extension_training = fmt::format(
@@ -244,6 +143,7 @@ void describe(DemoReport& rep, const DemoPlan& plan, const RunConfig& first,
 }  // namespace
 
 std::vector<double> demo_work(const DemoPlan& plan) {
+  if (plan.language) return lm_demo_work(plan);
   double first = 0.0, second = 0.0;
   const auto add = [](double& w, const GridRun& g) {
     const auto [training, evaluation] = run_work(g);
@@ -270,7 +170,8 @@ std::vector<double> demo_work(const DemoPlan& plan) {
 }
 
 DemoOutcome run_demo(const DemoPlan& plan, const std::filesystem::path& checkpoint_dir,
-                     const ProgressFn& progress) {
+                     const DemoProgressFn& progress) {
+  if (plan.language) return run_lm_demo(plan, checkpoint_dir, progress);
   const std::string load_start = load_average();
   const auto t_all = std::chrono::steady_clock::now();
   DemoOutcome out;
@@ -280,15 +181,9 @@ DemoOutcome run_demo(const DemoPlan& plan, const std::filesystem::path& checkpoi
   DemoProgress stage{"demo: encodings", 0, 2};
   for (const double w : demo_work(plan)) stage.work_total += w;
   const auto grid = encoding_runs(plan, checkpoint_dir);
-  auto grid_out = run_stage(grid, plan, stage, progress);
+  auto grid_out = run_demo_stage(grid, plan, stage, progress);
   for (std::size_t i = 0; i < grid.size(); ++i) {
-    RunResults rr;
-    rr.pe = grid[i].run.model.pe;
-    rr.seed = grid[i].run.train.seed;
-    if (find_encoding(rr.pe).has_table) rr.max_seq_len = grid[i].run.model.max_seq_len;
-    rr.train_seconds = grid_out[i].results.train_seconds;
-    rr.results = grid_out[i].results.results;
-    rep.runs.push_back(std::move(rr));
+    rep.runs.push_back(run_results(grid[i], grid_out[i]));
     if (grid[i].keep_table) out.learned_table = std::move(grid_out[i].table);
   }
 
@@ -299,7 +194,7 @@ DemoOutcome run_demo(const DemoPlan& plan, const std::filesystem::path& checkpoi
   stage.stage = "demo: extension";
   stage.stage_index = 1;
   stage.work_done = demo_work(plan).front();  // the first stage's, done
-  auto ext_out = run_stage(ext, plan, stage, progress);
+  auto ext_out = run_demo_stage(ext, plan, stage, progress);
   for (std::size_t i = 0; i < n_table; ++i) {
     const std::string method(resize_method_name(plan.methods[i % plan.methods.size()]));
     if (ext[i].keep_table) out.extended_tables.emplace_back(method, std::move(ext_out[i].table));

@@ -258,9 +258,10 @@ std::string grid_settings(std::span<const GridRun> runs) {
   std::string s;
   auto eval = [&](const EvalConfig& e) {
     for (const auto v : {e.min_len, e.max_len, e.samples, static_cast<std::size_t>(e.seed),
-                         static_cast<std::size_t>(e.randomized_eval)}) {
+                         static_cast<std::size_t>(e.randomized_eval), e.stride, e.text_bytes}) {
       s += std::to_string(v) + ',';
     }
+    for (const auto n : e.lengths) s += std::to_string(n) + ' ';
   };
   for (const GridRun& r : runs) {
     s += r.name + '\n' + r.run.to_json() + '\n';

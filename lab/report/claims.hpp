@@ -26,6 +26,7 @@ struct ClaimVerdict {
   std::string measured;   // this run's numbers
   std::string rule;       // how the verdict is decided
   bool reproduced = false;
+  std::string reason;  // the text demo's: which part of the rule failed ("" when reproduced)
 };
 
 // The encodings the claims are about, each by properties (lab/encodings/encoding.hpp) that one

@@ -22,6 +22,7 @@ struct DemoReport {
   std::string model;             // "a 2-layer, 4-head, d_model 32 GPT"
   std::string training;          // "1000 AdamW steps of 32 sequences (lr 3e-3, ...)"
   std::size_t samples = 0;       // instances per evaluated length
+  std::string evaluation;        // the text demo: how bits per byte were measured ("": symbol)
   std::vector<RunResults> runs;  // every encoding x seed, evaluated on 1..eval_max
   std::vector<ExtensionRun> extension;
   std::size_t extended_train_len = 0;  // 2L: the extension's fine-tuning lengths n <= 2L

@@ -96,6 +96,8 @@ std::vector<LengthSpread> spread_by_length(const std::vector<const RunResults*>&
 struct ExtensionRun {
   std::string method;
   std::uint64_t seed = 0;
+  double factor = 0.0;      // a RoPE scaling's factor (the text demo's; 0: not recorded)
+  std::size_t steps = 0;    // fine-tuning steps before `after` (the text demo's; 0: not recorded)
   double first_loss = 0.0;  // the loss of the first fine-tuning batch, before any update
   double train_seconds = 0.0;
   std::vector<std::pair<std::size_t, std::vector<LengthResult>>> curve;  // (step, results)

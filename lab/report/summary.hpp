@@ -15,4 +15,9 @@ namespace posemb::lab {
 // L, each as the mean and min-max over seeds), the learned table extension's curve and RoPE's.
 std::string summary_markdown(const DemoReport& rep);
 
+// The text demo's summary.md (`posemb demo --task text`, lab/report/lm_summary.cpp): the claims
+// of lab/report/lm_claims.hpp with their reasons, bits per byte by length per encoding, the
+// learned tables' extension and RoPE's scalings at step 0 and after fine-tuning.
+std::string lm_summary_markdown(const DemoReport& rep);
+
 }  // namespace posemb::lab

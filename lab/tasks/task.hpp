@@ -54,16 +54,18 @@ struct WindowPlan {
 // How a task evaluated on the windows of a text instead of seeded rows makes them (nullptr for
 // the symbol tasks).
 struct EvalWindows {
-  // The windows of length n (tokens) and stride S over the text of cfg; throws
-  // std::invalid_argument unless 1 <= S <= n.
-  WindowPlan (*plan)(const TaskConfig& cfg, std::size_t n, std::size_t stride);
+  // The windows of length n (tokens) and stride S over the text of cfg (its first max_bytes
+  // bytes; 0: all of it); throws std::invalid_argument unless 1 <= S <= n.
+  WindowPlan (*plan)(const TaskConfig& cfg, std::size_t n, std::size_t stride,
+                     std::size_t max_bytes);
   // Windows [first, first + count) of plan as a batch (positions by mode, range and seed, as
   // eval_batch's).
   void (*fill)(Batch& out, const TaskConfig& cfg, const WindowPlan& plan, std::size_t first,
                std::size_t count, PositionMode mode, std::size_t range, std::uint64_t seed);
 };
 
-// The demo's budget for a task (lab/experiment/demo_plan.hpp): its training length L and steps.
+// The demo's budget for a task (lab/experiment/demo_plan.hpp): its training length L, steps, model
+// and evaluation. The fields after `samples` have the symbol tasks' values by default.
 struct DemoPreset {
   std::size_t train_len;             // L
   std::size_t steps;                 // every encoding but the randomized one
@@ -74,6 +76,16 @@ struct DemoPreset {
   std::size_t rope_probe_every;      // steps between its probes
   std::size_t eval_max;              // the longest evaluated length
   std::size_t samples;               // instances per evaluated length
+  // The model trained (a GPT of n_layers blocks) and its training: batch and peak lr.
+  std::size_t d_model = 32, n_layers = 2, n_heads = 4, d_ff = 128, batch = 32;
+  float lr = 3e-3f;
+  // A task evaluated on the windows of a text: the evaluation text's bytes read at every length
+  // (EvalConfig::text_bytes; 0: all of it).
+  std::size_t eval_bytes = 0;
+  // Also train the encodings with a trained bias on the scores (T5's; EncodingSpec::
+  // trained_bias()) besides those marked in_demo: a line of Press et al.'s Figure 1, measured on
+  // text.
+  bool trained_bias = false;
 };
 
 // What a task is, independent of any run: its name, rule, vocabulary, length rule, batches,

@@ -148,7 +148,7 @@ TEST(DemoPlan, EveryRegisteredEncodingTheExtendedOneAndTheOverrides) {
   EXPECT_EQ(plan.rope_methods, rope_scaling_methods());
   EXPECT_EQ(plan.rope_probe_every, 50u);
   for (const auto& m : plan.rope_methods) {
-    const RunConfig r = plan.rope_extension_run(5, m);
+    const RunConfig r = plan.rope_extension_run(5, m, plan.rope_factor);
     EXPECT_NO_THROW(validate_run(r)) << m;
     EXPECT_EQ(r.model.pe, plan.rotary);
     EXPECT_EQ(r.task.train_len, 2 * plan.train_len);

@@ -218,6 +218,38 @@ TEST(LineChart, LinesBreakAtGapsStyledApartAndMarkersInAxisUnits) {
   EXPECT_GT(std::stod(lab[1]), 72.0 + 560.0);
 }
 
+// A log x axis: doublings evenly spaced, ticks at the powers of two, x <= 0 refused.
+TEST(LineChart, LogXSpacesDoublingsEvenlyAndTicksPowersOfTwo) {
+  LineChart c;
+  c.title = "t";
+  c.log_x = true;
+  c.y_min = 2;
+  c.y_max = 4;
+  c.series.push_back({"a", {64, 128, 256, 512}, {3, 3, 3, 3}});
+  const std::string svg = line_chart_svg(c);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      svg, m,
+      std::regex("<polyline[^>]*points=\"([0-9.]+),[0-9.]+ ([0-9.]+),[0-9.]+ ([0-9.]+),[0-9.]+ "
+                 "([0-9.]+),")));
+  const double x0 = std::stod(m[1]), x1 = std::stod(m[2]), x2 = std::stod(m[3]),
+               x3 = std::stod(m[4]);
+  EXPECT_NEAR(x1 - x0, x2 - x1, 0.11);
+  EXPECT_NEAR(x2 - x1, x3 - x2, 0.11);
+  for (const char* tick : {">64<", ">128<", ">256<", ">512<"}) {
+    EXPECT_NE(svg.find(tick), std::string::npos) << tick;
+  }
+  EXPECT_EQ(svg.find(">100<"), std::string::npos);  // not the linear axis' round values
+  c.log_x = false;  // the same points on a linear axis: 128 to 256 twice 64 to 128
+  const std::string lin = line_chart_svg(c);
+  ASSERT_TRUE(std::regex_search(
+      lin, m, std::regex("<polyline[^>]*points=\"([0-9.]+),[0-9.]+ ([0-9.]+),[0-9.]+ ([0-9.]+),")));
+  EXPECT_NEAR(2 * (std::stod(m[2]) - std::stod(m[1])), std::stod(m[3]) - std::stod(m[2]), 0.2);
+  c.log_x = true;
+  c.series.push_back({"b", {0, 1}, {3, 3}});
+  EXPECT_THROW(line_chart_svg(c), std::invalid_argument);
+}
+
 TEST(LineChart, BandsAreTranslucentAreasUnderTheLinesBrokenAtGaps) {
   LineChart c;
   c.series.push_back({"a",

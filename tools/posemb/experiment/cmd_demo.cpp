@@ -56,10 +56,13 @@ void run_demo(DemoFlags& f) {
   std::filesystem::create_directories(ckdir);
   fmt::print(stderr,
              "posemb demo{}: {} encodings x {} seeds, then the learned table extended {} ways "
-             "and {} with {} RoPE scalings; {} runs at a time, one thread each\n",
+             "and {} with {} RoPE scalings{}; {} runs at a time, one thread each\n",
              f.demo.quick ? " --quick" : "", plan.encodings.size(), f.demo.seeds,
              plan.methods.size(), plan.rotary.empty() ? "no rotary run" : plan.rotary,
-             plan.rope_methods.size(), f.demo.parallel_runs);
+             plan.rope_methods.size(),
+             plan.rope_factors.size() > 1 ? fmt::format(" at {} lengths", plan.rope_factors.size())
+                                          : std::string(),
+             f.demo.parallel_runs);
   // One bar per stage; the time left is the whole demo's: its pace so far over the estimated work
   // of what remains of every stage.
   std::optional<Progress> progress;
@@ -99,7 +102,9 @@ void register_demo_command(CLI::App& app) {
                   "RoPE at twice its training length with each scaling (" +
                   rope_scaling_method_names() +
                   ") and fine-tune; writes summary.md (published results beside this run's), "
-                  "data and charts into --out.");
+                  "data and charts into --out. With --task text: every encoding and T5's bias, "
+                  "bits per byte at L, 2L, 4L, 8L, the table extended three ways and RoPE at 2L "
+                  "and 4L, before and after fine-tuning (lm_*.csv/json/svg).");
   add_demo_flags(cmd, *f);
   cmd->callback([f] { run_demo(*f); });
 }

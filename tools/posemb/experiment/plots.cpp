@@ -7,6 +7,7 @@
 #include <map>
 
 #include "lab/config.hpp"
+#include "lab/report/lm_results.hpp"
 #include "lab/tasks/registry.hpp"
 #include "posemb/table_analysis.hpp"
 #include "viz/chart.hpp"
@@ -21,14 +22,16 @@ std::string length_generalization_svg(const std::string& title, const lab::TaskS
   const bool bits = task.scoring == lab::Scoring::teacher_forced;
   viz::LineChart c;
   c.title = title;
-  c.x_label = bits ? "evaluation window length (tokens; a text's bytes)"
+  c.log_x = bits;  // L, 2L, 4L, ...: evenly spaced
+  c.x_label = bits ? "evaluation window length (tokens; a text's bytes; log scale)"
                    : "sequence length n (symbols in the instance)";
-  c.y_label = bits ? "bits per token (teacher-forced, non-overlapping windows)"
-                   : "exact match (greedy decoding)";
+  c.y_label =
+      bits ? "bits per token (a text's byte), teacher-forced" : "exact match (greedy decoding)";
   c.markers.push_back(
       {static_cast<double>(train_len),
        (bits ? "training length " : "training length n = ") + std::to_string(train_len), ""});
   std::size_t longest = 0, seeds = 0;
+  double lowest = INFINITY;  // bits: the lowest value of any band
   for (const auto& e : encodings) {
     seeds = std::max(seeds, e.runs.size());
     for (const auto* r : e.runs) {
@@ -46,6 +49,7 @@ std::string length_generalization_svg(const std::string& title, const lab::TaskS
       s.lo.push_back(ls.beyond_table ? NAN : v.min);
       s.hi.push_back(ls.beyond_table ? NAN : v.max);
       if (bits && !ls.beyond_table && std::isfinite(v.max)) c.y_max = std::max(c.y_max, v.max);
+      if (bits && !ls.beyond_table && std::isfinite(v.min)) lowest = std::min(lowest, v.min);
     }
     if (const auto rows = e.runs.front()->max_seq_len) {
       // A table of R rows holds the lengths whose rows fit R tokens (the task's length rule).
@@ -60,7 +64,11 @@ std::string length_generalization_svg(const std::string& title, const lab::TaskS
     }
     c.series.push_back(std::move(s));
   }
-  if (bits) c.y_max = std::ceil(c.y_max);
+  if (bits) {
+    // The axis from the whole bit below the lowest value: the encodings' differences are tenths.
+    c.y_max = std::ceil(c.y_max);
+    if (std::isfinite(lowest)) c.y_min = std::min(std::floor(lowest), c.y_max - 1.0);
+  }
   c.note = (seeds > 1 ? "line: mean of " + std::to_string(seeds) +
                             " seeds\nshaded: lowest to highest seed\n"
                       : std::string()) +
@@ -118,6 +126,59 @@ std::string table_similarity_png(MatrixView<const float> table, const std::strin
   return viz::heatmap_png(cosine_similarity(table), o);
 }
 
+std::string lm_extension_svg(const std::string& title, const std::vector<lab::ExtensionRun>& table,
+                             const std::vector<lab::ExtensionRun>& rope, std::size_t train_len) {
+  viz::LineChart c;
+  c.title = title;
+  c.x_label = "fine-tuning steps at the extended length sL";
+  c.y_label = "bits per byte at sL";
+  c.panels = true;
+  c.y_min = 0.0;
+  c.y_max = 0.0;
+  std::size_t seeds = 0;
+  // One series per method (and factor): before any update and after the fine-tuning.
+  const auto add = [&](const std::vector<lab::ExtensionRun>& runs, const std::string& prefix) {
+    std::vector<std::pair<std::string, double>> keys;
+    for (const auto& r : runs) {
+      if (std::find(keys.begin(), keys.end(), std::pair{r.method, r.factor}) == keys.end()) {
+        keys.emplace_back(r.method, r.factor);
+      }
+    }
+    for (const auto& [method, factor] : keys) {
+      const auto n = static_cast<std::size_t>(factor) * train_len;
+      std::vector<double> before, after;
+      std::size_t steps = 0;
+      for (const auto& r : runs) {
+        if (r.method != method || r.factor != factor) continue;
+        before.push_back(lab::step0_bits(r, n));
+        after.push_back(lab::after_bits(r, n));
+        steps = r.steps;
+      }
+      seeds = std::max(seeds, before.size());
+      viz::Series s;
+      s.name = fmt::format("{}{} x{:g} (at {})", prefix, method, factor, n);
+      for (const auto& [x, v] :
+           {std::pair{0.0, before}, std::pair{static_cast<double>(steps), after}}) {
+        const lab::Spread sp = lab::spread_of(v);
+        s.x.push_back(x);
+        s.y.push_back(sp.mean);
+        s.lo.push_back(sp.min);
+        s.hi.push_back(sp.max);
+        if (std::isfinite(sp.max)) c.y_max = std::max(c.y_max, sp.max);
+      }
+      c.series.push_back(std::move(s));
+    }
+  };
+  add(table, "table: ");
+  add(rope, "rotary: ");
+  c.y_max = std::max(1.0, std::ceil(c.y_max));
+  c.note = "left: before any update (step 0)\nright: after fine-tuning" +
+           (seeds > 1 ? "\nline: mean of " + std::to_string(seeds) +
+                            " seeds\nshaded: lowest to highest seed"
+                      : std::string());
+  return viz::line_chart_svg(c);
+}
+
 namespace {
 
 // The demo's chart files.
@@ -125,6 +186,27 @@ constexpr const char* kLengthChart = "length_generalization.svg";
 constexpr const char* kExtensionChart = "extension.svg";
 constexpr const char* kRopeChart = "rope_extension.svg";
 constexpr const char* kTableHeatmap = "learned_table_similarity.png";
+constexpr const char* kLmLengthChart = "lm_length.svg";
+constexpr const char* kLmExtensionChart = "lm_extension.svg";
+
+// The text demo's charts.
+std::vector<std::pair<std::string, std::string>> lm_charts(const lab::DemoOutcome& out) {
+  const auto& plan = out.plan;
+  const auto& rep = out.report;
+  const std::size_t L = plan.train_len;
+  std::vector<EncodingRuns> enc;
+  for (const auto& pe : plan.encodings) enc.push_back({pe, lab::runs_of(rep, pe)});
+  std::vector<std::pair<std::string, std::string>> files;
+  files.emplace_back(kLmLengthChart,
+                     length_generalization_svg("text, trained at L = " + std::to_string(L) +
+                                                   " bytes: bits per byte by evaluation length",
+                                               lab::find_task(plan.options.task), L, enc));
+  files.emplace_back(kLmExtensionChart,
+                     lm_extension_svg("past L: the learned table extended to 2L, RoPE scaled to "
+                                      "sL, before and after fine-tuning",
+                                      rep.extension, rep.rope_extension, L));
+  return files;
+}
 std::string extended_heatmap(const std::string& method) {
   return "extended_" + method + "_similarity.png";
 }
@@ -132,6 +214,7 @@ std::string extended_heatmap(const std::string& method) {
 }  // namespace
 
 std::vector<std::string> demo_chart_names(const lab::DemoPlan& plan) {
+  if (plan.language) return {kLmLengthChart, kLmExtensionChart};
   std::vector<std::string> names = {kLengthChart, kExtensionChart};
   if (!plan.rotary.empty()) names.emplace_back(kRopeChart);
   names.emplace_back(kTableHeatmap);
@@ -141,6 +224,7 @@ std::vector<std::string> demo_chart_names(const lab::DemoPlan& plan) {
 }
 
 std::vector<std::pair<std::string, std::string>> demo_charts(const lab::DemoOutcome& out) {
+  if (out.plan.language) return lm_charts(out);
   const auto& plan = out.plan;
   const auto& rep = out.report;
   const std::size_t L = plan.train_len, L2 = 2 * L;

@@ -8,6 +8,9 @@
 //                                 steps: one panel per way of extending the table (or RoPE
 //                                 scaling, rope_extension.svg), the others in grey
 //   *_similarity.png              cosine similarity between every pair of rows of a table
+//   lm_length.svg, lm_extension.svg   the text demo's (`posemb demo --task text`): bits per byte
+//                                 against evaluation length (log x), and past L before and after
+//                                 fine-tuning
 #pragma once
 
 #include <cstddef>
@@ -39,6 +42,12 @@ std::string length_generalization_svg(const std::string& title, const lab::TaskS
 // method (mean and min-max over its runs' seeds).
 std::string extension_svg(const std::string& title, std::size_t lo, std::size_t hi,
                           const std::vector<lab::ExtensionRun>& runs);
+
+// The text demo's lm_extension.svg: bits per byte at the extended length sL before any update
+// and after fine-tuning, one panel per learned-table method (s = 2) and per RoPE scaling and
+// factor (mean and min-max over seeds).
+std::string lm_extension_svg(const std::string& title, const std::vector<lab::ExtensionRun>& table,
+                             const std::vector<lab::ExtensionRun>& rope, std::size_t train_len);
 
 // The PNG heatmap of the cosine similarity between the rows of a learned table.
 std::string table_similarity_png(MatrixView<const float> table,  // (rows, dim)
