@@ -53,8 +53,16 @@ namespace {
 struct TrainStepSpec {
   std::string name;                    // "train_step/demo"
   lab::RunConfig run;                  // the lab's model, task and batch
-  std::vector<std::string> peer_args;  // bench/peers/torch_model.py's flags for the same model
+  std::vector<std::string> peer_args;  // bench/peers/torch_model.py's flags for its task
 };
+
+// The peer's flags for run's model and batch (its task's come from the spec).
+std::vector<std::string> peer_model_args(const lab::RunConfig& r) {
+  return {
+      "--batch",  std::to_string(r.train.batch),    "--d-model", std::to_string(r.model.d_model),
+      "--layers", std::to_string(r.model.n_layers), "--heads",   std::to_string(r.model.n_heads),
+      "--d-ff",   std::to_string(r.model.d_ff),     "--pe",      r.model.pe};
+}
 
 // The symbol demo's model: 2 layers, 4 heads, d_model 64, the copy task at n = 16 (34 tokens),
 // batch 32, a learned table.
@@ -75,13 +83,16 @@ TrainStepSpec demo_step() {
   r.train.batch = 32;
   r.train.steps = 1000000;
   r.train.sort_by_length = false;  // pad every row to the batch's tokens, as the peer does
-  s.peer_args = {"--task", "copy", "--batch", "32", "--train-len", "16", "--alphabet", "8"};
+  s.peer_args = {"--task",      "copy",
+                 "--train-len", std::to_string(r.task.train_len),
+                 "--alphabet",  std::to_string(r.task.alphabet)};
   return s;
 }
 
-// The text demo's model (docs/experiments.md, "The text demo"): a byte-level language model
-// (vocabulary 256) with a learned table, windows of L = 64 bytes, batch 16 in micro-batches of 8,
-// d_model 64, 2 layers, 4 heads, d_ff 256, on the default corpus (every row is full: no padding).
+// The text demo's model (docs/experiments.md, "The text demo's training step"): a byte-level
+// language model (vocabulary 256) with a learned table, windows of L = 64 bytes, batch 16 in
+// micro-batches of 8, d_model 64, 2 layers, 4 heads, d_ff 256, on the default corpus (every row
+// is full: no padding).
 TrainStepSpec text_step() {
   TrainStepSpec s;
   s.name = "train_step/text";
@@ -94,12 +105,11 @@ TrainStepSpec text_step() {
   r.model.n_heads = 4;
   r.model.d_ff = 256;
   r.model.pe = "learned";
-  r.model.max_seq_len = 64;
+  r.model.max_seq_len = r.task.train_len;
   r.train.batch = 16;
   r.train.micro_batch = 8;
   r.train.steps = 1000000;
-  s.peer_args = {"--task", "text",     "--batch", "16",      "--train-len", "64",     "--d-model",
-                 "64",     "--layers", "2",       "--heads", "4",           "--d-ff", "256"};
+  s.peer_args = {"--task", "text", "--train-len", std::to_string(r.task.train_len)};
   return s;
 }
 
@@ -166,6 +176,7 @@ std::vector<StandaloneResult> train_step_case(const BenchContext& ctx, const Tra
   std::vector<std::string> args{ctx.peer_dir + "/torch_model.py", "--threads",
                                 std::to_string(ctx.threads), "--steps", std::to_string(per_round)};
   args.insert(args.end(), spec.peer_args.begin(), spec.peer_args.end());
+  for (std::string& a : peer_model_args(spec.run)) args.push_back(std::move(a));
   std::vector<std::vector<double>> ours(targets.size());
   std::vector<double> peer, peer_ct;
   for (int round = 0; round < kRounds; ++round) {
