@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,21 @@ std::vector<std::string> peer_model_args(const lab::RunConfig& r) {
       "--d-ff",   std::to_string(r.model.d_ff),     "--pe",      r.model.pe};
 }
 
+// The learned table trained at positions 0..len-1, as the peer's model (GPT-2's).
+const lab::EncodingSpec* learned_table() {
+  return lab::find_encoding_if([](const lab::EncodingSpec& e) {
+    return e.has_table && e.train_positions == lab::PositionMode::contiguous;
+  });
+}
+
+// The task scored on windows of a corpus's text (the byte-level language model).
+const lab::TaskSpec& text_task() {
+  for (const lab::TaskSpec* t : lab::tasks()) {
+    if (t->windows != nullptr) return *t;
+  }
+  throw std::logic_error("bench: no task reads a corpus");
+}
+
 // The symbol demo's model: 2 layers, 4 heads, d_model 64, the copy task at n = 16 (34 tokens),
 // batch 32, a learned table.
 TrainStepSpec demo_step() {
@@ -74,16 +90,13 @@ TrainStepSpec demo_step() {
   r.task.train_len = 16;
   r.task.alphabet = 8;
   r.model.vocab_size = lab::task_vocab_size(r.task);
-  // The learned table trained at positions 0..len-1, as the peer's model (GPT-2's).
-  const lab::EncodingSpec* pe = lab::find_encoding_if([](const lab::EncodingSpec& e) {
-    return e.has_table && e.train_positions == lab::PositionMode::contiguous;
-  });
+  const lab::EncodingSpec* pe = learned_table();
   r.model.pe = pe->name;
   r.model.max_seq_len = pe->default_table_rows(lab::train_tokens(r.task));
   r.train.batch = 32;
   r.train.steps = 1000000;
   r.train.sort_by_length = false;  // pad every row to the batch's tokens, as the peer does
-  s.peer_args = {"--task",      "copy",
+  s.peer_args = {"--task",      r.task.kind,
                  "--train-len", std::to_string(r.task.train_len),
                  "--alphabet",  std::to_string(r.task.alphabet)};
   return s;
@@ -97,19 +110,19 @@ TrainStepSpec text_step() {
   TrainStepSpec s;
   s.name = "train_step/text";
   lab::RunConfig& r = s.run;
-  r.task.kind = "text";
+  r.task.kind = std::string(text_task().name);
   r.task.train_len = 64;
   r.model.vocab_size = lab::task_vocab_size(r.task);
   r.model.d_model = 64;
   r.model.n_layers = 2;
   r.model.n_heads = 4;
   r.model.d_ff = 256;
-  r.model.pe = "learned";
+  r.model.pe = learned_table()->name;
   r.model.max_seq_len = r.task.train_len;
   r.train.batch = 16;
   r.train.micro_batch = 8;
   r.train.steps = 1000000;
-  s.peer_args = {"--task", "text", "--train-len", std::to_string(r.task.train_len)};
+  s.peer_args = {"--task", r.task.kind, "--train-len", std::to_string(r.task.train_len)};
   return s;
 }
 
