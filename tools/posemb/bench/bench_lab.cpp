@@ -103,24 +103,25 @@ TrainStepSpec demo_step() {
 }
 
 // The text demo's model (docs/experiments.md, "The text demo's training step"): a byte-level
-// language model (vocabulary 256) with a learned table, windows of L = 64 bytes, batch 16 in
-// micro-batches of 8, d_model 64, 2 layers, 4 heads, d_ff 256, on the default corpus (every row
-// is full: no padding).
+// language model (vocabulary 256) with a learned table, its size, window L and batch the text
+// task's demo preset (lab/tasks/text.cpp: d_model 64, 2 layers, 4 heads, d_ff 256, L = 64 bytes,
+// batch 16), micro-batches of 8 as the demo trains, on the default corpus (every row is full).
 TrainStepSpec text_step() {
   TrainStepSpec s;
   s.name = "train_step/text";
   lab::RunConfig& r = s.run;
-  r.task.kind = std::string(text_task().name);
-  r.task.train_len = 64;
+  const lab::TaskSpec& task = text_task();
+  const lab::DemoPreset& p = task.demo;  // the text demo's model and batch
+  r.task.kind = std::string(task.name);
+  r.task.train_len = p.train_len;
   r.model.vocab_size = lab::task_vocab_size(r.task);
-  r.model.d_model = 64;
-  r.model.n_layers = 2;
-  r.model.n_heads = 4;
-  r.model.d_ff = 256;
+  r.model.d_model = p.d_model;
+  r.model.n_layers = p.n_layers;
+  r.model.n_heads = p.n_heads;
+  r.model.d_ff = p.d_ff;
   r.model.pe = learned_table()->name;
   r.model.max_seq_len = r.task.train_len;
-  r.train.batch = 16;
-  r.train.micro_batch = 8;
+  r.train.batch = p.batch;
   r.train.steps = 1000000;
   s.peer_args = {"--task", r.task.kind, "--train-len", std::to_string(r.task.train_len)};
   return s;
