@@ -3,9 +3,11 @@
 (linear weights stored (in, out): y = x W + b) and arithmetic, for two uses:
 
   * the whole-model oracle of tests/test_lab_model_torch.cpp (import TinyGPT, float64), and
-  * the training-throughput peer of `posemb bench` (run this file: it trains the demo model, the
-    same shapes and batch, for a fixed number of AdamW steps with gradient clipping on 2 threads
-    and prints the median seconds per step and tokens per second as JSON).
+  * the training-throughput peer of `posemb bench` (run this file: it trains the bench's model, the
+    same shapes and batch, for a fixed number of AdamW steps with gradient clipping on the given
+    threads and prints the median seconds per step and tokens per second as JSON): the symbol
+    demo's copy task (--task copy, `train_step/demo`) or the text demo's byte-level model
+    (--task text, `train_step/text`: 256 byte values, every one of the T positions predicted).
 
 Run with Debian's /usr/bin/python3 (torch 1.13).
 """
@@ -172,9 +174,19 @@ def copy_batch(gen, batch, train_len, alphabet):
     return tokens, positions, targets
 
 
+def text_batch(gen, batch, T):
+    """A byte-level language-model batch in the lab's text format: T input bytes per row, each
+    predicting the next, positions 0..T-1. Random bytes: a step's work does not depend on the
+    bytes, and the peer needs no corpus."""
+    data = torch.randint(0, 256, (batch, T + 1), generator=gen)
+    positions = torch.arange(T).unsqueeze(0).expand(batch, T).contiguous()
+    return data[:, :T].contiguous(), positions, data[:, 1:].contiguous()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--task", choices=["copy", "text"], default="copy")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--train-len", type=int, default=16)
     ap.add_argument("--alphabet", type=int, default=8)
@@ -188,13 +200,15 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    T = 2 * args.train_len + 2
-    cfg = {"vocab_size": args.alphabet + 4, "d_model": args.d_model, "n_layers": args.layers,
+    text = args.task == "text"
+    T = args.train_len if text else 2 * args.train_len + 2
+    cfg = {"vocab_size": 256 if text else args.alphabet + 4, "d_model": args.d_model, "n_layers": args.layers,
            "n_heads": args.heads, "d_ff": args.d_ff, "pe": args.pe, "max_seq_len": T}
     model = TinyGPT(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
     gen = torch.Generator().manual_seed(1)
-    batches = [copy_batch(gen, args.batch, args.train_len, args.alphabet) for _ in range(4)]
+    batches = [text_batch(gen, args.batch, T) if text else
+               copy_batch(gen, args.batch, args.train_len, args.alphabet) for _ in range(4)]
 
     def step(i):
         tokens, positions, targets = batches[i % len(batches)]

@@ -93,4 +93,39 @@ expect 0 "bench table on every target" -- bench --all-targets --filter add_posit
 contains out "CPU: " "bench names the CPU in its header"
 contains out "posemb baseline" "bench --all-targets names each posemb row's target"
 
+# The training-step cases: --filter train_step runs both demo models' steps (no kernel case), each
+# at its shape; the text case reads the default corpus (scripts/setup.sh test installs it).
+expect 0 "bench the training steps" -- bench --filter train_step --threads 1 --reps 1 --no-peer --json
+/usr/bin/python3 - "$tmp/out" <<'PY' || fail "bench --filter train_step: both cases, their shapes, no kernel case"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["cases"] == [], d["cases"]
+steps = {t["name"]: t for t in d["train_step"]}
+assert sorted(steps) == ["train_step/demo", "train_step/text"], sorted(steps)
+assert steps["train_step/demo"]["shape"] == "B=32 T=34 C=64 L=2 H=4 F=256 V=12", steps
+assert steps["train_step/text"]["shape"] == "B=16 T=64 C=64 L=2 H=4 F=256 V=256", steps
+for t in steps.values():
+    assert t["seconds"] > 0 and t["pytorch_seconds"] is None, t
+    B, T = (int(f.split("=")[1]) for f in t["shape"].split()[:2])
+    assert abs(t["tokens_per_second"] * t["seconds"] - B * T) < 1e-6 * B * T, t
+PY
+# Without the corpus the text case says why in the table (nothing else is measured).
+POSEMB_CACHE_DIR="$tmp/no-cache" expect 0 "bench the text step without the corpus" -- \
+  bench --filter train_step/text --threads 1 --reps 1 --no-peer
+contains out "train_step/text (B=16 T=64 C=64 L=2 H=4 F=256 V=256): not measured (" \
+  "the table says why the text case was not measured"
+contains out "setup.sh corpus" "the table names the command that installs the corpus"
+grep -qF "train_step/demo" "$tmp/out" && fail "--filter train_step/text runs train_step/demo too"
+# The peer builds the text case's model: 256 byte values, 64 positions, every one predicted (its
+# first loss near ln 256 = 5.55 from N(0, 0.02) weights).
+/usr/bin/python3 "$(dirname "$0")/../../bench/peers/torch_model.py" --task text --train-len 64 \
+  --batch 16 --d-model 64 --layers 2 --heads 4 --d-ff 256 --threads 1 --steps 1 --warmup 0 \
+  >"$tmp/peer" 2>"$tmp/err" || fail "the PyTorch peer of train_step/text ran"
+/usr/bin/python3 - "$tmp/peer" <<'PY' || fail "the PyTorch peer of train_step/text: its shape and loss"
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+assert d["batch"] == 16 and d["seq_len"] == 64 and d["step_seconds"] > 0, d
+assert abs(d["last_loss"] - math.log(256)) < 0.05, d
+PY
+
 finish "cli"

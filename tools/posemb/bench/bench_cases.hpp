@@ -22,11 +22,13 @@ struct BenchContext {
   std::string python = "/usr/bin/python3";  // for peer scripts
   std::string peer_dir;                     // where the peer scripts are
   std::vector<std::string> targets;         // posemb's SIMD targets to measure; empty: the chosen
+  std::string filter;                       // --filter: only the cases whose name contains it
 };
 
 struct StandaloneResult {
-  std::string name;   // "train_step/demo"
-  std::string shape;  // "B=32 T=34 C=64 L=2 H=4 V=12"
+  std::string name;     // "train_step/demo"
+  std::string shape;    // "B=32 T=34 C=64 L=2 H=4 F=256 V=12"
+  std::string skipped;  // why the case was not measured ("" when it was)
   double seconds = 0;
   double tokens = 0;                   // tokens one call processes
   std::optional<double> peer_seconds;  // PyTorch, same model and thread count
@@ -40,9 +42,15 @@ struct StandaloneResult {
   std::string peer_coretype_status;
 };
 
-// One AdamW training step of the demo model (lab/) against the same model in PyTorch: one result
-// per target of ctx.targets (the chosen target when empty), the same PyTorch figures in each.
-std::vector<StandaloneResult> train_step_demo(const BenchContext& ctx);
+// The training-step cases' names: train_step/demo (the symbol demo's model) and train_step/text
+// (the text demo's byte-level model).
+std::vector<std::string> train_step_names();
+
+// One AdamW training step of each demo's model (lab/) against the same model in PyTorch, the
+// cases whose name contains ctx.filter: one result per target of ctx.targets (the chosen target
+// when empty), the same PyTorch figures in each. A case that cannot run here (the text case
+// without its corpus) is one result with `skipped` saying why.
+std::vector<StandaloneResult> train_step_cases(const BenchContext& ctx);
 
 // Every kernel the lab runs through posemb::parallel_for (matrix products, attention,
 // LayerNorm, GELU, residual add, softmax cross-entropy; RoPE and AdamW from the library) on one

@@ -2,10 +2,11 @@
 // that the lab calls) at each thread count, for the contention check (2 threads against 1 with
 // another process busy on one core); see lab_kernel_cases below.
 //
-// `posemb bench` case train_step/demo: one AdamW training step (forward, backward, gradient
-// clipping, update) of the demo model (lab/: 2 layers, 4 heads, d_model 64, batch 32 x 34
-// tokens, learned table), steps run back to back as in training (median over repetitions of 10
-// steps each, per step), against the same model, shapes and batch in PyTorch
+// `posemb bench` cases train_step/demo and train_step/text: one AdamW training step (forward,
+// backward, gradient clipping, update) of the symbol demo's model (lab/: 2 layers, 4 heads,
+// d_model 64, batch 32 x 34 tokens, learned table) and of the text demo's (vocabulary 256, batch
+// 16 x 64 bytes), steps run back to back as in training (median over repetitions of 10 steps
+// each, per step), against the same model, shapes and batch in PyTorch
 // (bench/peers/torch_model.py under /usr/bin/python3, same thread count), the two taking turns.
 #include <fmt/core.h>
 
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -48,22 +50,81 @@ std::string openblas_core_for_cpu() {
 
 namespace {
 
-lab::RunConfig demo_step_config() {
-  lab::RunConfig r;
+// A training step to time: the lab's run settings and the same model for the peer.
+struct TrainStepSpec {
+  std::string name;                    // "train_step/demo"
+  lab::RunConfig run;                  // the lab's model, task and batch
+  std::vector<std::string> peer_args;  // bench/peers/torch_model.py's flags for its task
+};
+
+// The peer's flags for run's model and batch (its task's come from the spec).
+std::vector<std::string> peer_model_args(const lab::RunConfig& r) {
+  return {
+      "--batch",  std::to_string(r.train.batch),    "--d-model", std::to_string(r.model.d_model),
+      "--layers", std::to_string(r.model.n_layers), "--heads",   std::to_string(r.model.n_heads),
+      "--d-ff",   std::to_string(r.model.d_ff),     "--pe",      r.model.pe};
+}
+
+// The learned table trained at positions 0..len-1, as the peer's model (GPT-2's).
+const lab::EncodingSpec* learned_table() {
+  return lab::find_encoding_if([](const lab::EncodingSpec& e) {
+    return e.has_table && e.train_positions == lab::PositionMode::contiguous;
+  });
+}
+
+// The task scored on windows of a corpus's text (the byte-level language model).
+const lab::TaskSpec& text_task() {
+  for (const lab::TaskSpec* t : lab::tasks()) {
+    if (t->windows != nullptr) return *t;
+  }
+  throw std::logic_error("bench: no task reads a corpus");
+}
+
+// The symbol demo's model: 2 layers, 4 heads, d_model 64, the copy task at n = 16 (34 tokens),
+// batch 32, a learned table.
+TrainStepSpec demo_step() {
+  TrainStepSpec s;
+  s.name = "train_step/demo";
+  lab::RunConfig& r = s.run;
   r.task.kind = lab::default_task_name();
   r.task.train_len = 16;
   r.task.alphabet = 8;
   r.model.vocab_size = lab::task_vocab_size(r.task);
-  // The learned table trained at positions 0..len-1, as the peer's model (GPT-2's).
-  const lab::EncodingSpec* pe = lab::find_encoding_if([](const lab::EncodingSpec& e) {
-    return e.has_table && e.train_positions == lab::PositionMode::contiguous;
-  });
+  const lab::EncodingSpec* pe = learned_table();
   r.model.pe = pe->name;
   r.model.max_seq_len = pe->default_table_rows(lab::train_tokens(r.task));
   r.train.batch = 32;
   r.train.steps = 1000000;
   r.train.sort_by_length = false;  // pad every row to the batch's tokens, as the peer does
-  return r;
+  s.peer_args = {"--task",      r.task.kind,
+                 "--train-len", std::to_string(r.task.train_len),
+                 "--alphabet",  std::to_string(r.task.alphabet)};
+  return s;
+}
+
+// The text demo's model (docs/experiments.md, "The text demo's training step"): a byte-level
+// language model (vocabulary 256) with a learned table, its size, window L and batch the text
+// task's demo preset (lab/tasks/text.cpp: d_model 64, 2 layers, 4 heads, d_ff 256, L = 64 bytes,
+// batch 16), micro-batches of 8 as the demo trains, on the default corpus (every row is full).
+TrainStepSpec text_step() {
+  TrainStepSpec s;
+  s.name = "train_step/text";
+  lab::RunConfig& r = s.run;
+  const lab::TaskSpec& task = text_task();
+  const lab::DemoPreset& p = task.demo;  // the text demo's model and batch
+  r.task.kind = std::string(task.name);
+  r.task.train_len = p.train_len;
+  r.model.vocab_size = lab::task_vocab_size(r.task);
+  r.model.d_model = p.d_model;
+  r.model.n_layers = p.n_layers;
+  r.model.n_heads = p.n_heads;
+  r.model.d_ff = p.d_ff;
+  r.model.pe = learned_table()->name;
+  r.model.max_seq_len = r.task.train_len;
+  r.train.batch = p.batch;
+  r.train.steps = 1000000;
+  s.peer_args = {"--task", r.task.kind, "--train-len", std::to_string(r.task.train_len)};
+  return s;
 }
 
 std::optional<double> median_of(std::vector<double> v) {
@@ -84,30 +145,39 @@ std::optional<double> peer_seconds(const bench::PeerResult& peer, std::string& s
   return std::nullopt;
 }
 
-}  // namespace
+std::string shape_of(const lab::RunConfig& r) {
+  return fmt::format("B={} T={} C={} L={} H={} F={} V={}", r.train.batch, lab::train_tokens(r.task),
+                     r.model.d_model, r.model.n_layers, r.model.n_heads, r.model.d_ff,
+                     r.model.vocab_size);
+}
 
-std::vector<StandaloneResult> train_step_demo(const BenchContext& ctx) {
-  const lab::RunConfig r = demo_step_config();
-  lab::Trainer tr(r);
-  const int reps = std::max(ctx.repetitions, 10);
+// One case: spec's step against the peer, one result per target of ctx.targets (the chosen
+// target when empty). A trainer that cannot be built (the text case without its corpus) gives a
+// result with `skipped` saying why.
+std::vector<StandaloneResult> train_step_case(const BenchContext& ctx, const TrainStepSpec& spec) {
   const std::vector<std::string> targets =
       ctx.targets.empty() ? std::vector<std::string>{simd_target()} : ctx.targets;
   StandaloneResult proto;
-  proto.name = "train_step/demo";
-  // The peer (bench/peers/torch_model.py) builds this shape: B=32 T=34 C=64 L=2 H=4 V=12.
-  proto.shape =
-      fmt::format("B={} T={} C={} L={} H={} V={}", r.train.batch, lab::train_tokens(r.task),
-                  r.model.d_model, r.model.n_layers, r.model.n_heads, r.model.vocab_size);
-  proto.tokens = 32.0 * static_cast<double>(lab::train_tokens(r.task));
+  proto.name = spec.name;
+  proto.shape = shape_of(spec.run);
+  proto.tokens = static_cast<double>(spec.run.train.batch * lab::train_tokens(spec.run.task));
+  std::optional<lab::Trainer> tr;
+  try {
+    tr.emplace(spec.run);
+  } catch (const std::exception& e) {
+    proto.skipped = std::string("not measured (") + e.what() + ")";
+    return {proto};
+  }
+  const int reps = std::max(ctx.repetitions, 10);
   proto.peer_coretype = ctx.run_peers ? openblas_core_for_cpu() : "";
   // Training runs its steps back to back, and the peer times them so (no flush between steps):
   // each timed repetition is kSteps consecutive steps after one cache flush, reported per step.
   constexpr int kSteps = 10;
   std::vector<bench::Variant> steps;
   for (const std::string& t : targets) {
-    steps.push_back({"train_step/demo " + t, ctx.threads,
+    steps.push_back({spec.name + " " + t, ctx.threads,
                      [&tr] {
-                       for (int i = 0; i < kSteps; ++i) tr.train_step();
+                       for (int i = 0; i < kSteps; ++i) tr->train_step();
                      },
                      false, ctx.targets.empty() ? "" : t});
   }
@@ -117,9 +187,10 @@ std::vector<StandaloneResult> train_step_demo(const BenchContext& ctx) {
   // rounds. A change in the machine's speed during the run then falls on both sides alike.
   constexpr int kRounds = 3;
   const int per_round = std::max(reps / kRounds, 5);
-  const std::vector<std::string> args{ctx.peer_dir + "/torch_model.py", "--threads",
-                                      std::to_string(ctx.threads), "--steps",
-                                      std::to_string(per_round)};
+  std::vector<std::string> args{ctx.peer_dir + "/torch_model.py", "--threads",
+                                std::to_string(ctx.threads), "--steps", std::to_string(per_round)};
+  args.insert(args.end(), spec.peer_args.begin(), spec.peer_args.end());
+  for (std::string& a : peer_model_args(spec.run)) args.push_back(std::move(a));
   std::vector<std::vector<double>> ours(targets.size());
   std::vector<double> peer, peer_ct;
   for (int round = 0; round < kRounds; ++round) {
@@ -148,6 +219,21 @@ std::vector<StandaloneResult> train_step_demo(const BenchContext& ctx) {
     res.blas = "lab::gemm on " + targets[i];
     res.seconds = *median_of(ours[i]);
     out.push_back(std::move(res));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> train_step_names() {
+  return {demo_step().name, text_step().name};
+}
+
+std::vector<StandaloneResult> train_step_cases(const BenchContext& ctx) {
+  std::vector<StandaloneResult> out;
+  for (const TrainStepSpec& spec : {demo_step(), text_step()}) {
+    if (!ctx.filter.empty() && spec.name.find(ctx.filter) == std::string::npos) continue;
+    for (auto& r : train_step_case(ctx, spec)) out.push_back(std::move(r));
   }
   return out;
 }

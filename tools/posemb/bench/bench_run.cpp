@@ -167,6 +167,12 @@ struct CaseTable {
 };
 
 nlohmann::json train_step_json(const StandaloneResult& train, int threads) {
+  if (!train.skipped.empty()) {
+    return {{"name", train.name},
+            {"shape", train.shape},
+            {"threads", threads},
+            {"skipped", train.skipped}};
+  }
   nlohmann::json j = {{"name", train.name},
                       {"shape", train.shape},
                       {"threads", threads},
@@ -184,9 +190,19 @@ nlohmann::json train_step_json(const StandaloneResult& train, int threads) {
   return j;
 }
 
+// Whether o's training-step cases run: not with --no-train-step, and with --filter only those whose
+// name contains it.
+bool train_steps_selected(const BenchOptions& o) {
+  if (o.no_train_step) return false;
+  const auto names = train_step_names();
+  return o.filter.empty() || std::any_of(names.begin(), names.end(), [&](const std::string& n) {
+           return n.find(o.filter) != std::string::npos;
+         });
+}
+
 // The kernel cases of `o` (with --lab-kernels the lab's too; each posemb case once per target of
 // `targets`), kept by --filter with the references they need; throws UsageError for a filter that
-// matches no case.
+// matches no case (a training step's name included).
 std::vector<bench::Case> select_cases(const BenchOptions& o, const std::vector<int>& threads,
                                       bool llmc, const std::vector<std::string>& targets) {
   std::vector<bench::Case> cases = bench::embedding_cases(threads, llmc);
@@ -209,9 +225,10 @@ std::vector<bench::Case> select_cases(const BenchOptions& o, const std::vector<i
   std::erase_if(cases, [&](const bench::Case& c) {
     return c.impl == bench::Impl::machine && !shapes.contains(c.shape);
   });
-  if (std::all_of(cases.begin(), cases.end(), reference)) {
+  if (std::all_of(cases.begin(), cases.end(), reference) && !train_steps_selected(o)) {
     throw UsageError("--filter '" + o.filter + "' matches no case (names such as " +
-                     "rope_forward/gpt2, add_positions_backward/small, embed_forward/gpt2)");
+                     "rope_forward/gpt2, add_positions_backward/small, embed_forward/gpt2, "
+                     "train_step/text)");
   }
   return cases;
 }
@@ -244,7 +261,7 @@ nlohmann::json measure_bench(const BenchOptions& o) {
     }
   }
   std::vector<StandaloneResult> train;
-  if (!o.no_train_step) {
+  if (train_steps_selected(o)) {
     BenchContext ctx;
     ctx.harness = &harness;
     ctx.repetitions = o.repetitions;
@@ -253,7 +270,8 @@ nlohmann::json measure_bench(const BenchOptions& o) {
     ctx.python = o.python;
     ctx.peer_dir = peer_dir;
     ctx.targets = targets;
-    train = train_step_demo(ctx);
+    ctx.filter = o.filter;
+    train = train_step_cases(ctx);
   }
   posemb::set_simd_target("");  // the process's own choice again, for what follows
 

@@ -76,6 +76,11 @@ void print_cases(const nlohmann::json& doc) {
 }
 
 void print_train_step(const nlohmann::json& t) {
+  if (t.contains("skipped")) {
+    fmt::print("{} ({}): {}\n", t["name"].get<std::string>(), t["shape"].get<std::string>(),
+               t["skipped"].get<std::string>());
+    return;
+  }
   const double seconds = t["seconds"];
   const double tokens = t["tokens_per_second"].get<double>() * seconds;
   auto peer = [&](const nlohmann::json& s, const nlohmann::json& status) {

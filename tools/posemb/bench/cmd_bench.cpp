@@ -23,7 +23,8 @@ void register_bench_command(CLI::App& app) {
       "Measure the embedding kernels against llm.c's encoder loop, PyTorch and the copy "
       "bandwidth of the same run (an untimed run and a cache flush before every repetition, "
       "cases interleaved), "
-      "and the demo model's training step against PyTorch");
+      "and the demo models' training steps against PyTorch (train_step/demo, the symbol demo's; "
+      "train_step/text, the text demo's)");
   sub->add_flag("--json", opts->json, "Print one JSON document instead of the table");
   sub->add_option("--reps", opts->repetitions, "Timed repetitions per case (median reported)")
       ->capture_default_str();
@@ -35,15 +36,16 @@ void register_bench_command(CLI::App& app) {
                   "Directory of the peer scripts (default: the installed ones, else the source "
                   "tree's bench/peers)");
   sub->add_flag("--no-peer", opts->no_peer, "Do not run the PyTorch peers");
-  sub->add_flag("--no-train-step", opts->no_train_step, "Skip the train_step/demo case");
+  sub->add_flag("--no-train-step", opts->no_train_step,
+                "Skip the training-step cases (train_step/demo, train_step/text)");
   sub->add_flag("--lab-kernels", opts->lab_kernels,
                 "Also measure every kernel the lab runs in parallel (<kernel>/lab; the contention "
                 "check: --threads 1,2 with another process busy on one core, see docs/layer.md)");
   sub->add_option(
       "--filter", opts->filter,
       "Measure only the cases whose name contains this text (rope, gpt2, "
-      "add_positions_backward/gpt2, ...), with their peers, the copy and, with a GPT-2 case, "
-      "read_token_rows/gpt2");
+      "add_positions_backward/gpt2, train_step/text, ...), with their peers, the copy and, with "
+      "a GPT-2 case, read_token_rows/gpt2");
   sub->add_flag("--all-targets", opts->all_targets,
                 "Measure every posemb case and the training step on each SIMD target this CPU "
                 "runs (posemb::simd_targets()), side by side against the same peers");
