@@ -103,11 +103,11 @@ exec {real!r} "$@" --benchmark_min_time=0
 
 # Blocks not run here, by page and first line: why, and what runs them instead.
 NOT_RUN = {
-    ("README.md", "posemb demo --task text --out demo-text     # about 10 minutes on 2 cores; --quick: about a minute"):
+    ("README.md", "posemb demo --task text --out demo-text     # about 12 minutes on 2 cores; --quick: about 15 seconds"):
         "the text demo: its 21 runs and 33 fine-tunings at up to 4L take minutes even capped at 40 "
         "steps (417 s here); CTest lm_demo_cli runs posemb demo --task text --quick with a few "
         "steps on a corpus of its own",
-    ("docs/experiments.md", "posemb demo --task text --out demo-text            # about 10 minutes on 2 cores"):
+    ("docs/experiments.md", "posemb demo --task text --out demo-text            # about 12 minutes on 2 cores"):
         "as README.md's text demo (473 s here capped): CTest lm_demo_cli",
     ("README.md", "cmake -S . -B build && cmake --build build -j"):
         "a whole build (minutes); the build under test is one, `make build` configures it with "
