@@ -59,22 +59,14 @@ GridRun rope_extension_settings(const DemoPlan& plan, std::uint64_t seed, const 
 //    fine-tuned the same steps at n <= 2L.
 std::vector<GridRun> extension_runs(const DemoPlan& plan, const std::vector<GridRun>& grid,
                                     const std::filesystem::path& ckdir) {
-  const TaskSpec& task = find_task(plan.options.task);
   std::vector<GridRun> ext;
   for (const auto& g : grid) {
     if (g.run.model.pe != plan.extended) continue;
     const std::uint64_t seed = g.run.train.seed;
     const PositionTable table = load_position_table(g.checkpoint);
     for (const auto m : plan.methods) {
-      ResizeOptions ro;
-      ro.seed = seed;
-      const PositionTable longer = resize_table(table, task.tokens(2 * plan.train_len), m, ro);
       GridRun s = extension_settings(plan, seed, m);
-      s.init_from = g.checkpoint;
-      s.table =
-          (ckdir / checkpoint_name(plan.extended, seed, "-" + std::string(resize_method_name(m))))
-              .string();
-      save_position_table(s.table, longer);
+      start_from_extended_table(s, g, table, m, plan, ckdir);
       s.keep_table = g.keep_table;
       ext.push_back(std::move(s));
     }

@@ -2,6 +2,7 @@
 #include "lab/experiment/demo_stage.hpp"
 
 #include "lab/encodings/registry.hpp"
+#include "lab/tasks/registry.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -73,6 +74,19 @@ std::vector<GridOutcome> run_demo_stage(const std::vector<GridRun>& runs, const 
 
 std::string checkpoint_name(const std::string& pe, std::uint64_t seed, const std::string& tail) {
   return pe + "-seed" + std::to_string(seed) + tail + ".safetensors";
+}
+
+void start_from_extended_table(GridRun& s, const GridRun& g, const PositionTable& table,
+                               ResizeMethod m, const DemoPlan& plan,
+                               const std::filesystem::path& ckdir) {
+  ResizeOptions ro;
+  ro.seed = g.run.train.seed;
+  const std::size_t rows = find_task(plan.options.task).tokens(2 * plan.train_len);
+  s.init_from = g.checkpoint;
+  std::string tail = "-";  // built by appending: g++ 12 warns falsely on "-" + std::string
+  tail += resize_method_name(m);
+  s.table = (ckdir / checkpoint_name(g.run.model.pe, g.run.train.seed, tail)).string();
+  save_position_table(s.table, resize_table(table, rows, m, ro));
 }
 
 // The steps a fine-tuning run is probed at: 0, every, 2 every, ... and its last step.

@@ -18,6 +18,8 @@
 #include "lab/experiment/grid.hpp"
 #include "lab/report/demo_report.hpp"
 #include "posemb/matrix.hpp"
+#include "posemb/position_table_file.hpp"
+#include "posemb/resize.hpp"
 
 namespace posemb::lab {
 
@@ -59,6 +61,13 @@ std::vector<GridOutcome> run_demo_stage(const std::vector<GridRun>& runs, const 
 
 // "PE-seedS[TAIL].safetensors".
 std::string checkpoint_name(const std::string& pe, std::uint64_t seed, const std::string& tail);
+
+// s starts from g's checkpoint with `table` (g's learned table) extended to 2L rows by m
+// (posemb::resize_table, seeded by g's seed), written into ckdir as
+// "PE-seedS-METHOD.safetensors".
+void start_from_extended_table(GridRun& s, const GridRun& g, const PositionTable& table,
+                               ResizeMethod m, const DemoPlan& plan,
+                               const std::filesystem::path& ckdir);
 
 // The steps a fine-tuning run is probed at: 0, every, 2 every, ... and its last step.
 std::vector<std::size_t> probe_steps(std::size_t steps, std::size_t every);

@@ -51,21 +51,14 @@ GridRun rope_settings(const DemoPlan& plan, std::uint64_t seed, const std::strin
 //    RoPE's; n_table: how many are the tables'.
 std::vector<GridRun> extension_runs(const DemoPlan& plan, const std::vector<GridRun>& grid,
                                     const std::filesystem::path& ckdir, std::size_t& n_table) {
-  const TaskSpec& task = find_task(plan.options.task);
   std::vector<GridRun> ext;
   for (const auto& g : grid) {
     if (g.run.model.pe != plan.extended) continue;
     const std::uint64_t seed = g.run.train.seed;
     const PositionTable table = load_position_table(g.checkpoint);
     for (const auto m : plan.methods) {
-      ResizeOptions ro;
-      ro.seed = seed;
       GridRun s = table_settings(plan, seed, m);
-      s.init_from = g.checkpoint;
-      std::string tail = "-";
-      tail += resize_method_name(m);
-      s.table = (ckdir / checkpoint_name(plan.extended, seed, tail)).string();
-      save_position_table(s.table, resize_table(table, task.tokens(2 * plan.train_len), m, ro));
+      start_from_extended_table(s, g, table, m, plan, ckdir);
       ext.push_back(std::move(s));
     }
   }
